@@ -1,0 +1,62 @@
+"""bayesrank: rank LLMs from repeated-trial benchmark results, with honest uncertainty.
+
+Data flow: :func:`load` -> :class:`ResponseData` (validated) -> ``data.reductions``
+(counts, pairwise W/T, setwise events) -> :func:`rank` (deterministic rules) or
+:func:`fit` (Bayesian models, returns a :class:`Posterior`) -> analytics -> report.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from bayesrank.bayes_at_n import bayes_at_n
+from bayesrank.data import ResponseData
+from bayesrank.errors import (
+    DataError,
+    DisconnectedGraphError,
+    LoadError,
+    MissingDependencyError,
+    NotIdentifiedError,
+    UnknownMethodError,
+)
+from bayesrank.ranking import Ranking
+from bayesrank.ranks import kendall_tau, scores_to_ranks
+from bayesrank.registry import methods, rank
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "load": "bayesrank.io",
+    "save": "bayesrank.io",
+    "datasets": "bayesrank.datasets",
+    "fit": "bayesrank.fitting",
+    "Posterior": "bayesrank.posterior",
+}
+
+__all__ = [
+    "DataError",
+    "DisconnectedGraphError",
+    "LoadError",
+    "MissingDependencyError",
+    "NotIdentifiedError",
+    "Ranking",
+    "ResponseData",
+    "UnknownMethodError",
+    "bayes_at_n",
+    "kendall_tau",
+    "methods",
+    "rank",
+    "scores_to_ranks",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Heavy modules (PyMC, I/O back ends) load on first use, keeping `import bayesrank` fast.
+    if name in _LAZY:
+        module = import_module(_LAZY[name])
+        value = module if module.__name__ == f"bayesrank.{name}" else getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'bayesrank' has no attribute {name!r}")

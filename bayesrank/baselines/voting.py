@@ -1,0 +1,1 @@
+"""(family module; filled in by the baselines work)."""

@@ -1,0 +1,130 @@
+"""Command-line interface: ``bayesrank rank``, ``bayesrank methods``, ``bayesrank report``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from bayesrank import __version__
+
+EXAMPLE_NOTE = "bundled simulated example (not real model results)"
+
+
+def _load_data(path: str | None, key: str | None, prior: str | None):
+    from bayesrank import datasets, io
+
+    if path is None:
+        return datasets.example(key or "combined"), EXAMPLE_NOTE
+    return io.load(path, key=key, R0=prior), path
+
+
+def _add_data_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", nargs="?", help="data file (.npz/.npy/.csv/.jsonl/.parquet/.nc); "
+                   "omit to use the bundled simulated example")
+    p.add_argument("--key", help="benchmark key inside a multi-benchmark .npz "
+                   "(example: aime24, aime25, hmmt_feb_2025, brumo_2025, combined)")
+    p.add_argument("--prior", help="prior-outcome archive/array (e.g. greedy decodes) for R0")
+
+
+def _cmd_rank(args: argparse.Namespace) -> int:
+    from bayesrank import rank
+
+    data, source = _load_data(args.data, args.key, args.prior)
+    options = {}
+    for item in args.option or []:
+        name, _, value = item.partition("=")
+        options[name] = _parse_value(value)
+    result = rank(data, args.method, ties=args.ties, **options)
+    print(f"# {result.method} on {source}: {data!r}")
+    print(result.to_frame().to_string(index=False))
+    return 0
+
+
+def _parse_value(text: str):
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _cmd_methods(args: argparse.Namespace) -> int:
+    from bayesrank import methods
+
+    table = methods(paper_only=args.paper)
+    print(table.to_string(index=False))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from bayesrank.report import write_report
+
+    data, source = _load_data(args.data, args.key, args.prior)
+    path = write_report(
+        data,
+        args.output,
+        model=args.model,
+        sampler=args.sampler,
+        baselines=[b for b in (args.baselines or "").split(",") if b],
+        draws=args.draws,
+        tune=args.tune,
+        chains=args.chains,
+        random_seed=args.seed,
+        source=source,
+    )
+    print(f"wrote {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bayesrank",
+        description="Rank LLMs from repeated-trial benchmark results, with honest uncertainty.",
+    )
+    parser.add_argument("--version", action="version", version=f"bayesrank {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("rank", help="rank models with a deterministic method; print a leaderboard")
+    _add_data_arguments(p)
+    p.add_argument("--method", default="avg", help="method identifier (see `bayesrank methods`)")
+    p.add_argument("--ties", default="competition",
+                   choices=["competition", "dense", "average", "ordinal"])
+    p.add_argument("-O", "--option", action="append", metavar="NAME=VALUE",
+                   help="override a method argument (JSON value), e.g. -O K=16")
+    p.set_defaults(func=_cmd_rank)
+
+    p = sub.add_parser("methods", help="list every ranking method identifier")
+    p.add_argument("--paper", action="store_true", help="only the paper's 72 identifiers")
+    p.set_defaults(func=_cmd_methods)
+
+    p = sub.add_parser("report", help="fit a Bayesian model and write a self-contained HTML report")
+    _add_data_arguments(p)
+    p.add_argument("--model", default="rasch",
+                   help="bayes, rasch, 2pl, 3pl, bradley_terry, davidson_luce")
+    p.add_argument("--sampler", default=None, help="numpyro, nutpie or pymc (default: per model)")
+    p.add_argument("--baselines", default="avg,bradley_terry,elo_tie_draw",
+                   help="comma-separated deterministic methods to show beside the posterior")
+    p.add_argument("--draws", type=int, default=1000)
+    p.add_argument("--tune", type=int, default=1000)
+    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("-o", "--output", default="report.html")
+    p.set_defaults(func=_cmd_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from bayesrank.errors import BayesrankError
+
+    try:
+        return int(args.func(args))
+    except (BayesrankError, FileNotFoundError) as exc:
+        print(f"bayesrank: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

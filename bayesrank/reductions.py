@@ -1,0 +1,254 @@
+"""Shared sufficient statistics of a response tensor, computed once per dataset.
+
+Every ranking rule reads its input from here instead of re-deriving it from R:
+
+=========================  ==============  ============================================
+attribute                  shape           meaning
+=========================  ==============  ============================================
+``successes``              (L, M)          k_lm = sum_n R_lmn (binary data)
+``trials``                 (L, M)          n_lm = number of observed trials
+``category_counts``        (L, M, C+1)     trials of cell (l, m) with outcome k
+``cell_utility``           (L, M)          mean utility w[R] over observed trials
+``wins``                   (L, L)          W_ij: trials where i's utility beats j's
+``ties``                   (L, L)          T_ij: trials where both are equal (0 on diag)
+``question_preferences``   (L, L)          P_ij = #q with u_im > u_jm + 1/2 #q with =
+``setwise``                SetwiseEvents   grouped (winner set, loser set) events
+``prior_category_counts``  (M|L,M, C+1)    category counts of R0
+=========================  ==============  ============================================
+
+Pairwise counts are taken over question-trials that both models observed, so on
+complete data ``W + W.T + T == M * N`` off the diagonal (paper, Sec. 2.2).  They
+are matrix products over one-hot indicator blocks, processed in column chunks so
+peak memory stays a small multiple of the input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from bayesrank.data import ResponseData
+
+__all__ = ["Reductions", "SetwiseEvents"]
+
+_CHUNK_COLUMNS = 16384
+
+
+def _gram(blocks_left, blocks_right, L: int, n_cols: int) -> np.ndarray:
+    """sum_c left_c @ right_c.T over column chunks; blocks are callables on a column slice."""
+    out = np.zeros((L, L), dtype=np.float64)
+    for start in range(0, n_cols, _CHUNK_COLUMNS):
+        cols = slice(start, min(start + _CHUNK_COLUMNS, n_cols))
+        left = blocks_left(cols)
+        right = left if blocks_right is None else blocks_right(cols)
+        out += left @ right.T
+    return np.rint(out)
+
+
+@dataclass(frozen=True)
+class SetwiseEvents:
+    """Question-trial events as (winner set U, loser set V), grouped.
+
+    ``winners[e]`` and ``losers[e]`` are boolean rows over models; ``counts[e]``
+    is how many question-trials produced exactly that event.  Degenerate events
+    (nobody or everybody present won) carry no ranking information and are dropped.
+    """
+
+    winners: np.ndarray
+    losers: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def n_unique(self) -> int:
+        return int(self.counts.size)
+
+    @property
+    def n_events(self) -> int:
+        return int(self.counts.sum())
+
+
+class Reductions:
+    """Lazily computed, cached reductions of one :class:`~bayesrank.ResponseData`."""
+
+    def __init__(self, data: ResponseData) -> None:
+        self.data = data
+
+    # -- cell-level --------------------------------------------------------------------
+    @cached_property
+    def trials(self) -> np.ndarray:
+        """n_lm: observed trials per model-question cell, int64 (L, M)."""
+        d = self.data
+        if d.mask is None:
+            return np.full((d.L, d.M), d.N, dtype=np.int64)
+        return d.mask.sum(axis=2, dtype=np.int64)
+
+    @cached_property
+    def successes(self) -> np.ndarray:
+        """k_lm = sum_n R_lmn over observed trials, int64 (L, M); binary data only."""
+        self.data.require_binary("successes k_lm")
+        return self.data.R.sum(axis=2, dtype=np.int64)  # masked cells hold 0
+
+    @cached_property
+    def category_counts(self) -> np.ndarray:
+        """Trials per cell with each outcome, int64 (L, M, C+1)."""
+        d = self.data
+        if d.is_binary:
+            k = self.successes
+            return np.stack([self.trials - k, k], axis=-1)
+        out = np.empty((d.L, d.M, d.n_categories), dtype=np.int64)
+        for c in range(d.n_categories):
+            hit = d.R == c
+            if d.mask is not None:
+                hit &= d.mask
+            out[..., c] = hit.sum(axis=2, dtype=np.int64)
+        return out
+
+    @cached_property
+    def cell_utility(self) -> np.ndarray:
+        """Mean utility of each cell, sum_k w_k n_lmk / n_lm; NaN for unobserved cells."""
+        n = self.trials
+        total = self.category_counts @ self.data.weights
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+    @cached_property
+    def solve_rate(self) -> np.ndarray:
+        """p_hat_lm = k_lm / n_lm (binary data); NaN for unobserved cells."""
+        self.data.require_binary("solve rates")
+        return self.cell_utility
+
+    # -- pairwise ---------------------------------------------------------------------
+    @cached_property
+    def _pairwise(self) -> tuple[np.ndarray, np.ndarray]:
+        d = self.data
+        L = d.L
+        X = d.R.reshape(L, -1)
+        n_cols = X.shape[1]
+        if d.is_binary and d.mask is None:
+            # One symmetric product suffices: A_ij = #(both succeed).
+            A = _gram(lambda c: X[:, c].astype(np.float32), None, L, n_cols)
+            S = np.diag(A).copy()
+            wins = S[:, None] - A
+            ties = A + (n_cols - S[:, None] - S[None, :] + A)
+        else:
+            V = None if d.mask is None else d.mask.reshape(L, -1)
+            utility = d.weights
+            levels = np.unique(utility)
+            wins = np.zeros((L, L))
+            ties = np.zeros((L, L))
+            for level in levels:
+                at = np.flatnonzero(utility == level)
+                below = np.flatnonzero(utility < level)
+
+                def indicator(cats, c, X=X, V=V):
+                    block = np.isin(X[:, c], cats)
+                    if V is not None:
+                        block &= V[:, c]
+                    return block.astype(np.float32)
+
+                ties += _gram(lambda c, at=at: indicator(at, c), None, L, n_cols)
+                if below.size:
+                    wins += _gram(
+                        lambda c, at=at: indicator(at, c),
+                        lambda c, below=below: indicator(below, c),
+                        L,
+                        n_cols,
+                    )
+        np.fill_diagonal(wins, 0.0)
+        np.fill_diagonal(ties, 0.0)
+        wins.setflags(write=False)
+        ties.setflags(write=False)
+        return wins, ties
+
+    @property
+    def wins(self) -> np.ndarray:
+        """W_ij: question-trials where model i's outcome beats model j's (float64, exact)."""
+        return self._pairwise[0]
+
+    @property
+    def ties(self) -> np.ndarray:
+        """T_ij: question-trials where models i and j tie (diagonal 0)."""
+        return self._pairwise[1]
+
+    @cached_property
+    def comparisons(self) -> np.ndarray:
+        """W + W.T + T: co-observed question-trials of each pair."""
+        return self.wins + self.wins.T + self.ties
+
+    @cached_property
+    def question_preferences(self) -> np.ndarray:
+        """P_ij = #{m: u_im > u_jm} + 1/2 #{m: u_im = u_jm}, over questions both observed.
+
+        ``u_lm`` is the cell's mean utility (the solve rate k_lm / n_lm for binary
+        data): each question acts as a voter ranking the models by it.
+        """
+        u = self.cell_utility
+        L, M = u.shape
+        seen = ~np.isnan(u)
+        levels, codes = np.unique(np.where(seen, u, -np.inf), return_inverse=True)
+        codes = codes.reshape(L, M)
+        V = levels.size
+        if V <= 64:
+            # One-hot E and strictly-below B per question: P = E @ (B + E/2).T,
+            # computed as E @ (2B + E).T / 2 so every chunk product is an exact integer.
+            onehot = (codes[..., None] == np.arange(V)) & seen[..., None]
+            below = (np.cumsum(onehot, axis=2) - onehot) > 0
+            left = onehot.reshape(L, -1)
+            right = (2 * below.astype(np.int8) + onehot).reshape(L, -1)
+            P = _gram(
+                lambda c: left[:, c].astype(np.float32),
+                lambda c: right[:, c].astype(np.float32),
+                L,
+                left.shape[1],
+            ) / 2
+        else:
+            P = np.zeros((L, L))
+            for m in range(M):
+                ok = seen[:, m]
+                um = u[:, m]
+                both = ok[:, None] & ok[None, :]
+                P += both * ((um[:, None] > um[None, :]) + 0.5 * (um[:, None] == um[None, :]))
+        np.fill_diagonal(P, 0.0)
+        P.setflags(write=False)
+        return P
+
+    # -- setwise ----------------------------------------------------------------------
+    @cached_property
+    def setwise(self) -> SetwiseEvents:
+        """Grouped (winner set, loser set) events over question-trials (binary data)."""
+        d = self.data
+        d.require_binary("setwise events")
+        L = d.L
+        won = d.R.reshape(L, -1).astype(bool).T  # (events, L)
+        present = np.ones_like(won) if d.mask is None else d.mask.reshape(L, -1).T
+        key = np.concatenate([np.packbits(won, axis=1), np.packbits(present, axis=1)], axis=1)
+        _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
+        winners = won[first]
+        losers = present[first] & ~winners
+        keep = winners.any(axis=1) & losers.any(axis=1)
+        return SetwiseEvents(
+            winners=winners[keep], losers=losers[keep], counts=counts[keep].astype(np.int64)
+        )
+
+    # -- prior --------------------------------------------------------------------------
+    @cached_property
+    def prior_category_counts(self) -> np.ndarray | None:
+        """Category counts of R0: (M, C+1) if shared, (L, M, C+1) per model; None without R0."""
+        R0 = self.data.R0
+        if R0 is None:
+            return None
+        cats = np.arange(self.data.n_categories)
+        return (R0[..., None] == cats).sum(axis=-2, dtype=np.int64)
+
+    @cached_property
+    def prior_successes(self) -> np.ndarray | None:
+        """Successes in R0 per question: (M,) shared or (L, M) per model (binary data)."""
+        counts = self.prior_category_counts
+        if counts is None:
+            return None
+        self.data.require_binary("prior successes")
+        return counts[..., 1]

@@ -1,0 +1,1 @@
+"""PyMC generative ranking models, one module per family (installed as ``bayesrank.models``)."""
