@@ -1,0 +1,376 @@
+"""Loading and saving response data.
+
+Formats (chosen by file suffix, or ``format=``):
+
+- ``.npy``: one array R of shape (L, M, N) or (L, M).
+- ``.npz``: either a bayesrank archive written by :func:`save` (keys ``R``,
+  ``weights``, ``models``, ``questions`` and optionally ``mask``, ``R0``), or
+  the paper authors' layout with one tensor per benchmark key (``aime24``,
+  ``aime25``, ``hmmt_feb_2025``, ``brumo_2025``, ``combined``, ...), selected
+  with ``key=``; a greedy archive with the same keys is passed as ``R0=``.
+- ``.csv``, ``.jsonl``, ``.parquet``: long format, one row per trial, columns
+  ``model, question, trial, outcome`` (renamed with ``columns=``).  Cells with
+  fewer trials than the longest become missing trials (a mask), never zeros.
+- ``.nc``: NetCDF written from :meth:`ResponseData.to_xarray`.
+
+Archives are read with ``allow_pickle=False``; nothing is ever unpickled.
+Writes go to a temporary file in the target folder and are renamed into place,
+so a failed write never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayesrank.data import ResponseData
+from bayesrank.errors import DataError, LoadError
+
+__all__ = ["load", "save", "load_benchmarks", "save_benchmarks", "from_long", "atomic_write"]
+
+LONG_COLUMNS = ("model", "question", "trial", "outcome")
+_SUFFIX_FORMAT = {
+    ".npy": "npy",
+    ".npz": "npz",
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".nc": "netcdf",
+    ".netcdf": "netcdf",
+}
+
+
+def _format_of(path: Path, fmt: str | None) -> str:
+    if fmt is not None:
+        if fmt not in set(_SUFFIX_FORMAT.values()):
+            known = sorted(set(_SUFFIX_FORMAT.values()))
+            raise LoadError(f"unknown format {fmt!r}; use one of {known}")
+        return fmt
+    try:
+        return _SUFFIX_FORMAT[path.suffix.lower()]
+    except KeyError:
+        raise LoadError(
+            f"cannot tell the format of {path} from its suffix {path.suffix!r}; "
+            f"pass format= (one of {sorted(set(_SUFFIX_FORMAT.values()))})"
+        ) from None
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    if not zipfile.is_zipfile(path):
+        raise LoadError(f"cannot read {path}: not a valid .npz archive (truncated or other format)")
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return {k: archive[k] for k in archive.files}
+    except ValueError as exc:
+        if "pickle" in str(exc).lower():
+            raise LoadError(f"{path} holds pickled objects, which bayesrank never loads") from exc
+        raise LoadError(f"cannot read {path}: {exc}") from exc
+    except (zipfile.BadZipFile, EOFError, OSError) as exc:
+        raise LoadError(f"cannot read {path}: not a valid .npz archive ({exc})") from exc
+
+
+def _prior_array(R0: Any, key: str | None) -> np.ndarray | None:
+    """R0 given as an array, a .npy file, or a benchmark-keyed .npz archive."""
+    if R0 is None or isinstance(R0, np.ndarray):
+        return R0
+    if isinstance(R0, str | os.PathLike):
+        path = Path(R0)
+        if not path.exists():
+            raise LoadError(f"prior file {path} does not exist")
+        if path.suffix.lower() == ".npz":
+            arrays = _read_npz(path)
+            return arrays[_pick_key(arrays, key, path)]
+        return _read_npy(path)
+    return np.asarray(R0)
+
+
+def _pick_key(arrays: Mapping[str, np.ndarray], key: str | None, path: Path) -> str:
+    if key is not None:
+        if key not in arrays:
+            raise LoadError(f"{path} has no key {key!r}; keys: {sorted(arrays)}")
+        return key
+    if len(arrays) == 1:
+        return next(iter(arrays))
+    raise LoadError(f"{path} holds several benchmarks {sorted(arrays)}; choose one with key=")
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise LoadError(f"cannot read {path}: {exc}") from exc
+    except (EOFError, OSError) as exc:
+        raise LoadError(f"cannot read {path}: truncated or not a .npy file ({exc})") from exc
+
+
+def _from_npz(path: Path, key: str | None, R0: Any, names: dict[str, Any]) -> ResponseData:
+    arrays = _read_npz(path)
+    if "R" in arrays and key is None:  # bayesrank's own archive
+        return ResponseData(
+            arrays["R"],
+            models=names.get("models", arrays.get("models")),
+            questions=names.get("questions", arrays.get("questions")),
+            R0=_prior_array(R0, key) if R0 is not None else arrays.get("R0"),
+            weights=names.get("weights", arrays.get("weights")),
+            mask=arrays["mask"].astype(bool) if "mask" in arrays else None,
+        )
+    chosen = _pick_key(arrays, key, path)
+    return ResponseData(arrays[chosen], R0=_prior_array(R0, chosen), **names)
+
+
+def from_long(
+    frame: pd.DataFrame,
+    *,
+    columns: Mapping[str, str] | None = None,
+    R0: Any = None,
+    weights: Any = None,
+    n_categories: int | None = None,
+    source: str = "table",
+) -> ResponseData:
+    """Build ResponseData from a long table with one row per (model, question, trial).
+
+    Models and questions keep their order of first appearance; trial labels are
+    sorted and mapped to positions 0..N-1.  Missing (model, question, trial)
+    combinations become masked (missing) trials.
+    """
+    rename = {v: k for k, v in (columns or {}).items()}
+    df = frame.rename(columns=rename)
+    missing = [c for c in LONG_COLUMNS if c not in df.columns]
+    if missing:
+        raise DataError(
+            f"{source} lacks column(s) {missing}; found {list(frame.columns)} "
+            "(map yours with columns={'model': ..., 'question': ..., 'trial': ..., 'outcome': ...})"
+        )
+    if df.empty:
+        raise DataError(f"{source} has no rows")
+    for col in ("model", "question", "trial"):
+        if df[col].isna().any():
+            row = int(np.flatnonzero(df[col].isna().to_numpy())[0])
+            raise DataError(f"{source}: empty {col!r} at row {row}")
+    dup = df.duplicated(subset=["model", "question", "trial"], keep=False).to_numpy()
+    if dup.any():
+        rows = np.flatnonzero(dup)[:4].tolist()
+        first = df.iloc[rows[0]]
+        raise DataError(
+            f"{source} has {int(dup.sum())} rows sharing a (model, question, trial); first: "
+            f"({first['model']!r}, {first['question']!r}, {first['trial']}) at rows {rows}"
+        )
+    outcome = pd.to_numeric(df["outcome"], errors="coerce")
+    bad = outcome.isna().to_numpy() | ~np.isfinite(outcome.to_numpy(dtype=float))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"{source}: outcome {df['outcome'].iloc[row]!r} at row {row} is not a number"
+        )
+    model_order = pd.unique(df["model"].astype(str))
+    question_order = pd.unique(df["question"].astype(str))
+    m_pos = pd.Index(model_order).get_indexer(df["model"].astype(str))
+    q_pos = pd.Index(question_order).get_indexer(df["question"].astype(str))
+    trials, ti = np.unique(df["trial"].to_numpy(), return_inverse=True)
+    shape = (len(model_order), len(question_order), len(trials))
+    values = np.zeros(shape, dtype=float)
+    observed = np.zeros(shape, dtype=bool)
+    values[m_pos, q_pos, ti] = outcome.to_numpy(dtype=float)
+    observed[m_pos, q_pos, ti] = True
+    return ResponseData(
+        values,
+        models=list(model_order),
+        questions=list(question_order),
+        R0=R0,
+        weights=weights,
+        n_categories=n_categories,
+        mask=None if observed.all() else observed,
+    )
+
+
+def _read_table(path: Path, fmt: str) -> pd.DataFrame:
+    try:
+        if fmt == "csv":
+            return pd.read_csv(path)
+        if fmt == "jsonl":
+            return pd.read_json(path, lines=True)
+        return pd.read_parquet(path)
+    except ImportError as exc:
+        raise LoadError(f"reading {path} needs an optional package: {exc}") from exc
+    except Exception as exc:  # parser errors differ by engine; report them uniformly
+        raise LoadError(f"cannot read {path} as {fmt}: {exc}") from exc
+
+
+def _read_netcdf(path: Path) -> ResponseData:
+    import xarray as xr
+
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            ds = ds.load()
+    except Exception as exc:
+        raise LoadError(f"cannot read {path} as NetCDF: {exc}") from exc
+    return ResponseData.from_xarray(ds)
+
+
+def load(
+    source: Any,
+    *,
+    key: str | None = None,
+    R0: Any = None,
+    format: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    models: Any = None,
+    questions: Any = None,
+    weights: Any = None,
+    n_categories: int | None = None,
+) -> ResponseData:
+    """Load response data from an array, a DataFrame or a file.
+
+    Parameters
+    ----------
+    source : ResponseData, array_like, pandas.DataFrame, str or Path
+    key : str, optional
+        Benchmark inside a multi-benchmark ``.npz`` (also selects R0 from a
+        keyed prior archive).
+    R0 : array_like, str or Path, optional
+        Prior outcomes, or a file holding them (``.npy``, or ``.npz`` keyed
+        like the data).
+    format : str, optional
+        Override the suffix: npy, npz, csv, jsonl, parquet, netcdf.
+    columns : mapping, optional
+        Long-format column names, e.g. ``{"model": "llm", "outcome": "correct"}``.
+    models, questions, weights, n_categories
+        Passed to :class:`ResponseData` (for array-like sources).
+    """
+    names = {
+        k: v
+        for k, v in dict(
+            models=models, questions=questions, weights=weights, n_categories=n_categories
+        ).items()
+        if v is not None
+    }
+    if isinstance(source, ResponseData):
+        return source
+    if isinstance(source, pd.DataFrame):
+        return from_long(source, columns=columns, R0=_prior_array(R0, key), weights=weights,
+                         n_categories=n_categories)
+    if not isinstance(source, str | os.PathLike):
+        return ResponseData(source, R0=_prior_array(R0, key), **names)
+    path = Path(source)
+    if not path.exists():
+        raise LoadError(f"no such file: {path}")
+    if path.is_dir():
+        raise LoadError(f"{path} is a directory, not a data file")
+    fmt = _format_of(path, format)
+    if fmt == "npy":
+        return ResponseData(_read_npy(path), R0=_prior_array(R0, key), **names)
+    if fmt == "npz":
+        return _from_npz(path, key, R0, names)
+    if fmt == "netcdf":
+        return _read_netcdf(path)
+    return from_long(
+        _read_table(path, fmt),
+        columns=columns,
+        R0=_prior_array(R0, key),
+        weights=weights,
+        n_categories=n_categories,
+        source=str(path),
+    )
+
+
+def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Path:
+    """Call ``writer(tmp_path)`` and rename the result onto ``path`` only on success."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix,
+                                    dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        writer(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _npz_payload(data: ResponseData) -> dict[str, np.ndarray]:
+    payload = {
+        "R": data.R,
+        "weights": data.weights,
+        "models": np.asarray(data.models, dtype=str),
+        "questions": np.asarray(data.questions, dtype=str),
+    }
+    if data.mask is not None:
+        payload["mask"] = data.mask
+    if data.R0 is not None:
+        payload["R0"] = data.R0
+    return payload
+
+
+def save(data: ResponseData, path: str | os.PathLike, *, format: str | None = None) -> Path:
+    """Write ``data`` to ``path`` (format from the suffix); ``load(save(x)) == x``."""
+    target = Path(path)
+    fmt = _format_of(target, format)
+
+    def write(tmp: Path) -> None:
+        if fmt == "npy":
+            if data.mask is not None or data.R0 is not None:
+                raise DataError(".npy holds R only; use .npz or .nc to keep the mask/R0")
+            with open(tmp, "wb") as fh:
+                np.save(fh, data.R, allow_pickle=False)
+        elif fmt == "npz":
+            with open(tmp, "wb") as fh:
+                np.savez_compressed(fh, **_npz_payload(data))
+        elif fmt == "netcdf":
+            data.to_xarray().to_netcdf(tmp, engine="h5netcdf")
+        else:
+            frame = data.to_frame()
+            if fmt == "csv":
+                frame.to_csv(tmp, index=False)
+            elif fmt == "jsonl":
+                frame.to_json(tmp, orient="records", lines=True)
+            else:
+                frame.to_parquet(tmp, index=False)
+
+    return atomic_write(target, write)
+
+
+def load_benchmarks(path: str | os.PathLike, *, R0: Any = None) -> dict[str, ResponseData]:
+    """Every benchmark of a paper-layout ``.npz`` (and its keyed prior archive)."""
+    p = Path(path)
+    arrays = _read_npz(p)
+    return {key: load(p, key=key, R0=R0) for key in arrays}
+
+
+def save_benchmarks(
+    benchmarks: Mapping[str, ResponseData],
+    path: str | os.PathLike,
+    *,
+    prior_path: str | os.PathLike | None = None,
+) -> Path:
+    """Write tensors in the paper's layout: one key per benchmark (+ a keyed R0 archive)."""
+    for key, d in benchmarks.items():
+        if d.mask is not None:
+            raise DataError(
+                f"benchmark {key!r} has missing trials; the paper layout cannot hold them"
+            )
+
+    def write_arrays(arrays: Mapping[str, np.ndarray]) -> Callable[[Path], None]:
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:
+                np.savez_compressed(fh, **arrays)
+
+        return write
+
+    if prior_path is not None:
+        missing = [k for k, d in benchmarks.items() if d.R0 is None]
+        if missing:
+            raise DataError(f"benchmarks {missing} have no R0 to write to {prior_path}")
+        atomic_write(prior_path, write_arrays({k: d.R0 for k, d in benchmarks.items()}))
+    return atomic_write(path, write_arrays({k: d.R for k, d in benchmarks.items()}))

@@ -1,0 +1,165 @@
+"""Loaders: round trips for every format, the paper's archive layout, bad files."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesrank import DataError, LoadError, ResponseData, load, save
+from bayesrank.io import load_benchmarks, save_benchmarks
+
+FORMATS = ["npz", "nc", "csv", "jsonl", "parquet"]
+
+
+def _data(categorical: bool, missing: bool, prior: str | None) -> ResponseData:
+    rng = np.random.default_rng(7)
+    n_cat = 3 if categorical else 2
+    R = rng.integers(0, n_cat, (4, 5, 6))
+    mask = None
+    if missing:
+        mask = rng.random(R.shape) < 0.75
+        mask[:, 0, 0] = True
+    R0 = None
+    if prior == "shared":
+        R0 = rng.integers(0, n_cat, (5, 2))
+    elif prior == "per_model":
+        R0 = rng.integers(0, n_cat, (4, 5, 1))
+    return ResponseData(
+        R,
+        models=["gpt", "claude", "gemini", "llama"],
+        questions=[f"item-{i}" for i in range(5)],
+        R0=R0,
+        mask=mask,
+        n_categories=n_cat,
+    )
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("categorical", [False, True])
+@pytest.mark.parametrize("missing", [False, True])
+@pytest.mark.parametrize("prior", [None, "shared", "per_model"])
+def test_round_trip(tmp_path: Path, fmt, categorical, missing, prior):
+    d = _data(categorical, missing, prior)
+    path = save(d, tmp_path / f"data.{fmt}")
+    if fmt in ("csv", "jsonl", "parquet"):  # long tables hold R only
+        back = load(path, R0=d.R0, n_categories=d.n_categories)
+    else:
+        back = load(path)
+    assert back == d
+    assert not list(tmp_path.glob(".data*")), "temporary file left behind"
+
+
+def test_npy_round_trip(tmp_path: Path):
+    d = ResponseData(np.random.default_rng(0).integers(0, 2, (3, 4, 5)))
+    assert load(save(d, tmp_path / "r.npy")).R.tolist() == d.R.tolist()
+    with pytest.raises(DataError, match="mask/R0"):
+        save(ResponseData(d.R, R0=np.ones((4, 1), int)), tmp_path / "r0.npy")
+
+
+def test_paper_layout_with_greedy_archive(tmp_path: Path):
+    rng = np.random.default_rng(1)
+    benchmarks = {
+        key: ResponseData(rng.integers(0, 2, (3, m, 8)), R0=rng.integers(0, 2, (3, m, 1)))
+        for key, m in [("aime24", 4), ("hmmt_feb_2025", 6)]
+    }
+    path = save_benchmarks(benchmarks, tmp_path / "topp.npz", prior_path=tmp_path / "greedy.npz")
+    with np.load(path) as archive:
+        assert sorted(archive.files) == ["aime24", "hmmt_feb_2025"]
+    one = load(path, key="hmmt_feb_2025", R0=tmp_path / "greedy.npz")
+    np.testing.assert_array_equal(one.R, benchmarks["hmmt_feb_2025"].R)
+    np.testing.assert_array_equal(one.R0, benchmarks["hmmt_feb_2025"].R0)
+    everything = load_benchmarks(path, R0=tmp_path / "greedy.npz")
+    assert set(everything) == {"aime24", "hmmt_feb_2025"}
+    with pytest.raises(LoadError, match="choose one with key="):
+        load(path)
+    with pytest.raises(LoadError, match="no key 'brumo'"):
+        load(path, key="brumo")
+
+
+def test_long_format_custom_columns_and_missing_trials():
+    frame = pd.DataFrame(
+        {
+            "llm": ["a", "a", "a", "b", "b"],
+            "item": ["q1", "q1", "q2", "q1", "q2"],
+            "sample": [0, 1, 0, 0, 0],
+            "correct": [1, 0, 1, 1, 0],
+        }
+    )
+    d = load(frame, columns={"model": "llm", "question": "item", "trial": "sample",
+                             "outcome": "correct"})
+    assert d.models == ("a", "b") and d.questions == ("q1", "q2") and d.N == 2
+    np.testing.assert_array_equal(d.reductions.trials, [[2, 1], [1, 1]])
+    np.testing.assert_array_equal(d.reductions.successes, [[1, 1], [1, 0]])
+
+
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        (pd.DataFrame({"model": ["a"], "question": ["q"], "outcome": [1]}), r"lacks column.*trial"),
+        (
+            pd.DataFrame({"model": ["a", "a"], "question": ["q", "q"], "trial": [0, 0],
+                          "outcome": [1, 0]}),
+            r"rows sharing a \(model, question, trial\).*'a', 'q', 0",
+        ),
+        (
+            pd.DataFrame({"model": ["a", "b"], "question": ["q", "q"], "trial": [0, 0],
+                          "outcome": [1, None]}),
+            "at row 1 is not a number",
+        ),
+        (
+            pd.DataFrame({"model": ["a", "b"], "question": ["q", "q"], "trial": [0, 0],
+                          "outcome": [1, 0.5]}),
+            "integer outcomes",
+        ),
+        (pd.DataFrame(columns=["model", "question", "trial", "outcome"]), "no rows"),
+    ],
+)
+def test_long_format_errors(frame, message):
+    with pytest.raises(DataError, match=message):
+        load(frame)
+
+
+def test_unreadable_and_truncated_files(tmp_path: Path):
+    with pytest.raises(LoadError, match="no such file"):
+        load(tmp_path / "missing.npz")
+    bad = tmp_path / "garbage.npz"
+    bad.write_bytes(b"not a zip archive at all")
+    with pytest.raises(LoadError, match="not a valid .npz"):
+        load(bad)
+    good = save(_data(False, False, None), tmp_path / "good.npz")
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(LoadError):
+        load(truncated)
+    npy = tmp_path / "t.npy"
+    np.save(npy, np.ones((2, 3, 4), dtype=np.int8))
+    cut = tmp_path / "cut.npy"
+    cut.write_bytes(npy.read_bytes()[:100])
+    with pytest.raises(LoadError):
+        load(cut)
+    nc = tmp_path / "broken.nc"
+    nc.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 20)
+    with pytest.raises(LoadError, match="NetCDF"):
+        load(nc)
+    with pytest.raises(LoadError, match="suffix"):
+        load(good.rename(tmp_path / "data.bin"))
+
+
+def test_pickled_archives_are_refused(tmp_path: Path):
+    path = tmp_path / "evil.npz"
+    np.savez(path, R=np.array([{"x": 1}], dtype=object))
+    with pytest.raises(LoadError, match="pickle"):
+        load(path)
+    assert zipfile.is_zipfile(path)
+
+
+def test_failed_write_leaves_no_file(tmp_path: Path):
+    d = ResponseData(np.ones((2, 2, 2), int), R0=np.ones((2, 1), int))
+    target = tmp_path / "x.npy"
+    with pytest.raises(DataError):
+        save(d, target)
+    assert list(tmp_path.iterdir()) == []
