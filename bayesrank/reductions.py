@@ -186,32 +186,31 @@ class Reductions:
         ``u_lm`` is the cell's mean utility (the solve rate k_lm / n_lm for binary
         data): each question acts as a voter ranking the models by it.
         """
-        u = self.cell_utility
-        L, M = u.shape
-        seen = ~np.isnan(u)
-        levels, codes = np.unique(np.where(seen, u, -np.inf), return_inverse=True)
-        codes = codes.reshape(L, M)
-        V = levels.size
-        if V <= 64:
-            # One-hot E and strictly-below B per question: P = E @ (B + E/2).T,
-            # computed as E @ (2B + E).T / 2 so every chunk product is an exact integer.
-            onehot = (codes[..., None] == np.arange(V)) & seen[..., None]
-            below = (np.cumsum(onehot, axis=2) - onehot) > 0
-            left = onehot.reshape(L, -1)
-            right = (2 * below.astype(np.int8) + onehot).reshape(L, -1)
-            P = _gram(
-                lambda c: left[:, c].astype(np.float32),
-                lambda c: right[:, c].astype(np.float32),
-                L,
-                left.shape[1],
-            ) / 2
+        d = self.data
+        L, M = d.L, d.M
+        if d.is_binary and d.complete:
+            codes = self.successes.astype(np.int32)  # k_lm orders cells like k_lm / N
+            levels = np.arange(d.N + 1)
         else:
-            P = np.zeros((L, L))
-            for m in range(M):
-                ok = seen[:, m]
-                um = u[:, m]
-                both = ok[:, None] & ok[None, :]
-                P += both * ((um[:, None] > um[None, :]) + 0.5 * (um[:, None] == um[None, :]))
+            u = self.cell_utility
+            seen = ~np.isnan(u)
+            levels, inverse = np.unique(u[seen], return_inverse=True)
+            codes = np.full((L, M), -1, dtype=np.int32)  # -1: unobserved, matches no level
+            codes[seen] = inverse
+        V = levels.size
+        # P = sum_m E_m @ (B_m + E_m / 2).T with one-hot E (u_lm == level v) and
+        # strictly-below B (u_lm < level v); built per block of questions as exact
+        # float32 integers (2B + E) so memory stays bounded.
+        P = np.zeros((L, L))
+        block = max(1, _CHUNK_COLUMNS // V)
+        grid = np.arange(V, dtype=np.int32)
+        for start in range(0, M, block):
+            c = codes[:, start : start + block, None]
+            onehot = (c == grid).astype(np.float32)
+            below = ((c < grid) & (c >= 0)).astype(np.float32)
+            left = onehot.reshape(L, -1)
+            P += left @ (2 * below.reshape(L, -1) + left).T
+        P /= 2
         np.fill_diagonal(P, 0.0)
         P.setflags(write=False)
         return P
@@ -223,12 +222,22 @@ class Reductions:
         d = self.data
         d.require_binary("setwise events")
         L = d.L
-        won = d.R.reshape(L, -1).astype(bool).T  # (events, L)
-        present = np.ones_like(won) if d.mask is None else d.mask.reshape(L, -1).T
-        key = np.concatenate([np.packbits(won, axis=1), np.packbits(present, axis=1)], axis=1)
-        _, first, counts = np.unique(key, axis=0, return_index=True, return_counts=True)
-        winners = won[first]
-        losers = present[first] & ~winners
+        # Pack each question-trial column's winner bits (and presence bits when some
+        # trials are missing) into one byte string, then group identical columns.
+        won_bits = np.packbits(d.R.reshape(L, -1).view(np.bool_), axis=0)
+        parts = [won_bits]
+        if d.mask is not None:
+            parts.append(np.packbits(d.mask.reshape(L, -1), axis=0))
+        key = np.ascontiguousarray(np.concatenate(parts, axis=0).T)
+        rows = key.view(np.dtype((np.void, key.shape[1]))).ravel()
+        _, first, counts = np.unique(rows, return_index=True, return_counts=True)
+        winners = d.R.reshape(L, -1)[:, first].T.astype(bool)
+        if d.mask is None:
+            losers = ~winners
+        else:
+            present = d.mask.reshape(L, -1)[:, first].T
+            winners &= present
+            losers = present & ~winners
         keep = winners.any(axis=1) & losers.any(axis=1)
         return SetwiseEvents(
             winners=winners[keep], losers=losers[keep], counts=counts[keep].astype(np.int64)
