@@ -1,19 +1,252 @@
-"""A fitted Bayesian ranking model and the analytics built on its draws."""
+"""A fitted Bayesian ranking model and the decisions built on its uncertainty.
+
+Two kinds of posterior share one analytics interface (:class:`RankAnalytics`):
+
+- :class:`Posterior` -- MCMC draws of ``theta`` (dims ``chain, draw, llm``) from
+  :func:`bayesrank.fit`; superiority, ranks and P(best) are Monte Carlo
+  estimates with MCSEs.
+- :class:`NormalPosterior` -- independent normals ``N(mu_l, sigma_l^2)``, e.g.
+  the closed-form Bayes@N approximation (:func:`closed_form`); the same
+  quantities are computed exactly (no sampling, no seed).
+
+Every output is labelled: pandas frames indexed by model (``llm``) or xarray
+objects with dims ``llm`` / ``llm_other`` / ``rank``.  Conservative ranking
+follows the paper (Sec. "Interval estimates and conservative ranking"): rank by
+a lower credible bound (LCB, the posterior ``q``-quantile), report
+``P(theta_i > theta_j | R)``, and keep every model that could still be best.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
 
 import arviz as az
 import numpy as np
+import pandas as pd
 import xarray as xr
+from scipy import special
 
+from bayesrank import uncertainty as unc
 from bayesrank.data import ResponseData
+from bayesrank.ranking import Ranking
 
-__all__ = ["Posterior"]
+if TYPE_CHECKING:
+    from bayesrank.ppc import PPCResult
+
+__all__ = ["Posterior", "NormalPosterior", "RankAnalytics", "closed_form", "compare"]
+
+RankBy = Literal["mean", "median", "lcb"]
+IntervalKind = Literal["eti", "hdi"]
 
 
-class Posterior:
+def _check_prob(prob: float, name: str = "prob") -> float:
+    if not 0 < prob < 1:
+        raise ValueError(f"{name} must lie strictly between 0 and 1, got {prob!r}")
+    return float(prob)
+
+
+class RankAnalytics:
+    """Uncertainty-aware ranking analytics shared by every posterior type.
+
+    Subclasses provide ``models``, ``model`` and the four primitives
+    ``_point``, ``_interval``, ``_superiority_arrays`` and ``_rank_probs``.
+    """
+
+    models: tuple[str, ...]
+    model: str
+
+    # -- primitives (overridden) ----------------------------------------------------
+    def _point(self, by: str, q: float) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _interval(self, prob: float, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _superiority_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _rank_probs(self) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _sd(self) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- public analytics -------------------------------------------------------------
+    def rank(self, by: RankBy = "mean", q: float = 0.05, *, ties: str = "competition") -> Ranking:
+        """Rank models by a posterior summary of theta.
+
+        Parameters
+        ----------
+        by : {"mean", "median", "lcb"}
+            ``"lcb"`` ranks by the lower credible bound, the posterior
+            ``q``-quantile of theta (conservative ranking; for a normal
+            posterior ``mu + Phi^{-1}(q) sigma``, as ``bayes_ci`` in the paper).
+        q : float
+            Quantile for ``by="lcb"``.
+        ties : str
+            Tie convention of the ranks (see :mod:`bayesrank.ranks`).
+        """
+        if by not in ("mean", "median", "lcb"):
+            raise ValueError(f"by must be 'mean', 'median' or 'lcb', got {by!r}")
+        q = _check_prob(q, "q")
+        scores = self._point(by, q)
+        details = {"by": by, "sd": self._sd()}
+        if by == "lcb":
+            details["q"] = q
+        return Ranking(scores, f"{self.model}_{by}", self.models, ties=ties, details=details)
+
+    def credible_intervals(self, prob: float = 0.9, kind: IntervalKind = "eti") -> pd.DataFrame:
+        """Central (``"eti"``, equal-tailed) or highest-density (``"hdi"``) intervals.
+
+        Returns a frame indexed by ``llm`` with columns ``mean``, ``lower``, ``upper``.
+        """
+        prob = _check_prob(prob)
+        if kind not in ("eti", "hdi"):
+            raise ValueError(f"kind must be 'eti' or 'hdi', got {kind!r}")
+        lower, upper = self._interval(prob, kind)
+        frame = pd.DataFrame(
+            {"mean": self._point("mean", 0.5), "lower": lower, "upper": upper},
+            index=pd.Index(self.models, name="llm"),
+        )
+        frame.attrs.update(prob=prob, kind=kind)
+        return frame
+
+    def superiority(self) -> xr.Dataset:
+        """``prob[i, j] = P(theta_i > theta_j | data)`` and its Monte Carlo standard error.
+
+        Returns a Dataset with ``prob`` and ``mcse`` on dims ``(llm, llm_other)``;
+        ``prob + prob.T = 1`` and the diagonal is 1/2.
+        """
+        prob, mcse = self._superiority_arrays()
+        dims = ("llm", "llm_other")
+        coords = {"llm": list(self.models), "llm_other": list(self.models)}
+        return xr.Dataset(
+            {"prob": (dims, prob.copy()), "mcse": (dims, mcse.copy())},
+            coords=coords,
+            attrs={"description": "P(theta_llm > theta_llm_other | data)"},
+        )
+
+    def rank_distribution(self) -> xr.DataArray:
+        """``P(rank of model = r)``, dims ``(llm, rank)`` with ranks 1..L (1 = best)."""
+        p = self._rank_probs()
+        return xr.DataArray(
+            p.copy(),
+            dims=("llm", "rank"),
+            coords={"llm": list(self.models), "rank": np.arange(1, p.shape[1] + 1)},
+            name="rank_probability",
+        )
+
+    def rank_summary(self, prob: float = 0.9) -> pd.DataFrame:
+        """Expected rank, equal-tailed rank credible interval and P(best) per model."""
+        prob = _check_prob(prob)
+        p = self._rank_probs()
+        lower, upper = unc.rank_intervals(p, prob)
+        frame = pd.DataFrame(
+            {
+                "expected_rank": unc.expected_ranks(p),
+                "rank_lower": lower,
+                "rank_upper": upper,
+                "p_best": p[:, 0],
+            },
+            index=pd.Index(self.models, name="llm"),
+        )
+        frame.attrs["prob"] = prob
+        return frame
+
+    def top_set(self, alpha: float = 0.05) -> tuple[str, ...]:
+        """Smallest set of models containing the best one with probability >= 1 - alpha.
+
+        Models enter in decreasing order of P(best).  With MCMC draws, P(best)
+        is a Monte Carlo estimate: a model never best in any draw can still be
+        best with small probability.
+        """
+        idx = unc.top_set_indices(self._rank_probs()[:, 0], alpha)
+        return tuple(self.models[i] for i in idx)
+
+    def separated_pairs(
+        self, level: float = 0.95, *, by: RankBy = "mean", q: float = 0.05
+    ) -> pd.DataFrame:
+        """Adjacent pairs of the ranking by ``by`` and whether the data separate them.
+
+        One row per adjacent pair (``upper`` placed directly above ``lower``):
+        ``p_superior = P(theta_upper > theta_lower)``, its ``mcse``, and
+        ``separated = p_superior >= level``.
+        """
+        level = _check_prob(level, "level")
+        order = self._order(by, q)
+        prob, mcse = self._superiority_arrays()
+        upper, lower = order[:-1], order[1:]
+        names = np.asarray(self.models, dtype=object)
+        frame = pd.DataFrame(
+            {
+                "upper": names[upper],
+                "lower": names[lower],
+                "p_superior": prob[upper, lower],
+                "mcse": mcse[upper, lower],
+            }
+        )
+        frame["separated"] = frame["p_superior"] >= level
+        frame.attrs.update(level=level, by=by)
+        return frame
+
+    def leaderboard(
+        self,
+        *,
+        by: RankBy = "mean",
+        prob: float = 0.9,
+        q: float = 0.05,
+        alpha: float = 0.05,
+        level: float = 0.95,
+    ) -> pd.DataFrame:
+        """One row per model, best first (by ``by``), with every decision-relevant summary.
+
+        Columns: ``rank``, ``mean``, ``sd``, ``lower``/``upper`` (central ``prob``
+        interval), ``lcb`` (``q``-quantile) and ``lcb_rank``, ``expected_rank``,
+        ``rank_lower``/``rank_upper``, ``p_best``, ``in_top_set`` (level 1 - alpha),
+        ``p_above_next`` (P(this model > the next one down)) and
+        ``separated_from_next`` (``p_above_next >= level``).
+        """
+        ranking = self.rank(by, q)
+        lcb = self.rank("lcb", q)
+        intervals = self.credible_intervals(prob, "eti")
+        summary = self.rank_summary(prob)
+        top = set(self.top_set(alpha))
+        order = self._order(by, q)
+        prob_matrix, _ = self._superiority_arrays()
+        above_next = np.full(len(order), np.nan)
+        above_next[order[:-1]] = prob_matrix[order[:-1], order[1:]]
+        frame = pd.DataFrame(
+            {
+                "rank": ranking.ranks,
+                "mean": intervals["mean"].to_numpy(),
+                "sd": self._sd(),
+                "lower": intervals["lower"].to_numpy(),
+                "upper": intervals["upper"].to_numpy(),
+                "lcb": lcb.scores,
+                "lcb_rank": lcb.ranks,
+                "expected_rank": summary["expected_rank"].to_numpy(),
+                "rank_lower": summary["rank_lower"].to_numpy(),
+                "rank_upper": summary["rank_upper"].to_numpy(),
+                "p_best": summary["p_best"].to_numpy(),
+                "in_top_set": [m in top for m in self.models],
+                "p_above_next": above_next,
+            },
+            index=pd.Index(self.models, name="llm"),
+        )
+        frame["separated_from_next"] = frame["p_above_next"] >= level
+        frame.loc[frame["p_above_next"].isna(), "separated_from_next"] = pd.NA
+        frame = frame.iloc[order]
+        frame.attrs.update(by=by, prob=prob, q=q, alpha=alpha, level=level, model=self.model)
+        return frame
+
+    def _order(self, by: str, q: float) -> np.ndarray:
+        """Model indices best first by ``by``; equal scores keep input order."""
+        ranks = self.rank(by, q).ranks
+        return np.lexsort((np.arange(len(ranks)), ranks))
+
+
+class Posterior(RankAnalytics):
     """Posterior of a ranking model: an :class:`arviz.InferenceData` plus its data.
 
     Parameters
@@ -28,11 +261,20 @@ class Posterior:
     sampler : str, optional
         Backend that produced the draws.
     pymc_model : pymc.Model, optional
-        The generative model (needed for posterior-predictive sampling).
+        The generative model (needed for posterior-predictive sampling and for
+        computing the pointwise log-likelihood used by :func:`compare`).
     observed_var : str, optional
         Name of the likelihood variable in ``pymc_model`` / ``observed_data``.
     diagnostics : pandas.DataFrame, optional
         R-hat, ESS, divergences, BFMI summary of the fit.
+    timings : dict, optional
+        Wall-clock seconds of the fit's stages.
+
+    Notes
+    -----
+    Analytics are computed from the draws of ``theta`` and cached; superiority
+    and P(best) carry Monte Carlo standard errors based on the effective sample
+    size.  Treat the posterior as read-only after construction.
     """
 
     def __init__(
@@ -49,6 +291,9 @@ class Posterior:
     ) -> None:
         if "posterior" not in idata.groups() or "theta" not in idata.posterior:
             raise ValueError("idata must hold posterior['theta'] with dims (chain, draw, llm)")
+        dims = tuple(idata.posterior["theta"].dims)
+        if dims != ("chain", "draw", "llm") and sorted(dims) != ["chain", "draw", "llm"]:
+            raise ValueError(f"posterior['theta'] must have dims (chain, draw, llm); got {dims}")
         self.idata = idata
         self.data = data
         self.model = model
@@ -72,9 +317,202 @@ class Posterior:
         t = self.theta.transpose("chain", "draw", "llm").values
         return t.reshape(-1, t.shape[-1])
 
+    @cached_property
+    def _chain_draws(self) -> np.ndarray:
+        return unc.as_draw_matrix(self.theta.transpose("chain", "draw", "llm").values).reshape(
+            self.theta.sizes["chain"], self.theta.sizes["draw"], -1
+        )
+
+    # -- primitives -----------------------------------------------------------------
+    def _point(self, by: str, q: float) -> np.ndarray:
+        x = self._chain_draws.reshape(-1, self._chain_draws.shape[-1])
+        if by == "mean":
+            return x.mean(axis=0)
+        if by == "median":
+            return np.median(x, axis=0)
+        return np.quantile(x, q, axis=0)
+
+    def _sd(self) -> np.ndarray:
+        x = self._chain_draws.reshape(-1, self._chain_draws.shape[-1])
+        return x.std(axis=0, ddof=1) if x.shape[0] > 1 else np.zeros(x.shape[1])
+
+    def _interval(self, prob: float, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        if kind == "hdi":
+            hdi = az.hdi(self.theta, hdi_prob=prob)
+            values = hdi["theta"].transpose("llm", "hdi").values
+            return values[:, 0], values[:, 1]
+        x = self._chain_draws.reshape(-1, self._chain_draws.shape[-1])
+        tail = (1 - prob) / 2
+        lower, upper = np.quantile(x, [tail, 1 - tail], axis=0)
+        return lower, upper
+
+    @cached_property
+    def _superiority_cache(self) -> tuple[np.ndarray, np.ndarray]:
+        return unc.superiority_from_draws(self._chain_draws)
+
+    def _superiority_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._superiority_cache
+
+    @cached_property
+    def _rank_prob_cache(self) -> np.ndarray:
+        return unc.rank_probabilities_from_draws(self._chain_draws)
+
+    def _rank_probs(self) -> np.ndarray:
+        return self._rank_prob_cache
+
+    def p_best_mcse(self) -> pd.Series:
+        """ESS-based Monte Carlo standard error of each model's P(best)."""
+        x = self._chain_draws
+        best = (x == x.max(axis=-1, keepdims=True)).astype(float)
+        best /= best.sum(axis=-1, keepdims=True)
+        ds = xr.Dataset({"best": (("chain", "draw", "llm"), best)})
+        sd = best.reshape(-1, best.shape[-1]).std(axis=0, ddof=1)
+        ess = az.ess(ds, method="mean")["best"].values
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se = np.where(sd > 0, sd / np.sqrt(ess), 0.0)
+        return pd.Series(se, index=pd.Index(self.models, name="llm"), name="p_best_mcse")
+
+    # -- model checking -------------------------------------------------------------
+    def ppc(self, *, num_draws: int | None = 500, random_seed: int | None = 0,
+            alpha: float = 0.05) -> PPCResult:
+        """Posterior-predictive check on the observed scale (counts per model-question cell).
+
+        Adds a ``posterior_predictive`` group to :attr:`idata` (usable by
+        :func:`arviz.plot_ppc`) and returns test statistics with Bayesian
+        p-values; see :func:`bayesrank.ppc.posterior_predictive_check`.
+        """
+        from bayesrank.ppc import posterior_predictive_check
+
+        return posterior_predictive_check(
+            self, num_draws=num_draws, random_seed=random_seed, alpha=alpha
+        )
+
     def __repr__(self) -> str:
         c, d = self.theta.sizes["chain"], self.theta.sizes["draw"]
         return (
             f"Posterior(model={self.model!r}, sampler={self.sampler!r}, "
             f"{c} chains x {d} draws, L={self.theta.sizes['llm']})"
         )
+
+
+class NormalPosterior(RankAnalytics):
+    """Independent normal posteriors ``theta_l ~ N(mu_l, sigma_l^2)``, analysed exactly.
+
+    The paper's closed-form Bayes@N summarises each model by ``(mu_l, sigma_l)``
+    and ranks by ``mu_l`` or by the normal quantile ``mu_l + Phi^{-1}(q) sigma_l``
+    (identifier ``bayes_ci``).  Here every analytic is exact under that
+    approximation: superiority ``Phi((mu_i - mu_j) / sqrt(sigma_i^2 + sigma_j^2))``
+    (MCSE 0), intervals from normal quantiles, and the rank distribution by
+    one-dimensional quadrature (:func:`bayesrank.uncertainty.normal_rank_probabilities`).
+
+    Parameters
+    ----------
+    mu, sigma : array_like, shape (L,)
+    models : sequence of str
+    data : ResponseData, optional
+    model : str
+        Label used in ranking names (default ``"bayes"``).
+    """
+
+    def __init__(
+        self,
+        mu: np.ndarray,
+        sigma: np.ndarray,
+        models: tuple[str, ...] | list[str],
+        *,
+        data: ResponseData | None = None,
+        model: str = "bayes",
+    ) -> None:
+        mu, sigma = unc._normal_parameters(mu, sigma)
+        if len(models) != mu.size:
+            raise ValueError(f"{len(models)} model names for {mu.size} means")
+        self.mu = mu
+        self.sigma = sigma
+        self.models = tuple(str(m) for m in models)
+        self.data = data
+        self.model = model
+
+    def _point(self, by: str, q: float) -> np.ndarray:
+        if by in ("mean", "median"):
+            return self.mu.copy()
+        return self.mu + special.ndtri(q) * self.sigma
+
+    def _sd(self) -> np.ndarray:
+        return self.sigma.copy()
+
+    def _interval(self, prob: float, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        half = special.ndtri(0.5 + prob / 2) * self.sigma  # the normal's HDI is its ETI
+        return self.mu - half, self.mu + half
+
+    @cached_property
+    def _superiority_cache(self) -> tuple[np.ndarray, np.ndarray]:
+        p = unc.normal_superiority(self.mu, self.sigma)
+        return p, np.zeros_like(p)
+
+    def _superiority_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._superiority_cache
+
+    @cached_property
+    def _rank_prob_cache(self) -> np.ndarray:
+        return unc.normal_rank_probabilities(self.mu, self.sigma)
+
+    def _rank_probs(self) -> np.ndarray:
+        return self._rank_prob_cache
+
+    def sample(self, draws: int = 1000, *, chains: int = 4, random_seed: int | None = 0
+               ) -> Posterior:
+        """Independent draws from the normal approximation as a :class:`Posterior`.
+
+        Useful to feed the same draw-based tools (ArviZ plots, reports) or to
+        check the exact analytics by simulation.
+        """
+        rng = np.random.default_rng(random_seed)
+        theta = self.mu + self.sigma * rng.standard_normal((chains, draws, self.mu.size))
+        idata = az.from_dict(
+            posterior={"theta": theta},
+            coords={"llm": list(self.models)},
+            dims={"theta": ["llm"]},
+        )
+        return Posterior(
+            idata, self.data, self.model, sampler="normal_approximation"  # type: ignore[arg-type]
+        )
+
+    def __repr__(self) -> str:
+        return f"NormalPosterior(model={self.model!r}, L={self.mu.size})"
+
+
+def closed_form(
+    data: ResponseData | Any, *, weights: np.ndarray | None = None, R0: Any = "data"
+) -> NormalPosterior:
+    """Closed-form Bayes@N posterior ``N(mu_l, sigma_l^2)`` with exact ranking analytics.
+
+    Wraps :func:`bayesrank.bayes_at_n` (paper appendix, "Bayes@N"): ``mu_l`` and
+    ``sigma_l`` are the mean and standard deviation of model ``l``'s weighted
+    score under independent Dirichlet posteriors per question.  ``R0=None`` gives
+    Bayes_U@N (uniform prior only); the default uses the data's own prior
+    outcomes (Bayes_R0@N when present).
+
+    Examples
+    --------
+    >>> post = closed_form(data)                      # doctest: +SKIP
+    >>> post.rank("lcb", q=0.05)                      # = bayes_ci ranking  # doctest: +SKIP
+    >>> post.superiority()["prob"]                    # doctest: +SKIP
+    """
+    from bayesrank.bayes_at_n import bayes_at_n
+    from bayesrank.data import as_response_data
+
+    d = as_response_data(data)
+    mu, sigma = bayes_at_n(d, weights=weights, R0=R0)
+    uses_prior = R0 is not None and not (isinstance(R0, str) and R0 == "data" and d.R0 is None)
+    label = "bayes_greedy" if uses_prior else "bayes"
+    return NormalPosterior(mu, sigma, d.models, data=d, model=label)
+
+
+def compare(posteriors: dict[str, Posterior], **options: Any) -> pd.DataFrame:
+    """PSIS-LOO comparison of ranking models fitted to the same data.
+
+    See :func:`bayesrank.comparison.compare`.
+    """
+    from bayesrank.comparison import compare as _compare
+
+    return _compare(posteriors, **options)

@@ -1,0 +1,341 @@
+"""Posterior-predictive checks of ranking models on the observed scale.
+
+Replicated data ``y_rep`` are drawn from the fitted generative model (PyMC's
+``sample_posterior_predictive`` on a thinned set of posterior draws) and stored
+as the ``posterior_predictive`` group of the posterior's InferenceData, next to
+``observed_data``, so :func:`arviz.plot_ppc` works on it.
+
+For cell-count likelihoods -- binomial ``k`` (dims ``llm, question``) or
+multinomial ``counts`` (dims ``llm, question, category``) -- the cell score is
+``y_lm = sum_k w_k counts_lmk`` (the success count for binary data) and the cell
+rate ``y_lm / n_lm``.  Test statistics ``T`` are compared with their replicated
+distribution by the Bayesian p-value (Gelman, Meng & Stern 1996)
+
+    p = P(T(y_rep) > T(y) | y) + 1/2 P(T(y_rep) = T(y) | y),
+
+so p near 0 means the data show more of ``T`` than the model predicts and p near
+1 less.  Statistics:
+
+``accuracy`` (per model)
+    ``sum_m y_lm / sum_m n_lm``.
+``solve_rate`` (per question)
+    ``sum_l y_lm / sum_l n_lm``.
+``question_dispersion`` (per model, and its mean over models as ``all``)
+    variance over questions of the model's cell rates.
+``model_dispersion`` (per question, and its mean over questions as ``all``)
+    variance over models of the question's cell rates.
+
+Item-by-model interaction (a model unusually good or bad at particular
+questions, beyond what ``theta_l - b_m`` explains) makes cell rates vary more
+than a Rasch model predicts -- over-dispersion relative to the binomial -- which
+the dispersion statistics detect with small p-values.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayesrank.errors import DataError
+
+if TYPE_CHECKING:
+    from bayesrank.posterior import Posterior
+
+__all__ = ["PPCResult", "posterior_predictive_check", "bayesian_p_values", "STATISTICS"]
+
+STATISTICS = ("accuracy", "solve_rate", "question_dispersion", "model_dispersion")
+_CELL_DIMS = ("llm", "question")
+
+
+@dataclass(frozen=True)
+class PPCResult:
+    """Test statistics of a posterior-predictive check.
+
+    Attributes
+    ----------
+    statistics : pandas.DataFrame
+        One row per (statistic, target): ``observed``, ``replicated_mean``,
+        ``replicated_lower`` / ``replicated_upper`` (central 1 - alpha interval
+        of ``T(y_rep)``), ``p_value``, ``flagged`` (p < alpha/2 or p > 1 - alpha/2)
+        and ``direction`` (``"higher"``: data show more than predicted).
+    replicated : dict of str -> xarray.DataArray
+        ``T(y_rep)`` for each statistic, dims ``(sample, target)``.
+    observed : dict of str -> xarray.DataArray
+        ``T(y)`` for each statistic, dim ``target``.
+    observed_var : str
+        The likelihood variable that was replicated.
+    alpha : float
+    notes : list of str
+        Plain-language findings (also used by the HTML report).
+    """
+
+    statistics: pd.DataFrame
+    replicated: dict[str, xr.DataArray]
+    observed: dict[str, xr.DataArray]
+    observed_var: str
+    alpha: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def flagged(self) -> pd.DataFrame:
+        """Rows whose p-value is extreme."""
+        return self.statistics[self.statistics["flagged"]]
+
+    @property
+    def overall(self) -> pd.DataFrame:
+        """The dataset-level rows (target ``"all"``)."""
+        return self.statistics[self.statistics["target"] == "all"]
+
+    def summary(self) -> pd.DataFrame:
+        """Per statistic: number of targets, number flagged, and the overall p-value."""
+        rows = []
+        for name, group in self.statistics.groupby("statistic", sort=False):
+            per_target = group[group["target"] != "all"]
+            overall = group[group["target"] == "all"]
+            has_overall = len(overall) > 0
+            rows.append(
+                {
+                    "statistic": name,
+                    "targets": len(per_target),
+                    "flagged": int(per_target["flagged"].sum()),
+                    "overall_p_value": overall["p_value"].iloc[0] if has_overall else np.nan,
+                    "overall_flagged": bool(overall["flagged"].any()) if has_overall else False,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        return f"PPCResult({self.observed_var!r})\n{self.summary().to_string(index=False)}"
+
+
+def bayesian_p_values(replicated: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Mid p-values ``P(T_rep > T_obs) + 1/2 P(T_rep = T_obs)`` along axis 0.
+
+    Targets whose observed statistic is NaN (e.g. unobserved cells) get NaN.
+    """
+    rep = np.asarray(replicated, dtype=float)
+    obs = np.asarray(observed, dtype=float)
+    with np.errstate(invalid="ignore"):
+        p = (rep > obs).mean(axis=0) + 0.5 * (rep == obs).mean(axis=0)
+    return np.where(np.isnan(obs), np.nan, p)
+
+
+def _statistics(score: np.ndarray, trials: np.ndarray) -> dict[str, np.ndarray]:
+    """All test statistics for cell scores ``score`` (..., L, M) with trials (L, M)."""
+    observed = trials > 0
+    n = np.where(observed, trials, 0)
+    y = np.where(observed, score, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(observed, y / np.maximum(n, 1), np.nan)
+        accuracy = y.sum(axis=-1) / n.sum(axis=-1)
+        solve_rate = y.sum(axis=-2) / n.sum(axis=-2)
+    # nanvar warns on all-NaN rows; those only arise for fully unobserved rows/columns.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            question_dispersion = np.nanvar(rate, axis=-1)
+            model_dispersion = np.nanvar(rate, axis=-2)
+            qd_all = np.nanmean(question_dispersion, axis=-1)
+            md_all = np.nanmean(model_dispersion, axis=-1)
+    return {
+        "accuracy": accuracy,
+        "solve_rate": solve_rate,
+        "question_dispersion": np.concatenate([question_dispersion, qd_all[..., None]], axis=-1),
+        "model_dispersion": np.concatenate([model_dispersion, md_all[..., None]], axis=-1),
+    }
+
+
+def _cell_scores(values: xr.DataArray, weights: np.ndarray) -> np.ndarray:
+    """Cell scores (..., llm, question) from counts ``k`` or category counts."""
+    extra = [d for d in values.dims if d not in ("chain", "draw", *_CELL_DIMS)]
+    lead = [d for d in ("chain", "draw") if d in values.dims]
+    if not extra:
+        return values.transpose(*lead, *_CELL_DIMS).values.astype(float)
+    if len(extra) == 1 and values.sizes[extra[0]] == weights.size:
+        return values.transpose(*lead, *_CELL_DIMS, extra[0]).values @ weights
+    raise DataError(
+        f"cannot read cell scores from dims {values.dims}: expected (llm, question) counts "
+        f"or (llm, question, category) with {weights.size} categories"
+    )
+
+
+def _thinned_posterior(posterior: Posterior, num_draws: int | None) -> xr.Dataset:
+    post = posterior.idata.posterior
+    if num_draws is None:
+        return post
+    if num_draws < 1:
+        raise ValueError(f"num_draws must be positive, got {num_draws}")
+    total = post.sizes["chain"] * post.sizes["draw"]
+    step = max(1, math.ceil(total / num_draws))
+    return post.isel(draw=slice(None, None, step))
+
+
+def _observed_values(posterior: Posterior, var: str) -> xr.DataArray:
+    idata = posterior.idata
+    if "observed_data" in idata.groups() and var in idata.observed_data:
+        return idata.observed_data[var]
+    value = posterior.pymc_model.rvs_to_values[posterior.pymc_model[var]]
+    dims = posterior.pymc_model.named_vars_to_dims.get(var)
+    return xr.DataArray(np.asarray(value.data), dims=dims, name=var)
+
+
+def replicate(
+    posterior: Posterior, *, num_draws: int | None = 500, random_seed: int | None = 0
+) -> xr.DataArray:
+    """Draw replicated data and store them in ``posterior.idata.posterior_predictive``.
+
+    Uses the posterior's ``pymc_model`` on a thinned posterior (every k-th draw
+    of every chain, about ``num_draws`` in total).  Also makes sure
+    ``observed_data`` holds the observed variable, so ``az.plot_ppc`` works.
+    """
+    import pymc as pm
+
+    var = posterior.observed_var
+    if posterior.pymc_model is None or var is None:
+        raise ValueError(
+            "posterior-predictive checks need the generative model: this Posterior has no "
+            "pymc_model/observed_var (fit it with bayesrank.fit, or pass them to Posterior)"
+        )
+    thinned = _thinned_posterior(posterior, num_draws)
+    predictive = pm.sample_posterior_predictive(
+        thinned,
+        model=posterior.pymc_model,
+        var_names=[var],
+        random_seed=random_seed,
+        progressbar=False,
+        extend_inferencedata=False,
+    )
+    idata = posterior.idata
+    groups = {"posterior_predictive": predictive.posterior_predictive}
+    if "observed_data" not in idata.groups() or var not in idata.observed_data:
+        groups["observed_data"] = _observed_values(posterior, var).to_dataset(name=var)
+    for name, dataset in groups.items():
+        if name in idata.groups():
+            delattr(idata, name)
+        idata.add_groups({name: dataset})
+    return idata.posterior_predictive[var]
+
+
+def posterior_predictive_check(
+    posterior: Posterior,
+    *,
+    num_draws: int | None = 500,
+    random_seed: int | None = 0,
+    alpha: float = 0.05,
+) -> PPCResult:
+    """Replicate the data from the posterior and compute test statistics with p-values.
+
+    Parameters
+    ----------
+    posterior : Posterior
+        Needs ``pymc_model`` and ``observed_var``; the observed variable must be
+        cell counts (dims ``llm, question`` or ``llm, question, category``).
+    num_draws : int or None
+        Approximate number of posterior draws to replicate from (thinned evenly);
+        ``None`` uses all.  500 gives p-values with MC error below 0.025.
+    random_seed : int, optional
+    alpha : float
+        A p-value below ``alpha/2`` or above ``1 - alpha/2`` is flagged.
+
+    Returns
+    -------
+    PPCResult
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+    data = posterior.data
+    rep_values = replicate(posterior, num_draws=num_draws, random_seed=random_seed)
+    var = posterior.observed_var
+    if not set(_CELL_DIMS) <= set(rep_values.dims):
+        raise DataError(
+            f"posterior-predictive statistics need cell counts with dims (llm, question); "
+            f"{posterior.model!r} observes {var!r} with dims {rep_values.dims}. The "
+            "posterior_predictive group was added; inspect it with arviz.plot_ppc."
+        )
+    weights = data.weights
+    trials = data.reductions.trials
+    obs_values = posterior.idata.observed_data[var]
+    obs_score = _cell_scores(obs_values, weights)
+    if obs_score.shape != trials.shape:
+        raise DataError(
+            f"observed {var!r} has {obs_score.shape} cells but the data have {trials.shape}"
+        )
+    rep_score = _cell_scores(rep_values, weights)
+    rep_score = rep_score.reshape(-1, *rep_score.shape[-2:])
+    obs_stats = _statistics(obs_score, trials)
+    rep_stats = _statistics(rep_score, trials)
+
+    targets = {
+        "accuracy": list(data.models),
+        "solve_rate": list(data.questions),
+        "question_dispersion": [*data.models, "all"],
+        "model_dispersion": [*data.questions, "all"],
+    }
+    rows = []
+    replicated, observed = {}, {}
+    for name in STATISTICS:
+        rep, obs = rep_stats[name], obs_stats[name]
+        p = bayesian_p_values(rep, obs)
+        lo, hi = np.nanquantile(rep, [alpha / 2, 1 - alpha / 2], axis=0)
+        replicated[name] = xr.DataArray(rep, dims=("sample", "target"),
+                                        coords={"target": targets[name]}, name=name)
+        observed[name] = xr.DataArray(obs, dims=("target",), coords={"target": targets[name]},
+                                      name=name)
+        rows.append(
+            pd.DataFrame(
+                {
+                    "statistic": name,
+                    "target": targets[name],
+                    "observed": obs,
+                    "replicated_mean": np.nanmean(rep, axis=0),
+                    "replicated_lower": lo,
+                    "replicated_upper": hi,
+                    "p_value": p,
+                }
+            )
+        )
+    table = pd.concat(rows, ignore_index=True)
+    table["flagged"] = (table["p_value"] < alpha / 2) | (table["p_value"] > 1 - alpha / 2)
+    table["direction"] = np.where(table["p_value"] < 0.5, "higher", "lower")
+    notes = _notes(table, alpha, posterior.model)
+    return PPCResult(table, replicated, observed, var, alpha, notes)
+
+
+def _notes(table: pd.DataFrame, alpha: float, model: str) -> list[str]:
+    notes = []
+    for name, label in (("question_dispersion", "across questions within a model"),
+                        ("model_dispersion", "across models within a question")):
+        row = table[(table["statistic"] == name) & (table["target"] == "all")].iloc[0]
+        if row["p_value"] < alpha / 2:
+            notes.append(
+                f"Over-dispersion: cell solve rates vary more {label} than the {model} model "
+                f"predicts (p = {row['p_value']:.3f}). Some models are unusually strong or weak "
+                "on particular questions; a richer model (e.g. 2PL, or per-cell effects) may fit "
+                "better, and intervals from this model may be too narrow."
+            )
+        elif row["p_value"] > 1 - alpha / 2:
+            notes.append(
+                f"Under-dispersion: cell solve rates vary less {label} than the {model} model "
+                f"predicts (p = {row['p_value']:.3f})."
+            )
+    for name, what in (("accuracy", "models"), ("solve_rate", "questions")):
+        sub = table[(table["statistic"] == name) & table["p_value"].notna()]
+        n_flag = int(sub["flagged"].sum())
+        if n_flag:
+            notes.append(
+                f"{n_flag} of {len(sub)} {what} have a {name.replace('_', ' ')} outside the "
+                f"central {1 - alpha:.0%} of its posterior-predictive distribution."
+            )
+    if not notes:
+        notes.append(
+            f"No misfit detected: every overall statistic lies inside the central "
+            f"{1 - alpha:.0%} of its posterior-predictive distribution."
+        )
+    return notes
