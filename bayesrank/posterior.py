@@ -234,8 +234,9 @@ class RankAnalytics:
             },
             index=pd.Index(self.models, name="llm"),
         )
-        frame["separated_from_next"] = frame["p_above_next"] >= level
-        frame.loc[frame["p_above_next"].isna(), "separated_from_next"] = pd.NA
+        separated = pd.array(above_next >= level, dtype="boolean")
+        separated[np.isnan(above_next)] = pd.NA  # the last model has no next one
+        frame["separated_from_next"] = separated
         frame = frame.iloc[order]
         frame.attrs.update(by=by, prob=prob, q=q, alpha=alpha, level=level, model=self.model)
         return frame
