@@ -1,1 +1,765 @@
-"""(family module; filled in by the baselines work)."""
+"""Luce-family choice models: Plackett–Luce, Bradley–Terry–Luce and Davidson–Luce.
+
+Paper appendix, "Listwise / Setwise Choice Models (Luce Family)".  Each question-trial
+``(m, n)`` splits the models into winners ``U = {l: R_lmn = 1}`` and losers
+``V = {l: R_lmn = 0}``; events with ``U`` or ``V`` empty carry no ranking information and are
+dropped.  The rules read these events, grouped with multiplicities, from
+``data.reductions.setwise`` and never loop over question-trials.
+
+- **Plackett–Luce** (``plackett_luce``): in the binary setting the paper applies PL to the
+  pairwise win matrix ``W`` (where it coincides with Bradley–Terry) and fits it with the MM
+  algorithm of Hunter (2004).  :func:`pl_rankings_log_strengths` fits PL to genuine
+  rankings (e.g. race results).
+- **Bradley–Terry–Luce** (``bradley_terry_luce``): every winner ``i`` of an event is a Luce
+  choice from ``{i} ∪ V``: ``P(U > V) = prod_{i in U} pi_i / (pi_i + sum_{j in V} pi_j)``.
+- **Davidson–Luce** (Firth, Kosmidis & Turner 2019): the whole winner set is one tied choice,
+  ``P(U | S) = delta_t g_t(U) / Z(S)`` with ``S = U ∪ V``, ``t = |U|``,
+  ``g_t(T) = (prod_{i in T} pi_i)^(1/t)``, ``delta_1 = 1`` and
+  ``Z(S) = sum_{t=1}^{min(D, |S|)} delta_t e_t(pi_S^(1/t))``, where ``e_t`` is the ``t``-th
+  elementary symmetric polynomial of the values ``pi_i^(1/t)``, ``i in S``.  ``e_t`` comes
+  from the recurrence ``e_j <- e_j + x_i e_{j-1}`` over the items (O(|S| D) per order), so the
+  likelihood is exact without enumerating subsets.
+
+The Davidson–Luce log-likelihood depends on the events only through ``A_i = sum_e c_e
+[i in U_e] / |U_e|`` (winner shares), the counts of each tie order, and the counts of each
+distinct comparison set ``S``; on complete data every event has ``S`` = all models, so one
+``Z`` serves all events.  :func:`davidson_luce_loglik` (with gradient) is the reference
+implementation for the Bayesian models.
+
+Identification: strengths are centred.  ML needs a strongly connected "beat" graph (BTL:
+an edge i -> j when ``i`` wins an event that ``j`` loses; Davidson–Luce: when ``i`` wins an
+event in which ``j`` takes part); otherwise the ML rules raise
+:class:`~bayesrank.errors.NotIdentifiedError` / :class:`~bayesrank.errors.DisconnectedGraphError`
+and suggest the ``_map`` rule, whose Gaussian prior ``N(0, prior)`` on log-strengths always
+gives a unique answer.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import optimize
+from scipy.special import gammaln, logsumexp
+
+from bayesrank.baselines.paired import (
+    _average_groups,
+    _newton,
+    _positive_int,
+    _prior_variance,
+    bt_log_strengths,
+    check_identified,
+    exchangeable_groups,
+)
+from bayesrank.data import ResponseData
+from bayesrank.errors import DataError, NotIdentifiedError
+from bayesrank.ranking import ranking_method
+from bayesrank.registry import register
+
+__all__ = [
+    "elementary_symmetric",
+    "davidson_luce_log_normalizer",
+    "davidson_luce_loglik",
+    "davidson_luce_log_strengths",
+    "btl_loglik",
+    "btl_log_strengths",
+    "pl_log_strengths",
+    "pl_rankings_log_strengths",
+    "plackett_luce",
+    "plackett_luce_map",
+    "bradley_terry_luce",
+    "bradley_terry_luce_map",
+    "davidson_luce",
+    "davidson_luce_map",
+]
+
+_LOG_CAP = 30.0
+_LOG_DELTA_BOUND = 30.0
+_CHUNK = 64
+
+
+# -- elementary symmetric polynomials ---------------------------------------------------------
+def elementary_symmetric(x: np.ndarray, max_order: int) -> np.ndarray:
+    """Elementary symmetric polynomials ``e_0, ..., e_max_order`` of the last axis of ``x``.
+
+    ``e_j(x) = sum_{|T| = j} prod_{i in T} x_i``, computed by the recurrence
+    ``e_j <- e_j + x_i e_{j-1}`` over the items ``i`` (O(n max_order), all terms positive for
+    ``x >= 0``, so no cancellation).  Vectorised over the leading axes; an item with
+    ``x_i = 0`` is absent.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``x.shape[:-1] + (max_order + 1,)``
+    """
+    x = np.asarray(x, dtype=float)
+    e = np.zeros(x.shape[:-1] + (max_order + 1,))
+    e[..., 0] = 1.0
+    for k in range(x.shape[-1]):
+        e[..., 1:] = e[..., 1:] + x[..., k, None] * e[..., :-1]
+    return e
+
+
+def _leave_one_out_top(x: np.ndarray, orders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``e_t(x)`` and ``e_{t-1}(x without item i)`` for every item ``i``.
+
+    ``x`` has shape (..., D, n); row ``d`` of the second-last axis uses order ``orders[d]``.
+    Prefix polynomials (items before ``i``) are stored, suffix polynomials (items after
+    ``i``) are streamed backwards, and ``e_{t-1}(x_{-i}) = sum_a prefix_a suffix_{t-1-a}``:
+    every term is a sum of positive products, so leaving an item out never cancels.
+    """
+    n = x.shape[-1]
+    top = int(orders.max())
+    prefix = np.zeros(x.shape[:-1] + (n + 1, top + 1))
+    prefix[..., 0, 0] = 1.0
+    for k in range(n):
+        prefix[..., k + 1, :] = prefix[..., k, :]
+        prefix[..., k + 1, 1:] += x[..., k, None] * prefix[..., k, :-1]
+    rows = x.shape[:-1]
+    e_t = np.take_along_axis(prefix[..., n, :], np.broadcast_to(orders[:, None], rows + (1,)),
+                             axis=-1)[..., 0]
+    want = orders[:, None] - 1 - np.arange(top)[None, :]  # suffix order paired with prefix a
+    valid = want >= 0
+    gather = np.where(valid, want, 0)
+    row = np.arange(orders.size)[:, None]
+    suffix = np.zeros(rows + (top,))
+    suffix[..., 0] = 1.0
+    loo = np.empty(x.shape)
+    for k in range(n - 1, -1, -1):
+        paired = suffix[..., row, gather] * valid
+        loo[..., k] = (prefix[..., k, :top] * paired).sum(axis=-1)
+        suffix[..., 1:] = suffix[..., 1:] + x[..., k, None] * suffix[..., :-1]
+    return e_t, loo
+
+
+def davidson_luce_log_normalizer(
+    theta: np.ndarray, log_delta: np.ndarray, present: np.ndarray, max_orders: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``log Z(S)`` of Davidson–Luce for each comparison set, with its gradients.
+
+    Parameters
+    ----------
+    theta : array_like, shape (L,)
+        Log-strengths.
+    log_delta : array_like, shape (D,)
+        ``log_delta[t-1] = log delta_t``; ``-inf`` removes order ``t``.
+    present : array_like of bool, shape (K, L)
+        Comparison sets ``S``.
+    max_orders : array_like of int, shape (K,)
+        Highest tie order summed for each set (``min(D, |S|)`` in the paper).
+
+    Returns
+    -------
+    log_z : (K,)
+    d_theta : (K, L)
+        ``d log Z / d theta_i = sum_t w_t P(i in T | t) / t`` (``w_t`` = share of order
+        ``t`` in ``Z``; ``P(i in T | t) = x_i e_{t-1}(x_{-i}) / e_t(x)``).
+    d_log_delta : (K, D)
+        ``w_t``.
+    """
+    theta = np.asarray(theta, dtype=float)
+    log_delta = np.asarray(log_delta, dtype=float)
+    present = np.asarray(present, dtype=bool)
+    K, L = present.shape
+    D = log_delta.size
+    orders = np.arange(1, D + 1)
+    log_z = np.empty(K)
+    d_theta = np.empty((K, L))
+    d_delta = np.empty((K, D))
+    for start in range(0, K, _CHUNK):
+        sets = present[start:start + _CHUNK]
+        top = np.max(np.where(sets, theta, -np.inf), axis=1)  # per-set max for scaling
+        scaled = np.where(sets, theta - top[:, None], -np.inf)
+        x = np.exp(scaled[:, None, :] / orders[None, :, None])  # (k, D, L): pi^(1/t) / top
+        e_t, loo = _leave_one_out_top(x, orders)
+        with np.errstate(divide="ignore"):
+            log_terms = log_delta[None, :] + np.log(e_t)
+        allowed = orders[None, :] <= max_orders[start:start + _CHUNK, None]
+        log_terms = np.where(allowed, log_terms, -np.inf)
+        lz = logsumexp(log_terms, axis=1)
+        w = np.exp(log_terms - lz[:, None])
+        inclusion = np.where(e_t[..., None] > 0, x * loo / np.where(e_t > 0, e_t, 1)[..., None],
+                             0.0)
+        d_theta[start:start + _CHUNK] = np.einsum("kt,ktl->kl", w / orders, inclusion)
+        d_delta[start:start + _CHUNK] = w
+        log_z[start:start + _CHUNK] = lz + top  # e_t(pi^(1/t)) = exp(top) e_t(scaled)
+    return log_z, d_theta, d_delta
+
+
+def _co_occurrence(A: np.ndarray, B: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """``sum_e w_e A[e, i] B[e, j]`` as an (L, L) matrix (einsum: no threaded BLAS call)."""
+    A = np.asarray(A, dtype=float)
+    if weights is not None:
+        A = A * np.asarray(weights, dtype=float)[:, None]
+    return np.einsum("ei,ej->ij", A, np.asarray(B, dtype=float))
+
+
+def _events(winners, losers, counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    U = np.asarray(winners, dtype=bool)
+    V = np.asarray(losers, dtype=bool)
+    c = np.asarray(counts, dtype=float)
+    if U.ndim != 2 or U.shape != V.shape or c.shape != (U.shape[0],):
+        raise DataError(
+            f"winners and losers must be (E, L) boolean arrays and counts (E,); got "
+            f"{U.shape}, {V.shape}, {c.shape}"
+        )
+    if (U & V).any():
+        raise DataError("a model cannot be both a winner and a loser of the same event")
+    if not U.any(axis=1).all():
+        raise DataError("every event needs at least one winner")
+    if (c < 0).any() or not np.all(np.isfinite(c)):
+        raise DataError("event counts must be finite and non-negative")
+    return U, V, c
+
+
+class _DLStats:
+    """Sufficient statistics of Davidson–Luce events."""
+
+    def __init__(self, U, V, c, max_tie_order, exclude_all_tied):
+        S = U | V
+        size = S.sum(axis=1)
+        order = U.sum(axis=1)
+        cap = size - (1 if exclude_all_tied else 0)
+        D = int(cap.max()) if max_tie_order is None else _positive_int(max_tie_order,
+                                                                       "max_tie_order")
+        bad = order > np.minimum(D, cap)
+        if (bad & (c > 0)).any():
+            e = int(np.argmax(bad & (c > 0)))
+            raise DataError(
+                f"event {e} has {int(order[e])} tied winners, more than the highest tie order "
+                f"allowed (max_tie_order={D}, set size {int(size[e])}); raise max_tie_order"
+            )
+        self.D = D
+        self.L = U.shape[1]
+        self.share = np.einsum("e,el->l", c / order, U)  # A_i
+        self.order_counts = np.bincount(order - 1, c, minlength=D)[:D]
+        packed = np.packbits(S, axis=1)
+        if (packed == packed[0]).all():  # complete data: every event compares all models
+            first, inverse = np.zeros(1, np.int64), np.zeros(len(S), np.int64)
+        else:
+            _, first, inverse = np.unique(packed, axis=0, return_index=True,
+                                          return_inverse=True)
+        self.sets = S[first]
+        self.set_counts = np.bincount(inverse.ravel(), c, minlength=len(self.sets))
+        self.set_orders = np.minimum(D, self.sets.sum(axis=1) - (1 if exclude_all_tied else 0))
+        self.total = float(c.sum())
+        beats = _co_occurrence(U, S, c) > 0  # i wins an event in which j takes part
+        self.beats = beats
+
+
+def davidson_luce_loglik(
+    theta: np.ndarray,
+    log_delta: np.ndarray,
+    winners: np.ndarray,
+    losers: np.ndarray,
+    counts: np.ndarray,
+    max_tie_order: int | None = None,
+    *,
+    exclude_all_tied: bool = False,
+    return_grad: bool = False,
+):
+    """Exact Davidson–Luce log-likelihood of grouped setwise events.
+
+    ``sum_e c_e [log delta_{t_e} + (1/t_e) sum_{i in U_e} theta_i - log Z(S_e)]``
+    (paper, "Davidson--Luce"; Firth et al. 2019), with ``Z`` from elementary symmetric
+    polynomials (:func:`elementary_symmetric`).
+
+    Parameters
+    ----------
+    theta : (L,)
+        Log-strengths ``log pi``.
+    log_delta : (D,)
+        ``log_delta[t-1] = log delta_t`` for tie orders ``t = 1..D`` (the model fixes
+        ``delta_1 = 1``: pass 0 first); ``-inf`` removes an order from ``Z``.
+    winners, losers : (E, L) bool
+        Event winner and loser sets (``S = U ∪ V``); ``counts`` (E,) their multiplicities.
+    max_tie_order : int, optional
+        ``D`` of the paper; default ``len(log_delta)``.
+    exclude_all_tied : bool
+        Drop the outcome "every member of S ties" from ``Z`` (use when such events were
+        discarded from the data, as in the binary benchmark setting).
+    return_grad : bool
+        Also return the gradients with respect to ``theta`` and ``log_delta``.
+
+    Returns
+    -------
+    float, or (float, (L,) array, (D,) array)
+    """
+    U, V, c = _events(winners, losers, counts)
+    log_delta = np.asarray(log_delta, dtype=float)
+    D = log_delta.size if max_tie_order is None else int(max_tie_order)
+    if log_delta.size != D:
+        raise DataError(f"log_delta has {log_delta.size} entries but max_tie_order is {D}")
+    stats = _DLStats(U, V, c, D, exclude_all_tied)
+    return _dl_value(np.asarray(theta, float), log_delta, stats, return_grad)
+
+
+def _dl_value(theta, log_delta, st: _DLStats, return_grad: bool):
+    used = st.order_counts > 0
+    value = float(st.order_counts[used] @ log_delta[used] + theta @ st.share)
+    log_z, d_theta, d_delta = davidson_luce_log_normalizer(theta, log_delta, st.sets,
+                                                           st.set_orders)
+    value -= float(st.set_counts @ log_z)
+    if not return_grad:
+        return value
+    g_theta = st.share - st.set_counts @ d_theta
+    g_delta = st.order_counts - st.set_counts @ d_delta
+    return value, g_theta, g_delta
+
+
+def _dl_profile_terms(theta: np.ndarray, st: _DLStats):
+    """Profile log-likelihood of Davidson–Luce over the tie prevalences, one comparison set.
+
+    With a single set ``S`` the ML ``delta`` given ``theta`` is closed-form,
+    ``delta_t e_t / Z = n_t / n`` (``n_t`` = events of order ``t``), which leaves
+    ``l_p(theta) = theta . A - sum_t n_t log e_t(pi_S^(1/t)) + const``: a product of
+    "``t`` winners drawn with probability ∝ ``g_t``" models.  Gradient
+    ``A - sum_t n_t P(i in U | t) / t`` and Hessian ``-sum_t n_t / t^2 Cov_t``, where
+    ``Cov_t`` needs the joint inclusions ``x_i x_j e_{t-2}(x_{-i,-j}) / e_t(x)``.
+    Returns the value, gradient, Hessian and ``log e_t`` (for ``delta``).
+    """
+    members = np.flatnonzero(st.sets[0])
+    th = theta[members]
+    n = members.size
+    ts = np.flatnonzero(st.order_counts) + 1
+    nt = st.order_counts[ts - 1]
+    top = th.max()
+    x = np.exp((th - top)[None, :] / ts[:, None])  # (orders, n)
+    e_t, loo = _leave_one_out_top(x, ts)
+    incl = x * loo / e_t[:, None]  # P(i in U | order t)
+    log_e = np.log(e_t) + top  # log e_t(pi^(1/t)), unscaled
+    value = float(theta @ st.share - nt @ log_e)
+    grad = st.share.copy()
+    grad[members] -= (nt / ts) @ incl
+    cov = np.einsum("t,ti,tj->ij", nt / ts**2, -incl, incl)
+    cov[np.diag_indices(n)] += (nt / ts**2) @ incl
+    two = ts >= 2
+    if two.any():
+        x2 = x[two]
+        xb = np.broadcast_to(x2, (n,) + x2.shape).copy()
+        xb[np.arange(n), :, np.arange(n)] = 0.0  # batch b: item b removed
+        _, loo2 = _leave_one_out_top(xb, ts[two] - 1)  # e_{t-2}(x without b and j)
+        joint = np.einsum("tb,tj,btj->tbj", x2, x2, loo2) / e_t[two][:, None, None]
+        idx = np.arange(n)
+        joint[:, idx, idx] = 0.0
+        cov += np.einsum("t,tbj->bj", nt[two] / ts[two] ** 2, joint)
+    H = np.zeros((theta.size, theta.size))
+    H[np.ix_(members, members)] = -cov
+    return value, grad, H, log_e, ts
+
+
+def davidson_luce_log_strengths(
+    winners: np.ndarray,
+    losers: np.ndarray,
+    counts: np.ndarray,
+    *,
+    max_tie_order: int | None = None,
+    prior: float | None = None,
+    exclude_all_tied: bool = False,
+    max_iter: int = 500,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Davidson–Luce fit: centred log-strengths and tie prevalences ``delta_1..delta_D``.
+
+    Maximises :func:`davidson_luce_loglik` (ML, ``prior=None``) or adds a Gaussian prior
+    ``N(0, prior)`` on the log-strengths (MAP).  ``delta_t`` are estimated by ML in both
+    cases; a tie order that never occurs has ML value ``delta_t = 0`` (the likelihood falls
+    as it grows) and is set to exactly 0.  L-BFGS with the analytic gradient.
+
+    Returns
+    -------
+    theta : (L,) centred log-strengths
+    delta : (D,) with ``delta[0] = 1``
+    """
+    U, V, c = _events(winners, losers, counts)
+    prior_var = _prior_variance(prior)
+    max_iter = _positive_int(max_iter, "max_iter")
+    st = _DLStats(U, V, c, max_tie_order, exclude_all_tied)
+    L, D = st.L, st.D
+    if prior_var is None:
+        check_identified(st.beats, method="Davidson-Luce ML")
+    if len(st.sets) == 1:
+        return _dl_fit_profile(st, prior_var, max_iter)
+    free = np.flatnonzero(st.order_counts[1:] > 0) + 1  # orders t >= 2 that occur (index t-1)
+    log_delta = np.full(D, -np.inf)
+    log_delta[0] = 0.0
+    # start: theta = 0 and order frequencies matched on the typical comparison set size
+    n_typ = int(np.round(np.average(st.sets.sum(axis=1), weights=st.set_counts)))
+    f = st.order_counts / max(st.total, 1.0)
+    t = free + 1
+    with np.errstate(divide="ignore"):
+        log_binom = gammaln(n_typ + 1) - gammaln(t + 1) - gammaln(np.maximum(n_typ - t, 0) + 1)
+        start_delta = (np.log(f[free]) - np.log(f[0]) + np.log(n_typ) - log_binom
+                       if f[0] > 0 else np.zeros(free.size))
+    x0 = np.concatenate([np.zeros(L), np.clip(start_delta, -20, 20)])
+    scale = max(st.total, 1.0)
+
+    def objective(x):
+        theta = x[:L]
+        ld = log_delta.copy()
+        ld[free] = x[L:]
+        value, g_theta, g_delta = _dl_value(theta, ld, st, True)
+        fval, g = -value, np.concatenate([-g_theta, -g_delta[free]])
+        if prior_var is None:
+            m = theta.mean()
+            fval += 0.5 * m**2 * scale
+            g[:L] += m * scale / L
+        else:
+            fval += 0.5 * theta @ theta / prior_var
+            g[:L] += theta / prior_var
+        return fval / scale, g / scale
+
+    bounds = [(None, None)] * L + [(-_LOG_DELTA_BOUND, _LOG_DELTA_BOUND)] * free.size
+    res = optimize.minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                            options={"maxiter": max_iter, "ftol": 1e-15, "gtol": 1e-10})
+    grad = objective(res.x)[1]
+    if not res.success and np.max(np.abs(grad)) > 1e-7:
+        warnings.warn(f"Davidson-Luce fit stopped before convergence ({res.message})",
+                      RuntimeWarning, stacklevel=2)
+    at_bound = np.abs(res.x[L:]) >= _LOG_DELTA_BOUND - 1e-6
+    if at_bound.any() and prior_var is None:
+        raise NotIdentifiedError(
+            f"Davidson-Luce ML: tie prevalence delta_{int(free[at_bound][0]) + 1} diverges (the "
+            "data cannot pin it down, e.g. no event with a single winner)"
+        )
+    log_delta[free] = res.x[L:]
+    theta = res.x[:L] - res.x[:L].mean()
+    return theta, np.exp(log_delta)
+
+
+def _dl_fit_profile(st: _DLStats, prior_var: float | None, max_iter: int):
+    """Newton on the profile likelihood (one comparison set), then the closed-form delta."""
+    L, scale = st.L, max(st.total, 1.0)
+
+    def objective(x):
+        value, g, H = _dl_profile_terms(x, st)[:3]
+        f, g, H = -value, -g, -H
+        if prior_var is None:
+            m = x.mean()
+            f, g, H = f + 0.5 * m**2 * scale, g + m * scale / L, H + scale / L**2
+        else:
+            f, g, H = f + 0.5 * x @ x / prior_var, g + x / prior_var, H + np.eye(L) / prior_var
+        return f / scale, g / scale, H / scale
+
+    x = _newton(objective, np.zeros(L), max_iter, "Davidson-Luce fit")
+    theta = x - x.mean()
+    log_e, ts = _dl_profile_terms(theta, st)[3:]
+    delta = np.zeros(st.D)
+    n1 = st.order_counts[0]
+    with np.errstate(divide="ignore"):
+        # delta_t = (n_t / n_1) e_1 / e_t; without single-winner events delta_1 = 1 is not
+        # attainable and the other prevalences are infinite (theta is unaffected)
+        delta[ts - 1] = (np.exp(np.log(st.order_counts[ts - 1] / n1) + log_e[0] - log_e)
+                         if n1 > 0 else np.inf)
+    delta[0] = 1.0
+    return theta, delta
+
+
+# -- Bradley–Terry–Luce (setwise choice from each winner vs the loser set) -------------------
+class _BTLEvents:
+    """Winner entries (event, item) of grouped events, flattened once per fit."""
+
+    def __init__(self, U: np.ndarray, V: np.ndarray, c: np.ndarray) -> None:
+        keep = V.any(axis=1) & (c > 0)  # a winner with no loser makes no choice
+        self.U, self.V, self.c = U[keep], V[keep].astype(float), c[keep]
+        self.ev, self.item = np.nonzero(self.U)
+        self.cw = self.c[self.ev]
+        self.E, self.L = self.U.shape
+        self.total = float(self.cw.sum())
+
+
+def _btl_terms(theta: np.ndarray, st: _BTLEvents, need_hessian: bool):
+    """Value, gradient and Hessian of the BTL log-likelihood in theta.
+
+    Each winner ``i`` of event ``e`` is a choice from ``{i} ∪ V_e`` with probabilities
+    ``p = (q_ei on i, pi_j r_ei on j in V_e)``, ``q = pi_i r``, ``r = 1 / (pi_i + s_e)``,
+    ``s_e = sum_{V_e} pi``; the Hessian is ``-sum c_e [diag(p) - p p^T]`` expanded into
+    per-item sums and two (L, E) x (E, L) products.
+    """
+    top = theta.max()
+    pi = np.exp(theta - top)  # common scale cancels in every probability
+    # products over events use einsum (plain C loops): small multi-threaded BLAS calls are
+    # slow on busy machines and the operands here are tall and thin
+    s = np.einsum("ej,j->e", st.V, pi)
+    den = pi[st.item] + s[st.ev]
+    value = float(np.einsum("e,e->", st.cw, theta[st.item] - top - np.log(den)))
+    r = 1.0 / den
+    q = pi[st.item] * r
+    cA = st.c * np.bincount(st.ev, r, st.E)
+    loser_mass = pi * np.einsum("ej,e->j", st.V, cA)
+    grad = np.bincount(st.item, st.cw * (1 - q), st.L) - loser_mass
+    if not need_hessian:
+        return value, grad, None
+    dvec = np.bincount(st.item, st.cw * q * (1 - q), st.L) + loser_mass
+    X = np.zeros((st.E, 2 * st.L))
+    X[st.ev, st.item] = st.cw * q * r
+    X[:, st.L:] = st.V * (st.c * np.bincount(st.ev, r * r, st.E))[:, None]
+    P = np.einsum("ek,ej->kj", X, st.V)
+    M = P[: st.L] * pi[None, :]
+    third = P[st.L:] * np.outer(pi, pi)
+    return value, grad, -(np.diag(dvec) - M - M.T - third)
+
+
+def btl_loglik(theta: np.ndarray, winners: np.ndarray, losers: np.ndarray,
+               counts: np.ndarray) -> float:
+    """Bradley–Terry–Luce composite log-likelihood of grouped setwise events.
+
+    ``sum_e c_e sum_{i in U_e} [theta_i - log(pi_i + sum_{j in V_e} pi_j)]`` (paper, BTL);
+    winners of an event without losers make no choice and contribute nothing.
+    """
+    st = _BTLEvents(*_events(winners, losers, counts))
+    return _btl_terms(np.asarray(theta, float), st, False)[0]
+
+
+def btl_log_strengths(
+    winners: np.ndarray,
+    losers: np.ndarray,
+    counts: np.ndarray,
+    *,
+    prior: float | None = None,
+    max_iter: int = 500,
+) -> np.ndarray:
+    """Bradley–Terry–Luce log-strengths (centred) by ML or MAP (Gaussian prior variance).
+
+    Damped Newton with the analytic Hessian; the cost per iteration is linear in the number
+    of winner entries of the distinct events.  ML raises when the choice graph (an edge
+    i -> j when ``i`` wins an event ``j`` loses) is not strongly connected.
+    """
+    st = _BTLEvents(*_events(winners, losers, counts))
+    prior_var = _prior_variance(prior)
+    max_iter = _positive_int(max_iter, "max_iter")
+    L = st.L
+    if st.E == 0:
+        return np.zeros(L)
+    wins = _co_occurrence(st.U, st.V, st.c)  # pairwise wins implied by the events
+    if prior_var is None:
+        check_identified(wins > 0, method="Bradley-Terry-Luce ML")
+    # Bradley-Terry on the implied pairwise wins is a close, cheap starting point (the same
+    # identification condition), so Newton needs only a few iterations
+    x0 = bt_log_strengths(wins, prior=prior_var, max_iter=max_iter)
+    scale = st.total
+
+    def objective(x):
+        value, g, H = _btl_terms(x, st, True)
+        f, g, H = -value, -g, -H
+        if prior_var is None:
+            m = x.mean()
+            f, g, H = f + 0.5 * m**2 * scale, g + m * scale / L, H + scale / L**2
+        else:
+            f, g, H = f + 0.5 * x @ x / prior_var, g + x / prior_var, H + np.eye(L) / prior_var
+        return f / scale, g / scale, H / scale
+
+    x = _newton(objective, x0, max_iter, "Bradley-Terry-Luce fit")
+    return x - x.mean()
+
+
+# -- Plackett–Luce ---------------------------------------------------------------------------
+def pl_log_strengths(W: np.ndarray, *, max_iter: int = 500, tol: float = 1e-8) -> np.ndarray:
+    """Plackett–Luce (= Bradley–Terry) ML on pairwise wins by Hunter's (2004) MM algorithm.
+
+    ``pi_i <- w_i / sum_{j != i} n_ij / (pi_i + pi_j)`` with ``w_i = sum_j W_ij`` and
+    ``n_ij = W_ij + W_ji``, then ``pi`` is normalised to sum 1; stops when
+    ``max_i |pi_i - pi_i_old| < tol`` (paper, Algorithm "MM algorithm for PL/BT").
+
+    Returns centred log-strengths; raises when the win graph is not strongly connected.
+    """
+    W = np.asarray(W, dtype=float)
+    max_iter = _positive_int(max_iter, "max_iter")
+    if not (np.isfinite(tol) and tol > 0):
+        raise DataError(f"tol must be positive, got {tol}")
+    L = W.shape[0]
+    wins = W.sum(axis=1)
+    if wins.sum() == 0:
+        return np.zeros(L)
+    check_identified(W > 0, method="Plackett-Luce ML")
+    n = W + W.T
+    pi = wins / wins.sum()
+    for _ in range(max_iter):
+        new = wins / (n / (pi[:, None] + pi[None, :])).sum(axis=1)
+        new /= new.sum()
+        done = np.max(np.abs(new - pi)) < tol
+        pi = new
+        if done:
+            break
+    else:
+        warnings.warn(f"Plackett-Luce MM did not reach tol={tol} in {max_iter} iterations",
+                      RuntimeWarning, stacklevel=2)
+    theta = np.log(pi)
+    return theta - theta.mean()
+
+
+def pl_rankings_log_strengths(
+    rankings: Sequence[Sequence[int]],
+    n_items: int | None = None,
+    *,
+    prior: float | None = None,
+    max_iter: int = 500,
+) -> np.ndarray:
+    """Plackett–Luce ML/MAP from (partial) rankings, e.g. race results.
+
+    ``P(i_1 > ... > i_K) = prod_{s=1}^{K-1} pi_{i_s} / sum_{u >= s} pi_{i_u}`` (Plackett
+    1975; Luce 1959).  Each ranking lists item indices best first and may cover any subset
+    of the items.  Trust-region Newton with the exact Hessian.
+
+    Returns centred log-strengths of shape (n_items,).
+    """
+    seqs = [np.asarray(r, dtype=np.int64) for r in rankings]
+    if not seqs or any(s.ndim != 1 for s in seqs):
+        raise DataError("rankings must be a non-empty sequence of 1-D index sequences")
+    if any(np.unique(s).size != s.size for s in seqs):
+        raise DataError("an item appears twice in one ranking")
+    L = int(max(s.max() for s in seqs)) + 1 if n_items is None else int(n_items)
+    if any(s.min() < 0 or s.max() >= L for s in seqs):
+        raise DataError(f"ranking entries must be item indices in 0..{L - 1}")
+    prior_var = _prior_variance(prior)
+    max_iter = _positive_int(max_iter, "max_iter")
+    chosen, members = [], []
+    for s in seqs:
+        for k in range(s.size - 1):
+            row = np.zeros(L, bool)
+            row[s[k:]] = True
+            chosen.append(s[k])
+            members.append(row)
+    if not chosen:
+        return np.zeros(L)
+    chosen = np.asarray(chosen)
+    S = np.asarray(members, dtype=float)
+    pick = np.zeros_like(S)
+    pick[np.arange(len(chosen)), chosen] = 1.0
+    if prior_var is None:
+        check_identified(_co_occurrence(pick, S) > 0, method="Plackett-Luce ML")
+    wins = pick.sum(axis=0)
+    scale = float(len(chosen))
+
+    def objective(x):
+        z = np.where(S > 0, x[None, :], -np.inf)
+        lse = logsumexp(z, axis=1)
+        P = np.exp(z - lse[:, None])
+        f = -(x @ wins - lse.sum())
+        g = -(wins - P.sum(axis=0))
+        H = np.diag(P.sum(axis=0)) - np.einsum("sk,sj->kj", P, P)
+        if prior_var is None:
+            m = x.mean()
+            f, g, H = f + 0.5 * m**2 * scale, g + m * scale / L, H + scale / L**2
+        else:
+            f, g, H = f + 0.5 * x @ x / prior_var, g + x / prior_var, H + np.eye(L) / prior_var
+        return f / scale, g / scale, H / scale
+
+    x = _newton(objective, np.zeros(L), max_iter, "Plackett-Luce rankings fit")
+    return x - x.mean()
+
+
+# -- ranking rules --------------------------------------------------------------------------
+def _strengths(theta: np.ndarray) -> np.ndarray:
+    return np.exp(np.clip(theta, -_LOG_CAP, _LOG_CAP))
+
+
+@ranking_method
+def plackett_luce(data: ResponseData, *, max_iter: int = 500, tol: float = 1e-8):
+    """Plackett–Luce on the pairwise win matrix by MM (Hunter 2004); scores ``pi``, sum 1.
+
+    In the binary setting PL on ``W`` is Bradley–Terry (paper), so the ranking equals
+    ``bradley_terry``'s; ML raises when the win graph is not strongly connected.
+    """
+    W = data.reductions.wins
+    if W.sum() > 0:
+        check_identified(W > 0, method="plackett_luce", suggestion="plackett_luce_map",
+                         labels=data.models)
+    theta = _average_groups(pl_log_strengths(W, max_iter=max_iter, tol=tol),
+                            exchangeable_groups(W))
+    pi = np.exp(theta)
+    return pi / pi.sum(), {"log_strengths": theta}
+
+
+@ranking_method
+def plackett_luce_map(data: ResponseData, *, prior: float = 1.0, max_iter: int = 500):
+    """Plackett–Luce MAP on ``W`` with ``theta_i ~ N(0, prior)``: the Bradley–Terry MAP.
+
+    Scores ``exp(theta)`` with centred ``theta``.
+    """
+    W = data.reductions.wins
+    theta = _average_groups(bt_log_strengths(W, prior=prior, max_iter=max_iter),
+                            exchangeable_groups(W))
+    return _strengths(theta), {"log_strengths": theta}
+
+
+def _setwise(data: ResponseData, what: str):
+    data.require_binary(what)
+    ev = data.reductions.setwise
+    return ev.winners, ev.losers, ev.counts
+
+
+@ranking_method
+def bradley_terry_luce(data: ResponseData, *, prior: float | None = None, max_iter: int = 500):
+    """Bradley–Terry–Luce setwise choice (each winner vs the loser set); scores ``exp(theta)``.
+
+    Binary data only.  ML (``prior=None``) raises when the choice graph (winner -> loser) is
+    not strongly connected; ``prior`` adds ``theta_i ~ N(0, prior)`` (MAP).
+    """
+    U, V, c = _setwise(data, "bradley_terry_luce")
+    if prior is None and c.size:
+        check_identified(_co_occurrence(U, V, c) > 0,
+                         method="bradley_terry_luce", suggestion="bradley_terry_luce_map",
+                         labels=data.models)
+    theta = btl_log_strengths(U, V, c, prior=prior, max_iter=max_iter)
+    return _strengths(theta), {"log_strengths": theta}
+
+
+@ranking_method
+def bradley_terry_luce_map(data: ResponseData, *, prior: float = 1.0, max_iter: int = 500):
+    """Bradley–Terry–Luce MAP with ``theta_i ~ N(0, prior)``."""
+    return bradley_terry_luce.__wrapped_rule__(data, prior=prior, max_iter=max_iter)
+
+
+@ranking_method
+def davidson_luce(
+    data: ResponseData,
+    *,
+    prior: float | None = None,
+    max_iter: int = 500,
+    max_tie_order: int | None = None,
+):
+    """Davidson–Luce setwise ties (Firth et al. 2019); scores ``exp(theta)``.
+
+    Binary data only.  ``max_tie_order`` is ``D`` (default ``L - 1``: every non-degenerate
+    winner-set size).  Because events where every present model ties are discarded, ``Z(S)``
+    excludes that outcome (identical to the paper's ``Z`` on complete data with the default
+    ``D``).  ``details["tie_prevalence"]`` holds ``delta_1..delta_D`` (``delta_1 = 1``; 0 for
+    orders never observed).
+    """
+    U, V, c = _setwise(data, "davidson_luce")
+    if max_tie_order is None:
+        max_tie_order = max(data.L - 1, 1)
+    if c.size == 0:
+        return np.ones(data.L), {"log_strengths": np.zeros(data.L)}
+    if prior is None:
+        S = U | V
+        check_identified(_co_occurrence(U, S, c) > 0,
+                         method="davidson_luce", suggestion="davidson_luce_map",
+                         labels=data.models)
+    theta, delta = davidson_luce_log_strengths(
+        U, V, c, max_tie_order=max_tie_order, prior=prior, exclude_all_tied=True,
+        max_iter=max_iter,
+    )
+    return _strengths(theta), {"log_strengths": theta, "tie_prevalence": delta}
+
+
+@ranking_method
+def davidson_luce_map(
+    data: ResponseData,
+    *,
+    prior: float = 1.0,
+    max_iter: int = 500,
+    max_tie_order: int | None = None,
+):
+    """Davidson–Luce MAP with ``theta_i ~ N(0, prior)`` (``delta`` by ML)."""
+    return davidson_luce.__wrapped_rule__(data, prior=prior, max_iter=max_iter,
+                                          max_tie_order=max_tie_order)
+
+
+register("plackett_luce", plackett_luce, "luce", max_iter=500, tol=1e-8)
+register("plackett_luce_map", plackett_luce_map, "luce", prior=1.0, max_iter=500)
+register("bradley_terry_luce", bradley_terry_luce, "luce", max_iter=500)
+register("bradley_terry_luce_map", bradley_terry_luce_map, "luce", prior=1.0, max_iter=500)
+register("davidson_luce", davidson_luce, "luce", in_paper=False, max_iter=500)
+register("davidson_luce_map", davidson_luce_map, "luce", in_paper=False, prior=1.0,
+         max_iter=500)

@@ -1,12 +1,50 @@
-"""Metric-based rules: mean accuracy and the test-time-scaling metrics."""
+"""Metric-based rules: mean accuracy, inverse difficulty, the Pass@k family, Bayes@N, Thompson.
+
+Paper appendix, "Pointwise Methods", "Evaluation-metric Methods" and "Thompson sampling
+ranking".  Each rule maps a model's per-question counts to one score (larger is better).
+
+The Pass@k family scores a question by the number ``X`` of successes among ``k`` of the
+``n`` trials drawn without replacement, ``X ~ Hypergeom(n, nu, k)`` with ``nu`` successes:
+
+================  ==============================================================
+Pass@k            ``P(X >= 1) = 1 - C(n - nu, k) / C(n, k)``  (Chen et al. 2021)
+Pass-hat@k        ``P(X = k) = C(nu, k) / C(n, k)``  (Yao et al. 2024)
+G-Pass@k_tau      ``P(X >= max(1, ceil(tau k)))``  (Liu et al. 2025)
+mG-Pass@k         ``(2 / k) E[(X - ceil(k/2))_+]``  (Liu et al. 2025)
+================  ==============================================================
+
+and a model's score is the mean over questions.  The hypergeometric probabilities are
+evaluated once per distinct ``(n, nu)`` pair with :data:`scipy.stats.hypergeom` and looked up
+for every cell, so the cost does not depend on the number of trials.  With missing trials
+``n`` is the cell's own count; unobserved cells are left out of the question average.
+"""
 
 from __future__ import annotations
 
-import numpy as np
+import math
+from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
+from scipy import stats
+
+from bayesrank.bayes_at_n import bayes_at_n
 from bayesrank.data import ResponseData
+from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
 from bayesrank.registry import register
+
+__all__ = [
+    "avg",
+    "inverse_difficulty",
+    "pass_at_k",
+    "pass_hat_k",
+    "g_pass_at_k_tau",
+    "mg_pass_at_k",
+    "draw_success_pmf",
+    "bayes",
+    "thompson",
+]
 
 
 @ranking_method
@@ -15,4 +53,231 @@ def avg(data: ResponseData) -> np.ndarray:
     return np.nanmean(data.reductions.cell_utility, axis=1)
 
 
+@ranking_method
+def inverse_difficulty(
+    data: ResponseData, *, clip_range: Sequence[float] = (0.01, 0.99)
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Accuracy weighted towards hard questions (paper, "Inverse-difficulty weighting").
+
+    ``p_m = sum_{l,n} R_lmn / (L N)`` is the pooled solve rate of question ``m``,
+    ``w_m ∝ 1 / clip(p_m, a, b)`` normalised to sum 1, and ``s_l = sum_m w_m p_hat_lm``.
+    With missing cells the weights are renormalised over the questions a model answered.
+    Binary data only.  ``details["question_weights"]`` holds ``w``.
+    """
+    data.require_binary("inverse_difficulty")
+    low, high = _clip_range(clip_range)
+    red = data.reductions
+    n, k = red.trials, red.successes
+    pooled_n = n.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(pooled_n > 0, k.sum(axis=0) / np.maximum(pooled_n, 1), np.nan)
+    w = np.where(pooled_n > 0, 1.0 / np.clip(p, low, high), 0.0)
+    w = w / w.sum()
+    observed = n > 0
+    rate = np.where(observed, red.solve_rate, 0.0)
+    scores = (rate * w).sum(axis=1) / (observed * w).sum(axis=1)
+    return scores, {"question_weights": w}
+
+
+def _clip_range(clip_range: Sequence[float]) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in clip_range)
+    except (TypeError, ValueError):
+        raise DataError(f"clip_range must be two numbers (low, high), got {clip_range!r}") from None
+    if not (0.0 < low < high <= 1.0):
+        raise DataError(f"clip_range must satisfy 0 < low < high <= 1, got {clip_range!r}")
+    return low, high
+
+
+def _draw_size(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        raise DataError(f"k must be a positive integer number of draws, got {k!r}")
+    return int(k)
+
+
+def draw_success_pmf(data: ResponseData, k: int, what: str = "this metric") -> np.ndarray:
+    """``P(X_lm = j)``, ``j = 0..k``: successes among ``k`` trials drawn without replacement.
+
+    ``X_lm ~ Hypergeom(n_lm, nu_lm, k)`` for every observed cell (NaN rows for unobserved
+    cells).  Binary data only; every observed cell needs ``n_lm >= k`` trials.
+
+    Returns
+    -------
+    numpy.ndarray, shape (L, M, k + 1)
+    """
+    data.require_binary(what)
+    k = _draw_size(k)
+    red = data.reductions
+    n, nu = red.trials, red.successes
+    observed = n > 0
+    short = observed & (n < k)
+    if short.any():
+        li, mi = np.argwhere(short)[0]
+        raise DataError(
+            f"{what} draws k={k} trials without replacement, but model {data.models[li]!r} has "
+            f"only {n[li, mi]} trial(s) on question {data.questions[mi]!r}; use k <= "
+            f"{int(n[observed].min())}"
+        )
+    pairs, inverse = np.unique(np.stack([n[observed], nu[observed]]), axis=1,
+                               return_inverse=True)
+    j = np.arange(k + 1)
+    table = stats.hypergeom.pmf(j[None, :], pairs[0][:, None], pairs[1][:, None], k)
+    out = np.full(n.shape + (k + 1,), np.nan)
+    out[observed] = table[inverse.ravel()]
+    return out
+
+
+def _question_mean(per_cell: np.ndarray) -> np.ndarray:
+    return np.nanmean(per_cell, axis=1)
+
+
+@ranking_method
+def pass_at_k(data: ResponseData, *, k: int) -> np.ndarray:
+    """Pass@k: mean over questions of ``1 - C(n - nu, k) / C(n, k)`` (unbiased; Chen et al.)."""
+    pmf = draw_success_pmf(data, k, "pass_at_k")
+    return _question_mean(1.0 - pmf[..., 0])
+
+
+@ranking_method
+def pass_hat_k(data: ResponseData, *, k: int) -> np.ndarray:
+    """Pass-hat@k (G-Pass@k): mean over questions of ``C(nu, k) / C(n, k)``."""
+    pmf = draw_success_pmf(data, k, "pass_hat_k")
+    return _question_mean(pmf[..., -1])
+
+
+def _threshold(tau: float, k: int) -> int:
+    if not (isinstance(tau, int | float | np.integer | np.floating) and 0.0 <= tau <= 1.0):
+        raise DataError(f"tau must be a number in [0, 1], got {tau!r}")
+    # round before ceil so tau = 0.7, k = 10 gives 7 although 0.7 * 10 = 7.000000000000001
+    return max(1, math.ceil(round(float(tau) * k, 9)))
+
+
+@ranking_method
+def g_pass_at_k_tau(data: ResponseData, *, k: int, tau: float) -> np.ndarray:
+    """G-Pass@k_tau: mean over questions of ``P(X >= max(1, ceil(tau k)))``.
+
+    ``tau = 0`` (or any ``tau <= 1/k``) is Pass@k, ``tau = 1`` is Pass-hat@k.
+    """
+    pmf = draw_success_pmf(data, k, "g_pass_at_k_tau")
+    j0 = _threshold(tau, _draw_size(k))
+    return _question_mean(pmf[..., j0:].sum(axis=-1))
+
+
+@ranking_method
+def mg_pass_at_k(data: ResponseData, *, k: int) -> np.ndarray:
+    """mG-Pass@k: mean over questions of ``(2/k) E[(X - m0)_+]``, ``m0 = ceil(k/2)``.
+
+    Equals ``(2/k) sum_{i=m0+1}^{k} G-Pass@k_{i/k}``; for ``k = 2`` it is Pass-hat@2.
+    """
+    k = _draw_size(k)
+    pmf = draw_success_pmf(data, k, "mg_pass_at_k")
+    excess = np.maximum(np.arange(k + 1) - math.ceil(k / 2), 0)
+    return _question_mean((2.0 / k) * (pmf @ excess))
+
+
+@ranking_method
+def bayes(
+    data: ResponseData,
+    *,
+    R0: Any = None,
+    quantile: float | None = None,
+    weights: Any = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Bayes@N posterior mean (or a normal-quantile lower score) of each model's utility.
+
+    Uses :func:`bayesrank.bayes_at_n` (Dirichlet-multinomial, categorical weights).
+
+    Parameters
+    ----------
+    R0 : None, "data" or array_like
+        ``None``: uniform Dirichlet(1) prior only (paper ``bayes``, Bayes_U@N); ``"data"``:
+        the data's own prior outcomes, e.g. greedy decodes (``bayes_greedy``; an error when
+        the data carry none); an array of prior outcomes (M, D) or (L, M, D).
+    quantile : float, optional
+        ``q`` in (0, 1): score ``mu + Phi^{-1}(q) sigma`` (``bayes_ci`` uses 0.05) instead
+        of ``mu``.
+    weights : array_like, optional
+        Category utilities; default the data's.
+
+    ``details``: ``mu`` and ``sigma``.
+    """
+    if isinstance(R0, str):
+        if R0 != "data":
+            raise DataError(f"R0 must be None, 'data' or an array of prior outcomes, got {R0!r}")
+        if data.R0 is None:
+            raise DataError(
+                "bayes_greedy uses the data's prior outcomes R0 (e.g. greedy decodes), but "
+                "these data have none; build ResponseData(..., R0=...) or use 'bayes'"
+            )
+    mu, sigma = bayes_at_n(data, weights=weights, R0=R0)
+    if quantile is None:
+        return mu, {"mu": mu, "sigma": sigma}
+    if isinstance(quantile, bool) or not (0.0 < float(quantile) < 1.0):
+        raise DataError(f"quantile must lie strictly between 0 and 1, got {quantile!r}")
+    return mu + stats.norm.ppf(float(quantile)) * sigma, {"mu": mu, "sigma": sigma}
+
+
+_DRAW_CHUNK = 4096
+
+
+@ranking_method
+def thompson(
+    data: ResponseData,
+    *,
+    n_samples: int = 10000,
+    prior_alpha: float = 1.0,
+    prior_beta: float = 1.0,
+    seed: int | None = 42,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Negative posterior expected rank under independent Beta posteriors (paper, Thompson).
+
+    ``p_l | R ~ Beta(alpha + S_l, beta + n_l - S_l)`` with ``S_l`` the model's successes over
+    its ``n_l`` observed trials; ``T = n_samples`` joint draws give ranks ``r_l^(t)`` (1 =
+    best) and the score ``-(1/T) sum_t r_l^(t)``.  Seeded and reproducible; models with
+    identical posteriors get the average of their estimates (they are exactly tied).
+    Binary data only.  ``details["posterior"]``: the (alpha, beta) pairs.
+    """
+    data.require_binary("thompson")
+    if isinstance(n_samples, bool) or not isinstance(n_samples, int | np.integer) or n_samples < 1:
+        raise DataError(f"n_samples must be a positive integer, got {n_samples!r}")
+    for name, value in (("prior_alpha", prior_alpha), ("prior_beta", prior_beta)):
+        if not (np.isfinite(value) and value > 0):
+            raise DataError(f"{name} must be positive and finite, got {value!r}")
+    red = data.reductions
+    successes = red.successes.sum(axis=1).astype(float)
+    a = prior_alpha + successes
+    b = prior_beta + red.trials.sum(axis=1) - successes
+    L = data.L
+    rng = np.random.default_rng(seed)
+    rank_sum = np.zeros(L)
+    rows_left = int(n_samples)
+    while rows_left:
+        rows = min(rows_left, _DRAW_CHUNK)
+        draws = rng.beta(a, b, size=(rows, L))
+        order = np.argsort(-draws, axis=1)
+        ranks = np.empty_like(order)
+        np.put_along_axis(ranks, order, np.arange(1, L + 1)[None, :], axis=1)
+        rank_sum += ranks.sum(axis=0)
+        rows_left -= rows
+    mean_rank = rank_sum / n_samples
+    _, group = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)
+    group = group.ravel()
+    mean_rank = (np.bincount(group, mean_rank) / np.bincount(group))[group]
+    return -mean_rank, {"posterior": np.stack([a, b], axis=1)}
+
+
 register("avg", avg, "metrics")
+register("inverse_difficulty", inverse_difficulty, "metrics", clip_range=(0.01, 0.99))
+register("pass_at_k_2", pass_at_k, "metrics", k=2)
+register("pass_hat_k_2", pass_hat_k, "metrics", k=2)
+register("mg_pass_at_k_2", mg_pass_at_k, "metrics", k=2)
+register("bayes", bayes, "metrics", R0=None, quantile=None)
+register("bayes_greedy", bayes, "metrics", R0="data", quantile=None)
+register("bayes_ci", bayes, "metrics", R0=None, quantile=0.05)
+register("thompson", thompson, "metrics", n_samples=10000, prior_alpha=1.0, prior_beta=1.0,
+         seed=42)
+# base rules by name (choose k / tau yourself), not among the paper's identifiers
+register("pass_at_k", pass_at_k, "metrics", in_paper=False)
+register("pass_hat_k", pass_hat_k, "metrics", in_paper=False)
+register("mg_pass_at_k", mg_pass_at_k, "metrics", in_paper=False)
+register("g_pass_at_k_tau", g_pass_at_k_tau, "metrics", in_paper=False)

@@ -1,1 +1,742 @@
-"""(family module; filled in by the baselines work)."""
+"""Paired-comparison models: Bradley–Terry, Davidson and Rao–Kupper ties, Bayesian BT (MCMC).
+
+Paper appendix, "Paired-comparison Probabilistic Models" and "Bayesian Bradley--Terry via
+MCMC".  Every model is first written as a pure function of pairwise counts (like ``choix``):
+
+- ``W[i, j]``: comparisons that ``i`` won against ``j`` (float, may be fractional);
+- ``T[i, j] = T[j, i]``: ties between ``i`` and ``j``.
+
+so the same estimators run on real pairwise data without a response tensor (Chatbot Arena,
+sports results).  The ranking rules read ``W`` and ``T`` from ``data.reductions``: on binary
+data ``W_ij`` counts question-trials where ``i`` is correct and ``j`` wrong and ``T_ij`` those
+where both agree (paper, Sec. 2.2).
+
+With log-strengths ``theta_i = log pi_i`` and ``d = theta_i - theta_j``:
+
+=================  ===================================  ===================================
+model              P(i beats j)                         P(tie)
+=================  ===================================  ===================================
+Bradley–Terry      pi_i / (pi_i + pi_j) = sigma(d)      (ties ignored)
+Davidson (1970)    pi_i / (pi_i + pi_j + nu sqrt(.))    nu sqrt(pi_i pi_j) / (same)
+Rao–Kupper (1967)  pi_i / (pi_i + kappa pi_j)           (kappa^2-1) pi_i pi_j / (...)(...)
+=================  ===================================  ===================================
+
+Rao–Kupper with ``eta = log kappa`` is two shifted logistic terms: its log-likelihood per pair
+is ``(W_ij + T_ij) log sigma(d - eta) + (W_ji + T_ij) log sigma(-d - eta)
++ T_ij log(kappa^2 - 1)``.  Davidson is a three-outcome logit with scores
+``(d/2, -d/2, log nu)``.  Both give closed-form gradients and Hessians, so every fit is a
+Newton solve that
+converges to machine precision in a handful of iterations (a damped Newton method with
+one Cholesky solve per iteration: cheaper than scipy's trust-region methods, which factor
+the Hessian several times per step).
+
+Identification.  Strengths are centred (``sum theta = 0``).  The maximum-likelihood estimate
+exists iff the directed "beat" graph (an edge i -> j when ``W_ij > 0``; ties give edges both
+ways in the tie models) is strongly connected (Zermelo 1929; Hunter 2004).  When it is not,
+the ML rules raise :class:`~bayesrank.errors.DisconnectedGraphError` (no comparison links
+two groups) or :class:`~bayesrank.errors.NotIdentifiedError` (a group never loses, or never
+wins, against the rest), naming the models and suggesting the ``_map`` variant.  The MAP
+rules (Gaussian prior ``theta_i ~ N(0, prior)`` on log-strengths) always have a unique
+answer.  With no decisive comparison at all every model is tied (all scores equal).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+from scipy.sparse.csgraph import connected_components
+from scipy.special import expit, log_expit
+
+from bayesrank.data import ResponseData
+from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
+from bayesrank.ranking import ranking_method
+from bayesrank.registry import register
+
+__all__ = [
+    "bt_loglik",
+    "bt_log_strengths",
+    "bt_posterior_draws",
+    "davidson_loglik",
+    "davidson_log_strengths",
+    "rao_kupper_loglik",
+    "rao_kupper_log_strengths",
+    "check_identified",
+    "exchangeable_groups",
+    "bradley_terry",
+    "bradley_terry_map",
+    "bradley_terry_davidson",
+    "bradley_terry_davidson_map",
+    "rao_kupper",
+    "rao_kupper_map",
+    "bayesian_mcmc",
+]
+
+_GTOL = 1e-11  # on the gradient of the per-comparison objective
+_LOG_CAP = 30.0  # |theta| beyond which exp(theta) is reported as exp(+-30)
+
+
+# -- input checks -----------------------------------------------------------------------
+def _as_count_matrix(M: np.ndarray, name: str, L: int | None = None) -> np.ndarray:
+    arr = np.asarray(M, dtype=float)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise DataError(f"{name} must be a square (L, L) count matrix, got shape {arr.shape}")
+    if L is not None and arr.shape[0] != L:
+        raise DataError(f"{name} has shape {arr.shape} but W is ({L}, {L})")
+    if not np.all(np.isfinite(arr)) or (arr < 0).any():
+        raise DataError(f"{name} must hold finite non-negative counts")
+    if np.any(np.diag(arr) != 0):
+        raise DataError(f"{name} has non-zero diagonal entries: a model cannot meet itself")
+    return arr
+
+
+def _prior_variance(prior: float | None) -> float | None:
+    if prior is None:
+        return None
+    if isinstance(prior, bool) or not np.isscalar(prior):
+        raise DataError(f"prior must be a positive Gaussian variance or None, got {prior!r}")
+    var = float(prior)
+    if not np.isfinite(var) or var <= 0:
+        raise DataError(f"prior variance must be positive and finite, got {prior!r}")
+    return var
+
+
+def _positive_int(value: int, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise DataError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    """Unordered pairs i < j that met at least once, with their counts."""
+
+    L: int
+    i: np.ndarray
+    j: np.ndarray
+    a: np.ndarray  # W_ij
+    b: np.ndarray  # W_ji
+    t: np.ndarray  # T_ij
+
+    @property
+    def total(self) -> float:
+        return float(self.a.sum() + self.b.sum() + self.t.sum())
+
+    @property
+    def decisive(self) -> float:
+        return float(self.a.sum() + self.b.sum())
+
+    def diff(self, theta: np.ndarray) -> np.ndarray:
+        return theta[..., self.i] - theta[..., self.j]
+
+    def to_nodes(self, per_pair: np.ndarray) -> np.ndarray:
+        """B^T v: scatter a per-pair derivative w.r.t. d onto theta (d = theta_i - theta_j)."""
+        return np.bincount(self.i, per_pair, self.L) - np.bincount(self.j, per_pair, self.L)
+
+    def laplacian(self, per_pair: np.ndarray) -> np.ndarray:
+        """B^T diag(v) B: the theta-Hessian of a function of the differences d."""
+        H = np.zeros((self.L, self.L))
+        H[self.i, self.j] = -per_pair
+        H[self.j, self.i] = -per_pair
+        H[np.diag_indices(self.L)] = np.bincount(self.i, per_pair, self.L) + np.bincount(
+            self.j, per_pair, self.L
+        )
+        return H
+
+
+def _pairs(W: np.ndarray, T: np.ndarray | None = None) -> _Pairs:
+    W = _as_count_matrix(W, "W")
+    L = W.shape[0]
+    if T is None:
+        T = np.zeros_like(W)
+    else:
+        T = _as_count_matrix(T, "T", L)
+        if not np.array_equal(T, T.T):
+            raise DataError("T must be symmetric: T[i, j] = T[j, i] counts ties of the pair")
+    i, j = np.triu_indices(L, 1)
+    a, b, t = W[i, j], W[j, i], T[i, j]
+    keep = (a + b + t) > 0
+    return _Pairs(L, i[keep], j[keep], a[keep], b[keep], t[keep])
+
+
+# -- identification ---------------------------------------------------------------------
+def check_identified(
+    beats: np.ndarray,
+    *,
+    method: str = "this maximum-likelihood fit",
+    suggestion: str | None = None,
+    labels: Sequence[str] | None = None,
+) -> None:
+    """Raise unless the directed comparison graph is strongly connected.
+
+    Parameters
+    ----------
+    beats : array_like of bool, shape (L, L)
+        ``beats[i, j]`` is True when ``i`` was observed to do at least as well as ``j`` in a
+        way the model rewards (a win, or a tie in the tie models).
+    method, suggestion : str
+        Names used in the error message (e.g. ``"bradley_terry"``, ``"bradley_terry_map"``).
+    labels : sequence of str, optional
+        Model names for the message (default: indices).
+
+    Raises
+    ------
+    DisconnectedGraphError
+        Some groups of models were never compared with each other.
+    NotIdentifiedError
+        The graph is connected but a group never loses (or never wins) against the others,
+        so its log-strength diverges: no finite maximum-likelihood estimate.
+    """
+    A = np.asarray(beats, dtype=bool).copy()
+    np.fill_diagonal(A, False)
+    L = A.shape[0]
+    names = list(labels) if labels is not None else [str(k) for k in range(L)]
+    hint = f"; use {suggestion} (its prior keeps strengths finite)" if suggestion else ""
+    n_weak, weak = connected_components(A | A.T, directed=False)
+    if n_weak > 1:
+        first = [names[k] for k in np.flatnonzero(weak == weak[0])][:5]
+        raise DisconnectedGraphError(
+            f"{method}: the comparison graph has {n_weak} disconnected components (e.g. "
+            f"{first} never met the other models), so their relative strengths are not "
+            f"identified{hint}, or rank each component separately"
+        )
+    n_strong, comp = connected_components(A, directed=True, connection="strong")
+    if n_strong > 1:
+        between = A & (comp[:, None] != comp[None, :])
+        beaten = np.zeros(n_strong, bool)  # component has a member beaten from outside
+        beaten[np.unique(comp[np.flatnonzero(between.any(axis=0))])] = True
+        winning = np.zeros(n_strong, bool)
+        winning[np.unique(comp[np.flatnonzero(between.any(axis=1))])] = True
+        unbeaten = [names[k] for k in np.flatnonzero(~beaten[comp])][:5]
+        winless = [names[k] for k in np.flatnonzero(~winning[comp])][:5]
+        raise NotIdentifiedError(
+            f"{method} has no finite maximum-likelihood estimate: models {unbeaten} never "
+            f"lose to the other models and {winless} never beat them{hint}"
+        )
+
+
+def exchangeable_groups(W: np.ndarray, T: np.ndarray | None = None) -> np.ndarray:
+    """Group labels of models that swapping leaves the counts unchanged.
+
+    Models ``i`` and ``j`` are exchangeable when the transposition (i j) maps ``W`` (and
+    ``T``) onto itself; the relation is an equivalence, and any exchangeable estimator gives
+    such models equal scores.  Used to remove optimiser and Monte Carlo noise from exact ties.
+    """
+    mats = [np.asarray(W, float)] + ([] if T is None else [np.asarray(T, float)])
+    L = mats[0].shape[0]
+    same = np.ones((L, L), bool)
+    ignore = np.eye(L, dtype=bool)[None, :, :] | np.eye(L, dtype=bool)[:, None, :]
+    for M in mats:
+        for X in (M, M.T):  # rows and columns agree off the pair
+            same &= ((X[:, None, :] == X[None, :, :]) | ignore).all(axis=2)
+        same &= M == M.T
+    _, labels = connected_components(same, directed=False)
+    return labels
+
+
+def _average_groups(scores: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    sums = np.bincount(groups, scores)
+    sizes = np.bincount(groups)
+    return (sums / sizes)[groups]
+
+
+# -- per-pair terms: log-likelihood and derivatives in d (and the tie parameter) ---------
+def _bt_terms(p: _Pairs, d: np.ndarray):
+    n = p.a + p.b
+    ll = n * log_expit(d) - p.b * d  # a log s(d) + b log s(-d), with log s(-d) = log s(d) - d
+    s = expit(d)
+    return ll, p.a - n * s, -n * s * (1 - s)
+
+
+def _davidson_terms(p: _Pairs, d: np.ndarray, lam: float):
+    """Davidson as a 3-outcome logit with scores (d/2, -d/2, lam), lam = log nu."""
+    n = p.a + p.b + p.t
+    u = np.stack([d / 2, -d / 2, np.full_like(d, lam)])
+    top = u.max(axis=0)
+    e = np.exp(u - top)
+    z = e.sum(axis=0)
+    pw, pl, pt = e / z
+    lse = top + np.log(z)
+    ll = (p.a - p.b) * d / 2 + (p.t * lam if lam > -np.inf else 0.0) - n * lse
+    g_d = (p.a - p.b) / 2 - n * (pw - pl) / 2
+    h_dd = -n * ((pw + pl) - (pw - pl) ** 2) / 4
+    g_l = p.t - n * pt
+    h_ll = -n * pt * (1 - pt)
+    h_dl = n * (pw - pl) * pt / 2
+    return ll, g_d, h_dd, g_l, h_ll, h_dl
+
+
+def _rao_kupper_terms(p: _Pairs, d: np.ndarray, eta: float):
+    """Rao–Kupper with eta = log kappa > 0: two shifted logistic terms plus a tie constant."""
+    x1, x2 = d - eta, -d - eta
+    wa, wb = p.a + p.t, p.b + p.t
+    s1, s2 = expit(x1), expit(x2)
+    r1, r2 = expit(-x1), expit(-x2)  # 1 - s1, 1 - s2 without cancellation
+    tie_const = np.log(np.expm1(2 * eta)) if p.t.any() else 0.0
+    ll = wa * log_expit(x1) + wb * log_expit(x2) + p.t * tie_const
+    g_d = wa * r1 - wb * r2
+    h_dd = -wa * s1 * r1 - wb * s2 * r2
+    q = -np.expm1(-2 * eta)  # 1 - exp(-2 eta)
+    g_e = -wa * r1 - wb * r2 + p.t * 2 / q
+    h_ee = -wa * s1 * r1 - wb * s2 * r2 - p.t * 4 * np.exp(-2 * eta) / q**2
+    h_de = wa * s1 * r1 - wb * s2 * r2
+    return ll, g_d, h_dd, g_e, h_ee, h_de
+
+
+def bt_loglik(theta: np.ndarray, W: np.ndarray) -> float:
+    """Bradley–Terry log-likelihood ``sum_{i != j} W_ij log(pi_i / (pi_i + pi_j))``.
+
+    Paper eq. (BT log-likelihood); ``theta = log pi``.
+    """
+    p = _pairs(W)
+    return float(_bt_terms(p, p.diff(np.asarray(theta, float)))[0].sum())
+
+
+def davidson_loglik(theta: np.ndarray, nu: float, W: np.ndarray, T: np.ndarray) -> float:
+    """Davidson (1970) log-likelihood with tie parameter ``nu >= 0``.
+
+    ``P(i > j) = pi_i / (pi_i + pi_j + nu sqrt(pi_i pi_j))``,
+    ``P(i ~ j) = nu sqrt(pi_i pi_j) / (pi_i + pi_j + nu sqrt(pi_i pi_j))``.
+    """
+    p = _pairs(W, T)
+    lam = np.log(nu) if nu > 0 else -np.inf
+    if lam == -np.inf and p.t.any():
+        return -np.inf
+    return float(_davidson_terms(p, p.diff(np.asarray(theta, float)), lam)[0].sum())
+
+
+def rao_kupper_loglik(theta: np.ndarray, kappa: float, W: np.ndarray, T: np.ndarray) -> float:
+    """Rao–Kupper (1967) log-likelihood with tie parameter ``kappa >= 1``.
+
+    ``P(i > j) = pi_i / (pi_i + kappa pi_j)``,
+    ``P(i ~ j) = (kappa^2 - 1) pi_i pi_j / ((pi_i + kappa pi_j)(kappa pi_i + pi_j))``.
+    """
+    p = _pairs(W, T)
+    if kappa == 1 and p.t.any():
+        return -np.inf
+    return float(_rao_kupper_terms(p, p.diff(np.asarray(theta, float)), np.log(kappa))[0].sum())
+
+
+# -- the Newton solver shared by all fits ----------------------------------------------------
+def _newton_step(H: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Newton direction ``-H^{-1} g``; for a non-positive-definite ``H`` the eigenvalues are
+    replaced by their absolute values (a descent direction either way)."""
+    try:
+        step = -linalg.solve(H, g, assume_a="pos", check_finite=False)
+        if g @ step < 0:
+            return step
+    except (linalg.LinAlgError, ValueError):
+        pass
+    vals, vecs = np.linalg.eigh(H)
+    return -vecs @ ((vecs.T @ g) / np.maximum(np.abs(vals), 1e-8 * max(1.0, np.abs(vals).max())))
+
+
+def _newton(
+    objective: Callable[[np.ndarray], tuple[float, np.ndarray, np.ndarray]],
+    x0: np.ndarray,
+    max_iter: int,
+    what: str,
+    gtol: float = _GTOL,
+) -> np.ndarray:
+    """Minimise a smooth convex objective by damped Newton with Armijo backtracking.
+
+    ``objective(x)`` returns ``(f, gradient, Hessian)``.  One linear solve per iteration
+    (no eigen-decompositions unless the Hessian is indefinite), quadratic convergence near
+    the optimum; stops when ``max |gradient| <= gtol``.  Warns if ``max_iter`` runs out.
+    """
+    x = np.asarray(x0, dtype=float).copy()
+    f, g, H = objective(x)
+    for _ in range(max_iter):
+        if np.max(np.abs(g), initial=0.0) <= gtol:
+            return x
+        step = _newton_step(H, g)
+        slope = g @ step
+        alpha = 1.0
+        while True:
+            x_new = x + alpha * step
+            f_new, g_new, H_new = objective(x_new)
+            noise = 1e-13 * (1.0 + abs(f))
+            if f_new <= f + 1e-4 * alpha * slope + noise or alpha < 1e-12:
+                break
+            alpha /= 2
+        if alpha < 1e-12:  # no further progress at floating-point resolution
+            return x
+        x, f, g, H = x_new, f_new, g_new, H_new
+    if np.max(np.abs(g), initial=0.0) > 1e-7:
+        warnings.warn(
+            f"{what}: Newton stopped after max_iter={max_iter} iterations with max |gradient| "
+            f"{np.max(np.abs(g)):.2e}; raise max_iter",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return x
+
+
+def _fit(
+    p: _Pairs,
+    model: str,
+    *,
+    prior_var: float | None,
+    max_iter: int,
+    tie0: float | None = None,
+) -> tuple[np.ndarray, float | None]:
+    """Fit centred log-strengths (and the tie parameter when ``tie0`` is given).
+
+    ``model`` is "bt", "davidson" (free log nu), "rk" (fixed eta = tie0) or "rk_free"
+    (free log eta).  The objective is the negative log-posterior per comparison; for ML a
+    term ``(mean theta)^2 / 2`` fixes the free shift without moving the optimum (the
+    likelihood is shift-invariant, so the optimum of the sum has mean zero).
+    """
+    L = p.L
+    scale = max(p.total, 1.0)
+    free_tie = model in ("davidson", "rk_free")
+
+    def objective(x):
+        theta = x[:L]
+        d = p.diff(theta)
+        if model == "bt":
+            ll, g_d, h_dd = _bt_terms(p, d)
+        elif model == "rk":
+            ll, g_d, h_dd = _rao_kupper_terms(p, d, tie0)[:3]
+        elif model == "davidson":
+            ll, g_d, h_dd, g_t, h_tt, h_dt = _davidson_terms(p, d, x[L])
+        else:  # rk_free: x[L] = log eta
+            eta = np.exp(x[L])
+            ll, g_d, h_dd, g_e, h_ee, h_de = _rao_kupper_terms(p, d, eta)
+            g_t, h_tt, h_dt = eta * g_e, eta**2 * h_ee + eta * g_e, eta * h_de
+        f = -ll.sum()
+        g = np.zeros_like(x)
+        H = np.zeros((x.size, x.size))
+        g[:L] = -p.to_nodes(g_d)
+        H[:L, :L] = -p.laplacian(h_dd)
+        if free_tie:
+            g[L] = -g_t.sum()
+            H[L, L] = -h_tt.sum()
+            H[:L, L] = H[L, :L] = -p.to_nodes(h_dt)
+        if prior_var is None:
+            m = theta.mean()
+            f += 0.5 * m**2 * scale
+            g[:L] += m * scale / L
+            H[:L, :L] += scale / L**2
+        else:
+            f += 0.5 * theta @ theta / prior_var
+            g[:L] += theta / prior_var
+            H[np.arange(L), np.arange(L)] += 1.0 / prior_var
+        return f / scale, g / scale, H / scale
+
+    x0 = np.zeros(L + (1 if free_tie else 0))
+    if free_tie:
+        x0[L] = tie0
+    x = _newton(objective, x0, max_iter, f"{model} fit")
+    theta = x[:L] - x[:L].mean()
+    tie = x[L] if free_tie else None
+    return theta, tie
+
+
+# -- public estimators on counts -----------------------------------------------------------
+def bt_log_strengths(
+    W: np.ndarray, *, prior: float | None = None, max_iter: int = 500
+) -> np.ndarray:
+    """Bradley–Terry log-strengths from a win-count matrix, centred to sum zero.
+
+    Maximises ``sum_{i != j} W_ij [theta_i - log(e^theta_i + e^theta_j)]`` (paper, BT), minus
+    ``sum theta^2 / (2 prior)`` when ``prior`` (a Gaussian variance) is given (MAP).
+
+    Parameters
+    ----------
+    W : array_like, shape (L, L)
+        ``W[i, j]`` = number of times ``i`` beat ``j`` (may be fractional, e.g. ties counted
+        as half a win each way); zero diagonal.
+    prior : float, optional
+        Variance of the Gaussian prior on log-strengths (MAP); None for ML.
+    max_iter : int
+        Newton iterations.
+
+    Returns
+    -------
+    numpy.ndarray, shape (L,)
+
+    Raises
+    ------
+    DisconnectedGraphError, NotIdentifiedError
+        ML only, when the directed win graph is not strongly connected.
+    """
+    p = _pairs(W)
+    prior_var = _prior_variance(prior)
+    max_iter = _positive_int(max_iter, "max_iter")
+    if p.decisive == 0:
+        return np.zeros(p.L)
+    if prior_var is None:
+        check_identified(np.asarray(W) > 0, method="Bradley-Terry ML")
+    return _fit(p, "bt", prior_var=prior_var, max_iter=max_iter)[0]
+
+
+def davidson_log_strengths(
+    W: np.ndarray, T: np.ndarray, *, prior: float | None = None, max_iter: int = 500
+) -> tuple[np.ndarray, float]:
+    """Davidson (1970) tie model: centred log-strengths and the tie parameter ``nu``.
+
+    ``nu`` is always estimated by maximum likelihood (it carries no prior); ``prior`` is
+    the Gaussian variance of the log-strengths (MAP) or None (ML).  Without any tie the
+    model is Bradley–Terry with ``nu = 0``; with no decisive outcome every model ties
+    (zeros, ``nu = inf``).
+    """
+    p = _pairs(W, T)
+    prior_var = _prior_variance(prior)
+    max_iter = _positive_int(max_iter, "max_iter")
+    if p.decisive == 0:
+        return np.zeros(p.L), np.inf
+    if p.t.sum() == 0:
+        return bt_log_strengths(W, prior=prior, max_iter=max_iter), 0.0
+    if prior_var is None:
+        check_identified((np.asarray(W) > 0) | (np.asarray(T) > 0), method="Davidson ML")
+    share = p.t.sum() / p.total  # at theta = 0, P(tie) = nu / (2 + nu)
+    theta, lam = _fit(
+        p, "davidson", prior_var=prior_var, max_iter=max_iter,
+        tie0=float(np.log(2 * share / (1 - share))),
+    )
+    return theta, float(np.exp(lam))
+
+
+def rao_kupper_log_strengths(
+    W: np.ndarray,
+    T: np.ndarray,
+    *,
+    tie_strength: float | None = 1.1,
+    prior: float | None = None,
+    max_iter: int = 500,
+) -> tuple[np.ndarray, float]:
+    """Rao–Kupper (1967) tie model: centred log-strengths and ``kappa``.
+
+    ``tie_strength`` fixes ``kappa >= 1`` (the paper's identifiers use 1.1); None estimates
+    it by maximum likelihood (``kappa = 1`` when there is no tie).  ``prior`` is the Gaussian
+    variance of the log-strengths (MAP) or None (ML).
+    """
+    p = _pairs(W, T)
+    prior_var = _prior_variance(prior)
+    max_iter = _positive_int(max_iter, "max_iter")
+    if tie_strength is not None:
+        kappa = float(tie_strength)
+        if not np.isfinite(kappa) or kappa < 1:
+            raise DataError(f"tie_strength (kappa) must be finite and >= 1, got {tie_strength}")
+        if kappa == 1 and p.t.any():
+            raise DataError("tie_strength=1 makes ties impossible, but the data contain ties")
+    if prior_var is None:
+        check_identified((np.asarray(W) > 0) | (np.asarray(T) > 0), method="Rao-Kupper ML")
+    if tie_strength is not None:
+        if kappa == 1:
+            return bt_log_strengths(W, prior=prior, max_iter=max_iter), 1.0
+        theta, _ = _fit(p, "rk", prior_var=prior_var, max_iter=max_iter, tie0=np.log(kappa))
+        return theta, kappa
+    if p.t.sum() == 0:
+        return bt_log_strengths(W, prior=prior, max_iter=max_iter), 1.0
+    if p.decisive == 0:
+        return np.zeros(p.L), np.inf
+    share = p.t.sum() / p.total  # at theta = 0, P(tie) = (kappa - 1) / (kappa + 1)
+    eta0 = np.log((1 + share) / (1 - share))
+    theta, log_eta = _fit(p, "rk_free", prior_var=prior_var, max_iter=max_iter,
+                          tie0=float(np.log(eta0)))
+    return theta, float(np.exp(np.exp(log_eta)))
+
+
+def bt_posterior_draws(
+    W: np.ndarray,
+    *,
+    n_samples: int = 5000,
+    burnin: int = 1000,
+    prior_var: float = 1.0,
+    seed: int | None = 42,
+    df: float = 5.0,
+) -> tuple[np.ndarray, float]:
+    """Metropolis–Hastings draws from the Bayesian Bradley–Terry posterior.
+
+    Target (paper, "Bayesian Bradley--Terry via MCMC"):
+    ``p(theta | W) ∝ prod_{i != j} sigma(theta_i - theta_j)^W_ij  prod_i N(theta_i; 0, prior_var)``.
+
+    The sampler is an independence Metropolis–Hastings chain (Hastings 1970) whose proposal
+    is a multivariate Student-t (``df`` degrees of freedom) centred at the posterior mode with
+    the inverse Hessian there as scale (the Laplace approximation).  Its heavier-than-target
+    tails make the chain uniformly ergodic, and because the proposal does not depend on the
+    chain state every proposal density and log-posterior is computed in one vectorised pass;
+    only the accept/reject recursion is sequential.  The first ``burnin`` iterations are
+    discarded.  Draws are returned centred (``theta - mean(theta)``): the likelihood does not
+    see a common shift and the isotropic prior makes that shift independent with mean zero,
+    so centring removes pure Monte Carlo noise without changing the posterior means' order.
+
+    Returns
+    -------
+    draws : numpy.ndarray, shape (n_samples, L)
+    acceptance_rate : float
+    """
+    p = _pairs(W)
+    var = _prior_variance(prior_var)
+    n_samples = _positive_int(n_samples, "n_samples")
+    burnin = _positive_int(burnin, "burnin", minimum=0)
+    L = p.L
+    rng = np.random.default_rng(seed)
+    mode = _fit(p, "bt", prior_var=var, max_iter=200)[0] if p.decisive else np.zeros(L)
+    n = p.a + p.b
+    s = expit(p.diff(mode))
+    precision = p.laplacian(n * s * (1 - s)) + np.eye(L) / var
+    chol_cov = np.linalg.cholesky(np.linalg.inv(precision))
+    total = burnin + n_samples
+    z = rng.standard_normal((total, L))
+    radius = np.sqrt(rng.chisquare(df, total) / df)
+    proposals = mode + np.einsum("sk,lk->sl", z, chol_cov) / radius[:, None]
+    # log q(x) up to a constant: -(df + L)/2 log(1 + |z|^2 / (df r^2))
+    log_q = -(df + L) / 2 * np.log1p(np.einsum("sl,sl->s", z, z) / (df * radius**2))
+    g_b = p.to_nodes(p.b)
+
+    def log_post(x):
+        out = np.empty(x.shape[0])
+        for start in range(0, x.shape[0], 1024):
+            blk = x[start:start + 1024]
+            out[start:start + 1024] = (
+                np.einsum("sp,p->s", log_expit(p.diff(blk)), n)
+                - np.einsum("sl,l->s", blk, g_b)
+                - 0.5 * np.einsum("sl,sl->s", blk, blk) / var
+            )
+        return out
+
+    log_w = log_post(proposals) - log_q
+    log_u = np.log(rng.random(total))
+    current_w = log_post(mode[None, :])[0]  # mode's own proposal log-density is 0
+    index = np.empty(total, dtype=np.int64)
+    cur, accepted = -1, 0
+    for k in range(total):  # scalar recursion; everything expensive is vectorised above
+        if log_u[k] < log_w[k] - current_w:
+            cur, current_w = k, log_w[k]
+            accepted += 1
+        index[k] = cur
+    kept = index[burnin:]
+    draws = np.where(kept[:, None] >= 0, proposals[np.maximum(kept, 0)], mode)
+    draws = draws - draws.mean(axis=1, keepdims=True)
+    return draws, accepted / total
+
+
+# -- ranking rules ---------------------------------------------------------------------------
+def _strength_scores(theta: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, dict]:
+    theta = _average_groups(theta, groups)
+    return np.exp(np.clip(theta, -_LOG_CAP, _LOG_CAP)), {"log_strengths": theta}
+
+
+@ranking_method
+def bradley_terry(data: ResponseData, *, prior: float | None = None, max_iter: int = 500):
+    """Bradley–Terry strengths ``pi = exp(theta)`` by ML (``prior=None``) or MAP.
+
+    Ties (both right or both wrong) are ignored; ``W`` is ``data.reductions.wins``.  Scores
+    are the strengths with centred log-strengths (paper, Algorithm "Paired-comparison models").
+    ML raises when the win graph is not strongly connected (see module notes).
+    """
+    W = data.reductions.wins
+    if prior is None and W.sum() > 0:
+        check_identified(W > 0, method="bradley_terry", suggestion="bradley_terry_map",
+                         labels=data.models)
+    theta = bt_log_strengths(W, prior=prior, max_iter=max_iter)
+    return _strength_scores(theta, exchangeable_groups(W))
+
+
+@ranking_method
+def bradley_terry_davidson(
+    data: ResponseData, *, prior: float | None = None, max_iter: int = 500
+):
+    """Davidson (1970) tie model on wins ``W`` and ties ``T``; scores ``exp(theta)``.
+
+    ``details["tie_parameter"]`` is the ML estimate of ``nu``.
+    """
+    red = data.reductions
+    W, T = red.wins, red.ties
+    if prior is None and W.sum() > 0:
+        check_identified((W > 0) | (T > 0), method="bradley_terry_davidson",
+                         suggestion="bradley_terry_davidson_map", labels=data.models)
+    theta, nu = davidson_log_strengths(W, T, prior=prior, max_iter=max_iter)
+    scores, details = _strength_scores(theta, exchangeable_groups(W, T))
+    return scores, {**details, "tie_parameter": nu}
+
+
+@ranking_method
+def rao_kupper(
+    data: ResponseData,
+    *,
+    tie_strength: float | None = 1.1,
+    prior: float | None = None,
+    max_iter: int = 500,
+):
+    """Rao–Kupper (1967) tie model with fixed ``kappa = tie_strength``; scores ``exp(theta)``.
+
+    ``tie_strength=None`` estimates ``kappa`` by ML instead.
+    """
+    red = data.reductions
+    W, T = red.wins, red.ties
+    if prior is None:
+        check_identified((W > 0) | (T > 0), method="rao_kupper",
+                         suggestion="rao_kupper_map", labels=data.models)
+    theta, kappa = rao_kupper_log_strengths(W, T, tie_strength=tie_strength, prior=prior,
+                                            max_iter=max_iter)
+    scores, details = _strength_scores(theta, exchangeable_groups(W, T))
+    return scores, {**details, "tie_parameter": kappa}
+
+
+@ranking_method
+def bayesian_mcmc(
+    data: ResponseData,
+    *,
+    n_samples: int = 5000,
+    burnin: int = 1000,
+    prior_var: float = 1.0,
+    seed: int | None = 42,
+):
+    """Posterior-mean log-strengths ``E[theta | W]`` of Bayesian Bradley–Terry (paper).
+
+    Decisive wins only (ties ignored), prior ``theta_i ~ N(0, prior_var)``, Metropolis–
+    Hastings sampling as in :func:`bt_posterior_draws` (seeded, reproducible).
+    ``details``: ``posterior_sd`` and ``acceptance_rate``.
+    """
+    W = data.reductions.wins
+    draws, rate = bt_posterior_draws(
+        W, n_samples=n_samples, burnin=burnin, prior_var=prior_var, seed=seed
+    )
+    groups = exchangeable_groups(W)
+    mean = _average_groups(draws.mean(axis=0), groups)
+    return mean, {"posterior_sd": draws.std(axis=0, ddof=1) if n_samples > 1 else
+                  np.zeros(data.L), "acceptance_rate": rate}
+
+
+@ranking_method
+def bradley_terry_map(data: ResponseData, *, prior: float = 1.0, max_iter: int = 500):
+    """Bradley–Terry MAP: Gaussian prior ``theta_i ~ N(0, prior)`` on log-strengths."""
+    return bradley_terry.__wrapped_rule__(data, prior=prior, max_iter=max_iter)
+
+
+@ranking_method
+def bradley_terry_davidson_map(data: ResponseData, *, prior: float = 1.0, max_iter: int = 500):
+    """Davidson tie model, MAP with ``theta_i ~ N(0, prior)`` (``nu`` by ML, as in the paper)."""
+    return bradley_terry_davidson.__wrapped_rule__(data, prior=prior, max_iter=max_iter)
+
+
+@ranking_method
+def rao_kupper_map(
+    data: ResponseData,
+    *,
+    tie_strength: float | None = 1.1,
+    prior: float = 1.0,
+    max_iter: int = 500,
+):
+    """Rao–Kupper tie model, MAP with ``theta_i ~ N(0, prior)`` on log-strengths."""
+    return rao_kupper.__wrapped_rule__(
+        data, tie_strength=tie_strength, prior=prior, max_iter=max_iter
+    )
+
+
+register("bradley_terry", bradley_terry, "paired", max_iter=500)
+register("bradley_terry_map", bradley_terry_map, "paired", prior=1.0, max_iter=500)
+register("bradley_terry_davidson", bradley_terry_davidson, "paired", max_iter=500)
+register("bradley_terry_davidson_map", bradley_terry_davidson_map, "paired", prior=1.0,
+         max_iter=500)
+register("rao_kupper", rao_kupper, "paired", tie_strength=1.1, max_iter=500)
+register("rao_kupper_map", rao_kupper_map, "paired", tie_strength=1.1, prior=1.0, max_iter=500)
+register("bayesian_mcmc", bayesian_mcmc, "paired", n_samples=5000, burnin=1000, prior_var=1.0,
+         seed=42)
