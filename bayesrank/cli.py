@@ -102,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="fit a Bayesian model and write a self-contained HTML report")
     _add_data_arguments(p)
     p.add_argument("--model", default="rasch",
-                   help="bayes, rasch, 2pl, 3pl, bradley_terry, davidson_luce")
+                   help="bayes, rasch, 2pl, 3pl, bradley_terry, davidson_luce, or closed_form "
+                   "(Bayes@N normal approximation: no MCMC, seconds)")
     p.add_argument("--sampler", default=None, help="numpyro, nutpie or pymc (default: per model)")
     p.add_argument("--baselines", default="avg,bradley_terry,elo_tie_draw",
                    help="comma-separated deterministic methods to show beside the posterior")

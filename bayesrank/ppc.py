@@ -33,6 +33,7 @@ the dispersion statistics detect with small p-values.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -181,9 +182,10 @@ def _observed_values(posterior: Posterior, var: str) -> xr.DataArray:
     idata = posterior.idata
     if "observed_data" in idata.groups() and var in idata.observed_data:
         return idata.observed_data[var]
-    value = posterior.pymc_model.rvs_to_values[posterior.pymc_model[var]]
-    dims = posterior.pymc_model.named_vars_to_dims.get(var)
-    return xr.DataArray(np.asarray(value.data), dims=dims, name=var)
+    model = posterior.pymc_model
+    value = model.rvs_to_values[model[var]]
+    array = value.get_value() if hasattr(value, "get_value") else value.eval()
+    return xr.DataArray(np.asarray(array), dims=model.named_vars_to_dims.get(var), name=var)
 
 
 def replicate(
@@ -204,14 +206,20 @@ def replicate(
             "pymc_model/observed_var (fit it with bayesrank.fit, or pass them to Posterior)"
         )
     thinned = _thinned_posterior(posterior, num_draws)
-    predictive = pm.sample_posterior_predictive(
-        thinned,
-        model=posterior.pymc_model,
-        var_names=[var],
-        random_seed=random_seed,
-        progressbar=False,
-        extend_inferencedata=False,
-    )
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))  # no "Sampling: [k]" chatter
+    try:
+        predictive = pm.sample_posterior_predictive(
+            thinned,
+            model=posterior.pymc_model,
+            var_names=[var],
+            random_seed=random_seed,
+            progressbar=False,
+            extend_inferencedata=False,
+        )
+    finally:
+        logger.setLevel(level)
     idata = posterior.idata
     groups = {"posterior_predictive": predictive.posterior_predictive}
     if "observed_data" not in idata.groups() or var not in idata.observed_data:

@@ -1,0 +1,291 @@
+"""The self-contained HTML report: content, self-containment, atomic writes, and a
+real browser (headless Chromium) loading it without console errors."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import warnings
+from html.parser import HTMLParser
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import pytest
+from scipy import stats
+
+import bayesrank
+from bayesrank.cli import EXAMPLE_NOTE, main
+from bayesrank.data import ResponseData
+from bayesrank.errors import UnknownMethodError
+from bayesrank.posterior import Posterior, closed_form
+from bayesrank.report import write_report
+
+pm = pytest.importorskip("pymc")
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--enable-logging=stderr", "--v=0",
+]
+
+
+# --------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def data() -> ResponseData:
+    rng = np.random.default_rng(4)
+    L, M, N = 6, 20, 10
+    theta = np.array([1.2, 1.1, 0.3, 0.0, -0.4, -1.5])
+    b = rng.normal(0, 1, M)
+    p = 1 / (1 + np.exp(-(theta[:, None] - b[None, :])))
+    R = (rng.random((L, M, N)) < p[..., None]).astype(np.int8)
+    names = ["alpha", "beta<script>", "gamma & co", "delta", "epsilon", "zeta"]
+    return ResponseData(R, models=names)
+
+
+@pytest.fixture(scope="module")
+def posterior(data) -> Posterior:
+    """A small Rasch fit written here, independent of bayesrank's model code."""
+    k, n = data.reductions.successes, data.reductions.trials
+    coords = {"llm": list(data.models), "question": list(data.questions)}
+    with pm.Model(coords=coords) as model:
+        theta = pm.Normal("theta", 0, 2, dims="llm")
+        b = pm.Normal("b", 0, pm.HalfNormal("sigma_b", 2), dims="question")
+        pm.Binomial("k", n=n, logit_p=theta[:, None] - b[None, :], observed=k,
+                    dims=("llm", "question"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata = pm.sample(draws=300, tune=300, chains=2, cores=1, random_seed=3,
+                              progressbar=False, compute_convergence_checks=False)
+    return Posterior(idata, data, "rasch", sampler="pymc", pymc_model=model, observed_var="k")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory, data, posterior) -> Path:
+    out = tmp_path_factory.mktemp("report") / "report.html"
+    write_report(data, out, posterior=posterior, baselines=["avg", "bradley_terry"],
+                 source="bundled simulated example", ppc_draws=200)
+    return out
+
+
+class _Tables(HTMLParser):
+    """Collect the text of every table cell, by table id."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self._table: str | None = None
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.tags.append((tag, attrs))
+        if tag == "table":
+            self._table = attrs.get("id", f"table{len(self.tables)}")
+            self.tables[self._table] = []
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._row is not None:
+            self._row.append("".join(self._cell or []).strip())
+            self._cell = None
+        elif tag == "tr" and self._table is not None:
+            self.tables[self._table].append(self._row or [])
+            self._row = None
+
+    def handle_data(self, text):
+        if self._cell is not None:
+            self._cell.append(text)
+
+
+def parse(path: Path) -> _Tables:
+    parser = _Tables()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+# ------------------------------------------------------------------------- content
+def test_leaderboard_orders_models_by_posterior_mean(report, posterior):
+    rows = parse(report).tables["leaderboard"]
+    header, body = rows[0], rows[1:]
+    assert len(body) == posterior.data.L
+    models = [r[header.index("model")] for r in body]
+    means = posterior.theta_draws().mean(axis=0)
+    expected = [posterior.models[i] for i in np.argsort(-means, kind="stable")]
+    assert models == expected
+    shown = [float(r[header.index("posterior mean")]) for r in body]
+    np.testing.assert_allclose(shown, np.sort(means)[::-1], atol=5e-4)
+    p_best = dict(zip(models, (float(r[header.index("P(best)")]) for r in body), strict=True))
+    draws = posterior.theta_draws()
+    for i, m in enumerate(posterior.models):
+        assert p_best[m] == pytest.approx(np.mean(draws.argmax(axis=1) == i), abs=5e-4)
+    top = {m for m, r in zip(models, body, strict=True) if r[header.index("top set (95%)")]}
+    assert top == set(posterior.top_set(0.05))
+    for column in ("90% CrI", "LCB rank", "E[rank]", "avg rank", "bradley_terry rank"):
+        assert column in header
+
+
+def test_baselines_agreement_is_kendall_tau_b(report, data, posterior):
+    rows = parse(report).tables["baselines"]
+    taus = {r[0]: float(r[1]) for r in rows[1:]}
+    means = posterior.theta_draws().mean(axis=0)
+    for ident in ("avg", "bradley_terry"):
+        scores = bayesrank.rank(data, ident).scores
+        ref = stats.kendalltau(means, scores, variant="b").statistic
+        assert taus[ident] == pytest.approx(ref, abs=5e-4)
+
+
+def test_report_is_self_contained_and_escapes_names(report):
+    text = report.read_text(encoding="utf-8")
+    parser = parse(report)
+    assert not any(tag in ("script", "link", "iframe", "object") for tag, _ in parser.tags)
+    for tag, attrs in parser.tags:
+        for key in ("src", "href"):
+            if key in attrs:
+                assert attrs[key].startswith(("data:", "#")), (tag, attrs[key][:40])
+    assert not re.search(r"url\(\s*['\"]?https?:", text)
+    images = [a["src"] for t, a in parser.tags if t == "img"]
+    assert len(images) >= 4 and all(s.startswith("data:image/png;base64,") for s in images)
+    assert "beta&lt;script&gt;" in text and "beta<script>" not in text
+    assert "gamma &amp; co" in text
+
+
+def test_report_sections_and_simulated_banner(report, tmp_path, data, posterior):
+    text = report.read_text(encoding="utf-8")
+    for section in ("Leaderboard", "Credible intervals", "Superiority", "Rank distribution",
+                    "Posterior-predictive checks", "Sampler diagnostics", "Data"):
+        assert f">{section}</h2>" in text
+    assert 'id="simulated-note"' in text and "SIMULATED" in text
+    assert 'id="ppc-summary"' in text
+    plain = tmp_path / "plain.html"
+    write_report(data, plain, posterior=posterior, baselines=[], source="my_results.csv",
+                 ppc_draws=100)
+    assert 'id="simulated-note"' not in plain.read_text(encoding="utf-8")
+
+
+def test_diagnostics_warn_in_plain_language(tmp_path, data):
+    """Two chains stuck in different places must produce a visible R-hat warning."""
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=(2, 200, data.L))
+    theta[1] += 3.0
+    idata = az.from_dict(posterior={"theta": theta}, coords={"llm": list(data.models)},
+                         dims={"theta": ["llm"]})
+    bad = Posterior(idata, data, "stuck")
+    out = tmp_path / "bad.html"
+    write_report(data, out, posterior=bad, baselines=[])
+    text = out.read_text(encoding="utf-8")
+    assert "R-hat &gt; 1.01" in text or "R-hat > 1.01" in text
+    assert "did not pass every check" in text
+    assert "need a generative model" in text  # no PPC without a pymc model
+
+
+def test_closed_form_report_needs_no_sampling(tmp_path, data):
+    out = tmp_path / "closed.html"
+    write_report(data, out, model="closed_form", baselines=["avg"])
+    text = out.read_text(encoding="utf-8")
+    rows = parse(out).tables["leaderboard"]
+    header = rows[0]
+    expected = closed_form(data).rank("mean").to_frame()["model"].tolist()
+    assert [r[header.index("model")] for r in rows[1:]] == expected
+    assert "no sampler diagnostics apply" in text
+
+
+# ---------------------------------------------------------------------- atomic write
+def test_failed_report_leaves_no_file_and_keeps_the_old_one(tmp_path, data, posterior,
+                                                             monkeypatch):
+    out = tmp_path / "r.html"
+    out.write_text("previous report", encoding="utf-8")
+    with pytest.raises(UnknownMethodError):
+        write_report(data, out, posterior=posterior, baselines=["no_such_method"])
+    import bayesrank.report as report_module
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("rendering failed")
+
+    monkeypatch.setattr(report_module, "render_report", boom)
+    with pytest.raises(RuntimeError):
+        write_report(data, out, posterior=posterior, baselines=[])
+    fresh = tmp_path / "fresh.html"
+    with pytest.raises(RuntimeError):
+        write_report(data, fresh, posterior=posterior, baselines=[])
+    assert out.read_text(encoding="utf-8") == "previous report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
+
+
+def test_interrupted_write_removes_the_temporary_file(tmp_path, monkeypatch):
+    import bayesrank.report as report_module
+
+    def fail(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(report_module.os, "replace", fail)
+    with pytest.raises(OSError):
+        report_module._atomic_write(tmp_path / "x.html", "<html></html>")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_written_file_has_ordinary_permissions(report):
+    umask = os.umask(0)
+    os.umask(umask)
+    assert report.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+# ---------------------------------------------------------------- CLI and real fit
+def test_cli_report_with_closed_form(tmp_path, capsys):
+    out = tmp_path / "cli.html"
+    assert main(["report", "--model", "closed_form", "--key", "aime24", "--baselines", "avg",
+                 "-o", str(out)]) == 0
+    assert out.exists() and "wrote" in capsys.readouterr().out
+    text = out.read_text(encoding="utf-8")
+    assert 'id="simulated-note"' in text and EXAMPLE_NOTE in text
+    assert len(parse(out).tables["leaderboard"]) == 21  # header + 20 models
+
+
+def test_report_fits_with_bayesrank_fit(tmp_path, data):
+    """End to end through bayesrank.fit (the package's own Rasch model) and its PPC."""
+    out = tmp_path / "fit.html"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        write_report(data, out, model="rasch", draws=200, tune=200, chains=2, random_seed=1,
+                     baselines=["avg"], ppc_draws=100)
+    text = out.read_text(encoding="utf-8")
+    assert 'id="ppc-summary"' in text
+    assert len(parse(out).tables["leaderboard"]) == data.L + 1
+
+
+# ------------------------------------------------------------------------ browser
+def run_chromium(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
+    """DOM after load, and the console messages Chromium logged."""
+    profile = tmp_path / "chromium-profile"
+    proc = subprocess.run(
+        [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    console = [line for line in proc.stderr.splitlines() if ":CONSOLE" in line]
+    return proc.stdout, console
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed "
+                    "(apt-get install chromium); the browser check is skipped")
+def test_report_loads_in_headless_chromium_without_console_errors(report, tmp_path):
+    # Negative control: the same detection catches a page that does log errors.
+    bad = tmp_path / "bad.html"
+    bad.write_text('<!DOCTYPE html><html><body><p>x</p><script>console.error("marker");'
+                   "missing();</script></body></html>", encoding="utf-8")
+    _, console = run_chromium(bad, tmp_path)
+    assert any("marker" in line for line in console)
+    assert any("Uncaught" in line for line in console)
+
+    dom, console = run_chromium(report, tmp_path)
+    assert console == []
+    assert '<table id="leaderboard">' in dom
+    assert dom.count("<tr") >= 7 and "alpha" in dom and "Leaderboard" in dom
