@@ -36,6 +36,7 @@ gives a unique answer.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 
@@ -232,6 +233,7 @@ class _DLStats:
         self.D = D
         self.L = U.shape[1]
         self.share = np.einsum("e,el->l", c / order, U)  # A_i
+        self.order_wins = np.einsum("e,el,et->lt", c, U, order[:, None] == np.arange(1, D + 1))
         self.order_counts = np.bincount(order - 1, c, minlength=D)[:D]
         packed = np.packbits(S, axis=1)
         if (packed == packed[0]).all():  # complete data: every event compares all models
@@ -426,6 +428,21 @@ def davidson_luce_log_strengths(
     return theta, np.exp(log_delta)
 
 
+def _equal_share_groups(st: _DLStats) -> np.ndarray:
+    """Group models whose winner shares ``A_i = sum_t C_it / t`` are exactly equal.
+
+    ``C_it`` (events of order ``t`` won by ``i``) are integers for integer counts, so
+    ``A_i * lcm(1..D)`` is compared in exact integer arithmetic; otherwise as floats.
+    """
+    counts = st.order_wins
+    if not np.all(counts == np.round(counts)):
+        return np.unique(st.share, return_inverse=True)[1].ravel()
+    lcm = math.lcm(*range(1, st.D + 1))
+    numerators = [sum(int(c) * (lcm // t) for t, c in enumerate(row, start=1)) for row in counts]
+    _, groups = np.unique(np.asarray(numerators, dtype=object).astype(str), return_inverse=True)
+    return groups.ravel()
+
+
 def _dl_fit_profile(st: _DLStats, prior_var: float | None, max_iter: int):
     """Newton on the profile likelihood (one comparison set), then the closed-form delta."""
     L, scale = st.L, max(st.total, 1.0)
@@ -441,7 +458,9 @@ def _dl_fit_profile(st: _DLStats, prior_var: float | None, max_iter: int):
         return f / scale, g / scale, H / scale
 
     x = _newton(objective, np.zeros(L), max_iter, "Davidson-Luce fit")
-    theta = x - x.mean()
+    # the profile likelihood sees theta only through the winner shares A (and a symmetric
+    # normaliser), so models with exactly equal A are exactly tied: remove optimiser noise
+    theta = _average_groups(x - x.mean(), _equal_share_groups(st))
     log_e, ts = _dl_profile_terms(theta, st)[3:]
     delta = np.zeros(st.D)
     n1 = st.order_counts[0]

@@ -276,8 +276,8 @@ register("bayes_greedy", bayes, "metrics", R0="data", quantile=None)
 register("bayes_ci", bayes, "metrics", R0=None, quantile=0.05)
 register("thompson", thompson, "metrics", n_samples=10000, prior_alpha=1.0, prior_beta=1.0,
          seed=42)
-# base rules by name (choose k / tau yourself), not among the paper's identifiers
-register("pass_at_k", pass_at_k, "metrics", in_paper=False)
-register("pass_hat_k", pass_hat_k, "metrics", in_paper=False)
-register("mg_pass_at_k", mg_pass_at_k, "metrics", in_paper=False)
-register("g_pass_at_k_tau", g_pass_at_k_tau, "metrics", in_paper=False)
+# base rules by name, e.g. rank(data, "pass_at_k", k=8); not among the paper's identifiers
+register("pass_at_k", pass_at_k, "metrics", in_paper=False, k=2)
+register("pass_hat_k", pass_hat_k, "metrics", in_paper=False, k=2)
+register("mg_pass_at_k", mg_pass_at_k, "metrics", in_paper=False, k=2)
+register("g_pass_at_k_tau", g_pass_at_k_tau, "metrics", in_paper=False, k=4, tau=0.75)

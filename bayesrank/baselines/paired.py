@@ -214,7 +214,8 @@ def check_identified(
         winless = [names[k] for k in np.flatnonzero(~winning[comp])][:5]
         raise NotIdentifiedError(
             f"{method} has no finite maximum-likelihood estimate: models {unbeaten} never "
-            f"lose to the other models and {winless} never beat them{hint}"
+            f"lose to any model outside their group and {winless} never beat any model "
+            f"outside theirs{hint}"
         )
 
 
