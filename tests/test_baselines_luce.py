@@ -166,6 +166,20 @@ def test_bradley_terry_luce_matches_choix_top1():
     np.testing.assert_allclose(luce.btl_log_strengths(U, V, c, prior=1.0), map_, atol=1e-8)
 
 
+def test_bradley_terry_luce_with_missing_trials_matches_choix_top1():
+    """Missing trials shrink the comparison sets: each winner then chooses among the losers
+    that were actually observed on that question-trial."""
+    R = simulate(5, 10, 3, seed=7)
+    mask = np.random.default_rng(1).random(R.shape) > 0.2
+    mask[:, :, 0] = True
+    data = ResponseData(R, mask=mask)
+    ev = data.reductions.setwise
+    ours = bayesrank.rank(data, "bradley_terry_luce_map")
+    ref = choix.opt_top1(5, _top1_choices(ev.winners, ev.losers, ev.counts), alpha=0.5,
+                         method="BFGS", tol=1e-11)
+    np.testing.assert_allclose(ours.details["log_strengths"], ref, atol=1e-8)
+
+
 def test_nascar_plackett_luce(shared_dir):
     """Hunter (2004) Table 2 as reproduced by the PlackettLuce package: 83 drivers, MLE,
     log-worths relative to Austin Cameron; SOURCE.md re-checks them to 4 dp."""

@@ -359,13 +359,21 @@ def davidson_luce_log_strengths(
     prior: float | None = None,
     exclude_all_tied: bool = False,
     max_iter: int = 500,
+    labels: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Davidson–Luce fit: centred log-strengths and tie prevalences ``delta_1..delta_D``.
 
     Maximises :func:`davidson_luce_loglik` (ML, ``prior=None``) or adds a Gaussian prior
     ``N(0, prior)`` on the log-strengths (MAP).  ``delta_t`` are estimated by ML in both
     cases; a tie order that never occurs has ML value ``delta_t = 0`` (the likelihood falls
-    as it grows) and is set to exactly 0.  L-BFGS with the analytic gradient.
+    as it grows) and is set to exactly 0.
+
+    When every event has the same comparison set (complete data) ``delta`` is profiled out
+    in closed form and ``theta`` is found by damped Newton on the profile likelihood with
+    its exact Hessian (``delta_t = inf`` when no event has a single winner, because
+    ``delta_1 = 1`` fixes the scale); otherwise ``(theta, log delta)`` are fitted jointly by
+    L-BFGS-B with the analytic gradient (``|log delta_t| <= 30``).  ``labels`` name the
+    models in identification errors.
 
     Returns
     -------
@@ -378,7 +386,8 @@ def davidson_luce_log_strengths(
     st = _DLStats(U, V, c, max_tie_order, exclude_all_tied)
     L, D = st.L, st.D
     if prior_var is None:
-        check_identified(st.beats, method="Davidson-Luce ML")
+        check_identified(st.beats, method="Davidson-Luce ML", labels=labels,
+                         suggestion="prior=... or the davidson_luce_map rule")
     if len(st.sets) == 1:
         return _dl_fit_profile(st, prior_var, max_iter)
     free = np.flatnonzero(st.order_counts[1:] > 0) + 1  # orders t >= 2 that occur (index t-1)
@@ -536,12 +545,14 @@ def btl_log_strengths(
     *,
     prior: float | None = None,
     max_iter: int = 500,
+    labels: Sequence[str] | None = None,
 ) -> np.ndarray:
     """Bradley–Terry–Luce log-strengths (centred) by ML or MAP (Gaussian prior variance).
 
     Damped Newton with the analytic Hessian; the cost per iteration is linear in the number
     of winner entries of the distinct events.  ML raises when the choice graph (an edge
-    i -> j when ``i`` wins an event ``j`` loses) is not strongly connected.
+    i -> j when ``i`` wins an event ``j`` loses) is not strongly connected; ``labels`` name
+    the models in that message.
     """
     st = _BTLEvents(*_events(winners, losers, counts))
     prior_var = _prior_variance(prior)
@@ -551,7 +562,8 @@ def btl_log_strengths(
         return np.zeros(L)
     wins = _co_occurrence(st.U, st.V, st.c)  # pairwise wins implied by the events
     if prior_var is None:
-        check_identified(wins > 0, method="Bradley-Terry-Luce ML")
+        check_identified(wins > 0, method="Bradley-Terry-Luce ML", labels=labels,
+                         suggestion="prior=... or the bradley_terry_luce_map rule")
     # Bradley-Terry on the implied pairwise wins is a close, cheap starting point (the same
     # identification condition), so Newton needs only a few iterations
     x0 = bt_log_strengths(wins, prior=prior_var, max_iter=max_iter)
@@ -617,7 +629,7 @@ def pl_rankings_log_strengths(
 
     ``P(i_1 > ... > i_K) = prod_{s=1}^{K-1} pi_{i_s} / sum_{u >= s} pi_{i_u}`` (Plackett
     1975; Luce 1959).  Each ranking lists item indices best first and may cover any subset
-    of the items.  Trust-region Newton with the exact Hessian.
+    of the items.  Damped Newton with the exact Hessian.
 
     Returns centred log-strengths of shape (n_items,).
     """
@@ -715,11 +727,7 @@ def bradley_terry_luce(data: ResponseData, *, prior: float | None = None, max_it
     not strongly connected; ``prior`` adds ``theta_i ~ N(0, prior)`` (MAP).
     """
     U, V, c = _setwise(data, "bradley_terry_luce")
-    if prior is None and c.size:
-        check_identified(_co_occurrence(U, V, c) > 0,
-                         method="bradley_terry_luce", suggestion="bradley_terry_luce_map",
-                         labels=data.models)
-    theta = btl_log_strengths(U, V, c, prior=prior, max_iter=max_iter)
+    theta = btl_log_strengths(U, V, c, prior=prior, max_iter=max_iter, labels=data.models)
     return _strengths(theta), {"log_strengths": theta}
 
 
@@ -750,14 +758,9 @@ def davidson_luce(
         max_tie_order = max(data.L - 1, 1)
     if c.size == 0:
         return np.ones(data.L), {"log_strengths": np.zeros(data.L)}
-    if prior is None:
-        S = U | V
-        check_identified(_co_occurrence(U, S, c) > 0,
-                         method="davidson_luce", suggestion="davidson_luce_map",
-                         labels=data.models)
     theta, delta = davidson_luce_log_strengths(
         U, V, c, max_tie_order=max_tie_order, prior=prior, exclude_all_tied=True,
-        max_iter=max_iter,
+        max_iter=max_iter, labels=data.models,
     )
     return _strengths(theta), {"log_strengths": theta, "tie_prevalence": delta}
 

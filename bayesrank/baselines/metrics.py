@@ -118,10 +118,11 @@ def draw_success_pmf(data: ResponseData, k: int, what: str = "this metric") -> n
             f"only {n[li, mi]} trial(s) on question {data.questions[mi]!r}; use k <= "
             f"{int(n[observed].min())}"
         )
-    pairs, inverse = np.unique(np.stack([n[observed], nu[observed]]), axis=1,
-                               return_inverse=True)
+    n_obs, nu_obs = n[observed], nu[observed]
+    _, first, inverse = np.unique(n_obs * (int(n_obs.max()) + 1) + nu_obs,
+                                     return_index=True, return_inverse=True)
     j = np.arange(k + 1)
-    table = stats.hypergeom.pmf(j[None, :], pairs[0][:, None], pairs[1][:, None], k)
+    table = stats.hypergeom.pmf(j[None, :], n_obs[first][:, None], nu_obs[first][:, None], k)
     out = np.full(n.shape + (k + 1,), np.nan)
     out[observed] = table[inverse.ravel()]
     return out
@@ -172,7 +173,7 @@ def mg_pass_at_k(data: ResponseData, *, k: int) -> np.ndarray:
     k = _draw_size(k)
     pmf = draw_success_pmf(data, k, "mg_pass_at_k")
     excess = np.maximum(np.arange(k + 1) - math.ceil(k / 2), 0)
-    return _question_mean((2.0 / k) * (pmf @ excess))
+    return _question_mean((2.0 / k) * np.einsum("lmj,j->lm", pmf, excess))
 
 
 @ranking_method

@@ -574,6 +574,8 @@ def bt_posterior_draws(
     """
     p = _pairs(W)
     var = _prior_variance(prior_var)
+    if var is None:
+        raise DataError("prior_var must be a positive variance: the posterior needs a prior")
     n_samples = _positive_int(n_samples, "n_samples")
     burnin = _positive_int(burnin, "burnin", minimum=0)
     L = p.L
