@@ -28,7 +28,7 @@ class MethodSpec:
     """One registered identifier."""
 
     identifier: str
-    family: str
+    label: str
     function: Callable[..., Ranking]
     defaults: Mapping[str, Any]
     in_paper: bool
@@ -36,6 +36,11 @@ class MethodSpec:
     @property
     def base(self) -> str:
         return self.function.__name__
+
+    @property
+    def family(self) -> str:
+        """The family module the rule lives in (metrics, paired, luce, ratings, ...)."""
+        return self.function.__module__.rsplit(".", 1)[-1]
 
 
 _REGISTRY: dict[str, MethodSpec] = {}
@@ -50,7 +55,11 @@ def register(
     in_paper: bool = True,
     **defaults: Any,
 ) -> None:
-    """Register ``identifier`` as ``function`` called with ``defaults``."""
+    """Register ``identifier`` as ``function`` called with ``defaults``.
+
+    ``family`` is a human-readable label (e.g. the paper's family name); the
+    machine-readable family is the module the rule lives in.
+    """
     if identifier in _REGISTRY and _REGISTRY[identifier].function is not function:
         raise ValueError(f"method identifier {identifier!r} registered twice")
     _REGISTRY[identifier] = MethodSpec(
@@ -109,6 +118,7 @@ def methods(*, paper_only: bool = False) -> pd.DataFrame:
         {
             "identifier": s.identifier,
             "family": s.family,
+            "label": s.label,
             "base": s.base,
             "defaults": dict(s.defaults),
             "in_paper": s.in_paper,
