@@ -100,7 +100,8 @@ def plot_superiority(post: RankAnalytics, *, ax: Axes | None = None,
                     if value >= 0.995 or value <= 0.005:
                         text = "1" if value > 0.5 else "0"
                     ax.text(j, i, text, ha="center", va="center", fontsize=5.5,
-                            color="white" if abs(value - 0.5) > 0.35 else "black")
+                            color="white" if abs(value - 0.5) > 0.35 else "black",
+                            in_layout=False)  # inside the cells: layout need not measure them
     ax.figure.colorbar(image, ax=ax, shrink=0.7, label="P(row > column)")
     ax.set_title("Superiority probabilities", fontsize=10)
     return ax
