@@ -278,12 +278,12 @@ def test_bayesian_mcmc_mixes_where_scorios_random_walk_does_not():
     """Documented difference with scorio.
 
     scorio's random-walk Metropolis uses an isotropic proposal of scale ~0.1; with
-    thousands of comparisons per pair the posterior sd is ~0.03, so in L dimensions almost
+    thousands of comparisons per pair the posterior sd is ~0.02, so in L dimensions almost
     every proposal is rejected and its "posterior mean" stays near the start.  Our
     independence sampler (Student-t around the mode, Laplace scale) agrees with a 20x longer
     run and with the posterior mode to a fraction of a posterior sd; scorio's does not.
     """
-    R = simulate(14, 60, 40, seed=14)
+    R = simulate(10, 120, 80, seed=15)
     W = ResponseData(R).reductions.wins
     ours = bayesrank.rank(R, "bayesian_mcmc")
     long, _ = paired.bt_posterior_draws(W, n_samples=100_000, burnin=1000, seed=2024)
@@ -293,7 +293,7 @@ def test_bayesian_mcmc_mixes_where_scorios_random_walk_does_not():
     np.testing.assert_array_less(np.abs(ours.scores - reference), 0.15 * sd)
     _, scorio_means = sr.bayesian_mcmc(R, n_samples=5000, burnin=1000, prior_var=1.0, seed=42,
                                        return_scores=True)
-    assert np.max(np.abs(scorio_means - scorio_means.mean() - reference) / sd) > 1.0  # 2.5 seen
+    assert np.max(np.abs(scorio_means - scorio_means.mean() - reference) / sd) > 1.5  # 3.4 seen
 
 
 # -- other inputs -------------------------------------------------------------------------------

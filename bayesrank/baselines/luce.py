@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 from scipy import optimize
@@ -245,8 +246,13 @@ class _DLStats:
         self.set_counts = np.bincount(inverse.ravel(), c, minlength=len(self.sets))
         self.set_orders = np.minimum(D, self.sets.sum(axis=1) - (1 if exclude_all_tied else 0))
         self.total = float(c.sum())
-        beats = _co_occurrence(U, S, c) > 0  # i wins an event in which j takes part
-        self.beats = beats
+        self._events = (U, S, c)
+
+    @cached_property
+    def beats(self) -> np.ndarray:
+        """``i`` won an event in which ``j`` took part (the ML identification graph)."""
+        U, S, c = self._events
+        return _co_occurrence(U, S, c) > 0
 
 
 def davidson_luce_loglik(
