@@ -128,7 +128,12 @@ class RankAnalytics:
         )
 
     def rank_distribution(self) -> xr.DataArray:
-        """``P(rank of model = r)``, dims ``(llm, rank)`` with ranks 1..L (1 = best)."""
+        """``P(rank of model = r)``, dims ``(llm, rank)`` with ranks 1..L (1 = best).
+
+        Models tied within a draw share their positions equally, so rows and
+        columns sum to 1.  :meth:`rank_summary` condenses it into the expected
+        rank, a rank credible interval and P(best).
+        """
         p = self._rank_probs()
         return xr.DataArray(
             p.copy(),
