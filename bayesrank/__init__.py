@@ -32,6 +32,9 @@ _LAZY = {
     "datasets": "bayesrank.datasets",
     "fit": "bayesrank.fitting",
     "Posterior": "bayesrank.posterior",
+    "NormalPosterior": "bayesrank.posterior",
+    "closed_form": "bayesrank.posterior",
+    "compare": "bayesrank.posterior",
 }
 
 __all__ = [
