@@ -758,6 +758,10 @@ def davidson_luce(
     excludes that outcome (identical to the paper's ``Z`` on complete data with the default
     ``D``).  ``details["tie_prevalence"]`` holds ``delta_1..delta_D`` (``delta_1 = 1``; 0 for
     orders never observed).
+
+    On complete data the likelihood sees ``theta`` only through the winner shares
+    ``A_i = sum_e c_e [i in U_e] / |U_e|`` and a symmetric concave term, so the ML and MAP
+    rankings are the ranking of ``A``, exact ties included.
     """
     U, V, c = _setwise(data, "davidson_luce")
     if max_tie_order is None:

@@ -648,7 +648,9 @@ def bradley_terry_davidson(
 ):
     """Davidson (1970) tie model on wins ``W`` and ties ``T``; scores ``exp(theta)``.
 
-    ``details["tie_parameter"]`` is the ML estimate of ``nu``.
+    ``details["tie_parameter"]`` is the ML estimate of ``nu``.  On complete binary data every
+    pair meets equally often and the likelihood sees ``theta`` only through net wins
+    ``sum_j (W_ij - W_ji)``, so the ranking equals the accuracy ranking (ties included).
     """
     red = data.reductions
     W, T = red.wins, red.ties
