@@ -27,16 +27,18 @@ Estimators
 
 Non-existent estimates
 ----------------------
+Items that every model solves (or none does) carry no information about
+abilities; their difficulty is ``-inf`` (``+inf``), so they cannot enter the
+centring ``sum_m b_m = 0``: every fit sets them aside and reports infinite
+difficulty (for JML this is exactly the limit of the likelihood maximiser).
 JML estimates are finite only when the data are not separated.  For the
 binomial Rasch model the exact condition is Ford's (1957) condition on the
 bipartite "beats" graph (model l beats item m if ``k_lm > 0``, item m beats
-model l if ``k_lm < n_lm``): it must be strongly connected.  Items that every
-model solves (or none does) carry no information about abilities; their JML
-difficulty is ``-inf`` (``+inf``), and the fit on the remaining items is
-exactly the limit of the likelihood maximiser, so they are set aside and
-reported with infinite difficulty.  Models that solve every remaining item
-(or none) have infinite JML ability: that raises :class:`NotIdentifiedError`
-(use the MAP or MML variants, whose abilities are always finite).
+model l if ``k_lm < n_lm``): it must be strongly connected.  Models that solve
+every informative trial (or none) have infinite JML ability, and under 3PL
+guessing a weak model's ability can run off to ``-inf``: both raise
+:class:`NotIdentifiedError` (use the MAP or MML variants, whose abilities are
+always finite).
 """
 
 from __future__ import annotations
@@ -219,6 +221,9 @@ def _newton_step(
     """
     P = t.g_u.size
     M, q = t.g_v.shape
+    d_uu = np.diag(H.uu)
+    if P > M * q and np.array_equal(H.uu, np.diag(d_uu)):
+        return _newton_step_items(t, H, d_uu, constrained, require_convex)
     ridge = 1e-12 * (np.abs(np.diagonal(H.vv, axis1=1, axis2=2)).mean() + 1e-300)
     if require_convex and np.any(np.linalg.eigvalsh(H.vv)[:, 0] <= 0):
         raise np.linalg.LinAlgError("indefinite item block")
@@ -245,6 +250,37 @@ def _newton_step(
     return du, -np.einsum("mqr,mr->mq", K, forcing)
 
 
+def _newton_step_items(t: _Terms, H: _Hessian, d_uu, constrained, require_convex):
+    """The same Newton system when persons outnumber item parameters (P > M q).
+
+    The person block is diagonal (abilities interact only through items), so
+    the persons are eliminated instead and a dense (M q + constraints) system
+    is solved: O(P M^2 q^2).
+    """
+    P = t.g_u.size
+    M, q = t.g_v.shape
+    if require_convex and np.any(d_uu <= 0):
+        raise np.linalg.LinAlgError("indefinite person block")
+    inv_u = 1.0 / d_uu
+    B = H.uv.reshape(P, M * q)
+    S = -(B.T * inv_u) @ B
+    for m in range(M):
+        S[m * q : (m + 1) * q, m * q : (m + 1) * q] += H.vv[m]
+    if require_convex:
+        eig = np.linalg.eigvalsh(S)
+        if eig[0] < -1e-9 * max(abs(eig[-1]), 1e-300):
+            raise np.linalg.LinAlgError("indefinite Schur complement")
+    rhs = -t.g_v.ravel() + B.T @ (inv_u * t.g_u)
+    E = np.zeros((M * q, len(constrained)))
+    for j, comp in enumerate(constrained):
+        E[comp::q, j] = 1.0
+    n_c = E.shape[1]
+    system = np.block([[S, E], [E.T, np.zeros((n_c, n_c))]])
+    dv = np.linalg.solve(system, np.r_[rhs, np.zeros(n_c)])[: M * q]
+    du = -inv_u * (t.g_u + B @ dv)
+    return du, dv.reshape(M, q)
+
+
 class _Diverged(Exception):
     """Internal: person parameters ran off to infinity (the estimate does not exist)."""
 
@@ -268,8 +304,8 @@ def _structured_newton(evaluate, u, v, constrained: tuple[int, ...], max_iter: i
 
     ``evaluate(u, v)`` returns :class:`_Terms`; ``v[:, j]`` for j in
     ``constrained`` is kept summing to zero (the identifiability constraints).
-    Stops when the Newton decrement falls below 1e-20 (the objectives are
-    scaled to O(1)) or no step decreases the objective any more.
+    Stops when the Newton decrement falls to the rounding level of the
+    objective (scaled to O(1)) or no step decreases the objective any more.
     """
     v = v.copy()
     for j in constrained:
@@ -287,7 +323,7 @@ def _structured_newton(evaluate, u, v, constrained: tuple[int, ...], max_iter: i
                 break
         else:
             raise _Diverged(u)
-        if decrement < 1e-20:  # converged (to rounding error)
+        if decrement < 1e-16 * max(1.0, abs(t.value)):  # converged to rounding error
             return u, v, t, it
         step = 1.0
         for _ in range(40):
@@ -549,12 +585,16 @@ def fit_irt(
     what = f"{model.upper()} {'MAP' if prior_var is not None else 'joint ML'}"
 
     L, M = k.shape
-    keep = n.sum(axis=0) > 0  # MAP: every observed item (finite under the ability prior)
+    keep = _informative_items(k, n)
     if prior_var is None:
-        keep = _informative_items(k, n)
         _require_finite_jml(k[:, keep], n[:, keep], what)
     kk, nn = k[:, keep], n[:, keep]
     Mk = int(keep.sum())
+    if Mk == 0:  # MAP without informative items: the prior alone, theta = 0
+        difficulty = _boundary_difficulty(k, n)
+        ones = np.ones(M) if model != "1pl" else None
+        guess = np.full(M, np.nan if fix_guessing is None else fix_guessing)
+        return IrtFit(np.zeros(L), difficulty, ones, guess if model == "3pl" else None)
 
     def layout(m: IrtModel) -> _Layout:
         return _Layout(m, prior_var, reg_discrimination, reg_guessing, guessing_upper, fix_guessing)
@@ -923,7 +963,12 @@ def rasch_mml(
     ``quantile=None`` scores by the EAP ability (identifier ``rasch_mml``);
     ``quantile=q`` by the discrete posterior quantile ``Q_q(theta_l | k)``
     (``rasch_mml_credible``, q = 0.05: a conservative lower bound).  See
-    :func:`fit_rasch_mml`.  ``return_item_params=True`` adds ``difficulty``,
+    :func:`fit_rasch_mml`.
+
+    Both are computed on the fixed quadrature grid, as in the paper: with many
+    trials per model a posterior is narrower than the node spacing (about 0.3
+    for 21 nodes), collapses onto one node and models tie there.  Raise
+    ``n_quadrature`` for a finer resolution.  ``return_item_params=True`` adds ``difficulty``,
     ``ability_sd`` (posterior sd) and ``population_sd`` to ``details``.
     """
     k, n = _binary_counts(data, "Rasch MML")
