@@ -530,7 +530,9 @@ def test_newton_steps_equal_a_dense_constrained_solve(L, M, model):
         rng.normal(size=L) * 0.3, rng.normal(size=(M, q)) * 0.3, k, np.full((L, M), 5.0), lay, 1.0
     )
     H = t.curvature()[1]
-    du, dv = irt._newton_step(t, H, (0,))
+    E = np.zeros((M, q, 1))
+    E[:, 0, 0] = 1.0  # the step keeps sum(b) fixed
+    du, dv = irt._newton_step(t, H, E)
     D = np.zeros((L + M * q, L + M * q))
     D[:L, :L] = H.uu
     D[:L, L:] = H.uv.reshape(L, M * q)

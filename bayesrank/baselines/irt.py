@@ -79,6 +79,8 @@ _FAMILY = "IRT"
 # 3PL guessing starts near the 2PL solution it continues from (c = 0.5 * sigmoid(-3) ~ 0.024)
 _GUESSING_START = -3.0
 _DIVERGED = 50.0  # |ability| beyond this on the logit scale: the iterations run off
+# |log a| <= 8 (as in scorio 0.2.3): an item at the bound acts as a step function of ability
+_LOG_A_BOUND = 8.0
 
 
 @dataclass(frozen=True)
@@ -208,13 +210,16 @@ class _Terms:
 
 
 def _newton_step(
-    t: _Terms, H: _Hessian, constrained: tuple[int, ...], require_convex: bool = False
+    t: _Terms, H: _Hessian, E: np.ndarray, require_convex: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Solve the Newton system with sum-zero constraints on item components ``constrained``.
+    """Solve the Newton system subject to linear constraints ``sum_m E[m]^T dv_m = 0``.
 
-    Eliminates the block-diagonal item block (Schur complement onto the P
-    person parameters and one multiplier per constraint), so the cost is
-    O(P^2 M q^2) instead of a dense factorisation of the full Hessian.  With
+    ``E`` (M, q, n_c) holds one column per constraint (e.g. ones on the
+    difficulty component: the step keeps ``sum_m b_m`` fixed).  The
+    block-diagonal item block is eliminated (Schur complement onto the P
+    person parameters and the multipliers), so the cost is O(P^2 M q^2)
+    instead of a dense factorisation of the full Hessian; when persons
+    outnumber item parameters the persons are eliminated instead.  With
     ``require_convex`` it raises LinAlgError unless H is positive semi-definite
     (item blocks positive definite and Schur complement without negative
     eigenvalues), so that an indefinite observed Hessian is never used.
@@ -223,7 +228,7 @@ def _newton_step(
     M, q = t.g_v.shape
     d_uu = np.diag(H.uu)
     if P > M * q and np.array_equal(H.uu, np.diag(d_uu)):
-        return _newton_step_items(t, H, d_uu, constrained, require_convex)
+        return _newton_step_items(t, H, d_uu, E, require_convex)
     ridge = 1e-12 * (np.abs(np.diagonal(H.vv, axis1=1, axis2=2)).mean() + 1e-300)
     if require_convex and np.any(np.linalg.eigvalsh(H.vv)[:, 0] <= 0):
         raise np.linalg.LinAlgError("indefinite item block")
@@ -236,21 +241,19 @@ def _newton_step(
             raise np.linalg.LinAlgError("indefinite Schur complement")
     Kg = np.einsum("mqr,mr->mq", K, t.g_v)
     rhs_u = -t.g_u + np.einsum("pmq,mq->p", HK, t.g_v)
-    c = list(constrained)
-    n_c = len(c)
+    n_c = E.shape[2]
     system = np.zeros((P + n_c, P + n_c))
     system[:P, :P] = S
-    system[:P, P:] = -HK[:, :, c].sum(axis=1)
+    system[:P, P:] = -np.einsum("pmq,mqc->pc", HK, E)
     system[P:, :P] = system[:P, P:].T
-    system[P:, P:] = -K[:, c][:, :, c].sum(axis=0)
-    sol = np.linalg.solve(system, np.r_[rhs_u, Kg[:, c].sum(axis=0)])
+    system[P:, P:] = -np.einsum("mqc,mqr,mrd->cd", E, K, E)
+    sol = np.linalg.solve(system, np.r_[rhs_u, np.einsum("mqc,mq->c", E, Kg)])
     du, mu = sol[:P], sol[P:]
-    forcing = t.g_v + np.einsum("pmq,p->mq", H.uv, du)
-    forcing[:, c] += mu
+    forcing = t.g_v + np.einsum("pmq,p->mq", H.uv, du) + np.einsum("mqc,c->mq", E, mu)
     return du, -np.einsum("mqr,mr->mq", K, forcing)
 
 
-def _newton_step_items(t: _Terms, H: _Hessian, d_uu, constrained, require_convex):
+def _newton_step_items(t: _Terms, H: _Hessian, d_uu, E, require_convex):
     """The same Newton system when persons outnumber item parameters (P > M q).
 
     The person block is diagonal (abilities interact only through items), so
@@ -271,14 +274,21 @@ def _newton_step_items(t: _Terms, H: _Hessian, d_uu, constrained, require_convex
         if eig[0] < -1e-9 * max(abs(eig[-1]), 1e-300):
             raise np.linalg.LinAlgError("indefinite Schur complement")
     rhs = -t.g_v.ravel() + B.T @ (inv_u * t.g_u)
-    E = np.zeros((M * q, len(constrained)))
-    for j, comp in enumerate(constrained):
-        E[comp::q, j] = 1.0
-    n_c = E.shape[1]
-    system = np.block([[S, E], [E.T, np.zeros((n_c, n_c))]])
+    Ef = E.reshape(M * q, -1)
+    n_c = Ef.shape[1]
+    system = np.block([[S, Ef], [Ef.T, np.zeros((n_c, n_c))]])
     dv = np.linalg.solve(system, np.r_[rhs, np.zeros(n_c)])[: M * q]
     du = -inv_u * (t.g_u + B @ dv)
     return du, dv.reshape(M, q)
+
+
+def _freeze(t: _Terms, H: _Hessian, fixed: np.ndarray) -> tuple[_Terms, _Hessian]:
+    """Remove item components held at a bound from the Newton system (their step is 0)."""
+    g_v = np.where(fixed, 0.0, t.g_v)
+    uv = np.where(fixed[None], 0.0, H.uv)
+    vv = H.vv * ~fixed[:, :, None] * ~fixed[:, None, :]
+    vv = vv + np.einsum("mq,qr->mqr", fixed.astype(float), np.eye(fixed.shape[1]))
+    return _Terms(t.value, t.g_u, g_v, t.curvature), _Hessian(H.uu, uv, vv)
 
 
 class _Diverged(Exception):
@@ -299,26 +309,55 @@ def _divergence_error(what: str, u: np.ndarray, names: str = "abilities") -> Not
     )
 
 
-def _structured_newton(evaluate, u, v, constrained: tuple[int, ...], max_iter: int, what: str):
-    """Fisher-scoring / Newton iterations with backtracking (Armijo) line search.
+def _structured_newton(
+    evaluate,
+    u,
+    v,
+    constrained: tuple[int, ...],
+    max_iter: int,
+    what: str,
+    bounds: dict[int, float] | None = None,
+):
+    """Newton / Fisher-scoring iterations with a projected Armijo line search.
 
     ``evaluate(u, v)`` returns :class:`_Terms`; ``v[:, j]`` for j in
-    ``constrained`` is kept summing to zero (the identifiability constraints).
-    Stops when the Newton decrement falls to the rounding level of the
-    objective (scaled to O(1)) or no step decreases the objective any more.
+    ``constrained`` keeps summing to zero (the identifiability constraints)
+    and ``|v[:, j]| <= bounds[j]`` (projected Newton: components at a bound
+    whose gradient pushes outwards are held fixed for the step).  Stops when
+    the Newton decrement falls to the rounding level of the objective (scaled
+    to O(1)) or no step decreases the objective any more.
     """
+    bounds = bounds or {}
+    M, q = v.shape
     v = v.copy()
     for j in constrained:
         v[:, j] -= v[:, j].mean()
+    for j, lim in bounds.items():
+        v[:, j] = np.clip(v[:, j], -lim, lim)
+
+    def project(w):
+        for j, lim in bounds.items():
+            w[:, j] = np.clip(w[:, j], -lim, lim)
+        return w
+
     t = evaluate(u, v)
     for it in range(1, int(max_iter) + 1):
+        fixed = np.zeros((M, q), dtype=bool)
+        for j, lim in bounds.items():
+            fixed[:, j] = ((v[:, j] >= lim) & (t.g_v[:, j] < 0)) | (
+                (v[:, j] <= -lim) & (t.g_v[:, j] > 0)
+            )
+        E = np.zeros((M, q, len(constrained)))
+        for c, j in enumerate(constrained):
+            E[:, j, c] = ~fixed[:, j]
         hessians = t.curvature()
         for i, H in enumerate(hessians):  # first convex curvature (the last is a fallback)
+            tf, Hf = _freeze(t, H, fixed) if fixed.any() else (t, H)
             try:
-                du, dv = _newton_step(t, H, constrained, i < len(hessians) - 1)
+                du, dv = _newton_step(tf, Hf, E, i < len(hessians) - 1)
             except np.linalg.LinAlgError:
                 continue
-            decrement = -(t.g_u @ du + np.sum(t.g_v * dv))
+            decrement = -(tf.g_u @ du + np.sum(tf.g_v * dv))
             if np.isfinite(decrement) and decrement > -1e-14:
                 break
         else:
@@ -327,13 +366,15 @@ def _structured_newton(evaluate, u, v, constrained: tuple[int, ...], max_iter: i
             return u, v, t, it
         step = 1.0
         for _ in range(40):
-            trial = evaluate(u + step * du, v + step * dv)
-            if np.isfinite(trial.value) and trial.value <= t.value - 1e-4 * step * decrement:
+            v_new = project(v + step * dv)
+            trial = evaluate(u + step * du, v_new)
+            predicted = -(t.g_u @ (step * du) + np.sum(t.g_v * (v_new - v)))
+            if np.isfinite(trial.value) and trial.value <= t.value - 1e-4 * max(predicted, 0.0):
                 break
             step *= 0.5
         else:
             return u, v, t, it  # no further decrease at machine precision
-        u, v, t = u + step * du, v + step * dv, trial
+        u, v, t = u + step * du, v_new, trial
         if np.abs(u).max() > _DIVERGED:
             raise _Diverged(u)
     warnings.warn(
@@ -491,7 +532,18 @@ def _xpl_terms(theta, v, k, n, lay: _Layout, scale: float) -> _Terms:
             if lay.free_c:
                 H.vv[:, 2, 2] += 2.0 * lay.reg_c
             out.append(_Hessian(H.uu / scale, H.uv / scale, H.vv / scale))
-        return tuple(out)
+        obs, fis = out
+        # Items whose observed block is indefinite (e.g. near-step items) take their
+        # Fisher block: keeps Newton's fast convergence on the rest of the model.
+        bad = np.linalg.eigvalsh(obs.vv)[:, 0] <= 0
+        if bad.any() and not bad.all():
+            mixed = _Hessian(
+                obs.uu,
+                np.where(bad[None, :, None], fis.uv, obs.uv),
+                np.where(bad[:, None, None], fis.vv, obs.vv),
+            )
+            return (obs, mixed, fis)
+        return (obs, fis)
 
     return _Terms(value / scale, g_u / scale, g_v / scale, curvature)
 
@@ -551,7 +603,10 @@ def fit_irt(
     reg_discrimination : float
         Ridge ``lambda_a`` on ``log a`` (a weak log-normal prior; it also fixes
         the JML 2PL scale).  0 gives the pure likelihood with the scale fixed by
-        ``mean(log a) = 0`` instead.
+        ``mean(log a) = 0`` instead.  ``|log a|`` is also bounded by 8 (as in
+        scorio 0.2.3; the paper "constrains a_m"): items that separate models
+        perfectly would otherwise push ``a`` to infinity, and at the bound they
+        act as step functions (``extra["discrimination_at_bound"]``).
     reg_guessing : float
         Ridge ``lambda_c`` on the guessing logit ``gamma`` (3PL); must be > 0 when
         guessing is estimated, else boundary guessing values diverge.
@@ -620,6 +675,7 @@ def fit_irt(
                 constrained,
                 max_iter,
                 what,
+                bounds={1: _LOG_A_BOUND} if lay.has_a else None,
             )
         except _Diverged as exc:
             raise _divergence_error(what, exc.u) from None
@@ -629,14 +685,17 @@ def fit_irt(
     difficulty = _boundary_difficulty(k, n)
     difficulty[keep] = v[:, 0]
     discrimination = guessing = None
+    extra = {}
     if lay.has_a:
         discrimination = np.ones(M)
         discrimination[keep] = np.exp(v[:, 1])
+        extra["discrimination_at_bound"] = np.zeros(M, dtype=bool)
+        extra["discrimination_at_bound"][keep] = np.abs(v[:, 1]) >= _LOG_A_BOUND
     if model == "3pl":
         guessing = np.full(M, np.nan if lay.free_c else float(fix_guessing))
         if lay.free_c:
             guessing[keep] = guessing_upper * expit(v[:, 2])
-    return IrtFit(theta, difficulty, discrimination, guessing, terms.value * scale, n_iter)
+    return IrtFit(theta, difficulty, discrimination, guessing, terms.value * scale, n_iter, extra)
 
 
 def _prior_variance(prior: float | None) -> float | None:
