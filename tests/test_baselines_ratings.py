@@ -86,7 +86,7 @@ def test_registered_defaults_are_the_papers(shared_dir):
             rows[row["identifier"]] = row["arguments_used_in_the_paper"]
     for identifier in IDENTIFIERS:
         spec = bayesrank.registry.get_method(identifier)
-        assert spec.in_paper and spec.family == "Pairwise rating"
+        assert spec.in_paper and spec.family == "ratings" and spec.label == "Pairwise rating"
         expected = {}
         for item in rows[identifier].split(", "):
             key, value = item.split("=")

@@ -1,1 +1,692 @@
-"""(family module; filled in by the baselines work)."""
+"""Voting rules with questions as voters (paper App. "Voting-based Methods").
+
+Each question ``m`` is a voter that ranks the models by their per-question
+result -- the solve count ``k_lm`` in the paper, here the cell's mean utility
+``u_lm = data.reductions.cell_utility`` (``k_lm / N`` for complete binary data,
+so the same ballot; with missing trials it is the honest generalisation, and a
+question a model never observed abstains on that model's pairs).  From the
+ballots come
+
+- ``W_ij`` = #questions with ``u_im > u_jm`` (strict question wins, computed here
+  from ``cell_utility``) and ``T_ij`` = #questions where they tie;
+- ``P_ij = W_ij + T_ij / 2`` = ``data.reductions.question_preferences`` (paper's
+  ``P^(q)``, ``tie_policy="half"``) or ``P_ij = W_ij`` (``tie_policy="ignore"``);
+- margins ``Delta_ij = P_ij - P_ji`` (the same under both tie policies).
+
+Every rule is a pure function over these matrices (``*_scores``), usable on
+textbook profiles via :func:`pairwise_counts` on a candidates x voters grade
+matrix, plus a :func:`~bayesrank.ranking.ranking_method` wrapper over
+:class:`~bayesrank.ResponseData` registered under the paper's identifiers.
+Rules that define an order rather than a score (Schulze, Ranked Pairs,
+Kemeny-Young, Nanson, Baldwin, Majority Judgment) return *level* scores:
+models with no predecessor get the top level, and so on (:func:`dag_levels`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from scipy import optimize, sparse
+from scipy.sparse import csgraph
+
+from bayesrank.data import ResponseData
+from bayesrank.errors import DataError
+from bayesrank.ranking import ranking_method
+from bayesrank.registry import register
+
+__all__ = [
+    "TIE_POLICIES",
+    "RANK_TIES",
+    "baldwin",
+    "borda",
+    "borda_elimination_scores",
+    "borda_scores",
+    "copeland",
+    "copeland_scores",
+    "dag_levels",
+    "kemeny_young",
+    "kemeny_young_scores",
+    "majority_judgment",
+    "majority_judgment_scores",
+    "minimax",
+    "minimax_scores",
+    "nanson",
+    "pairwise_counts",
+    "preference_matrix",
+    "question_counts",
+    "ranked_pairs",
+    "ranked_pairs_locked",
+    "schulze",
+    "schulze_paths",
+    "win_rate",
+    "win_rate_scores",
+]
+
+TIE_POLICIES = ("ignore", "half")
+RANK_TIES = ("average", "min", "max")
+_MINIMAX_VARIANTS = ("margin", "winning_votes", "pairwise_opposition")
+_STRENGTHS = ("margin", "winning_votes")
+_BLOCK_ELEMENTS = 1 << 22
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"unknown {name} {value!r}; use one of {', '.join(allowed)}")
+    return value
+
+
+def _square(name: str, a: Any) -> np.ndarray:
+    m = np.asarray(a, dtype=float)
+    if m.ndim != 2 or m.shape[0] != m.shape[1]:
+        raise ValueError(f"{name} must be a square (L, L) matrix, got shape {m.shape}")
+    if not np.all(np.isfinite(m)):
+        raise ValueError(f"{name} must be finite")
+    return m
+
+
+# --------------------------------------------------------------------------------------
+# Ballots -> pairwise counts
+# --------------------------------------------------------------------------------------
+def pairwise_counts(grades: Any, weights: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Strict wins and ties of every candidate pair over a set of graded ballots.
+
+    Parameters
+    ----------
+    grades : array_like, shape (L, V)
+        ``grades[i, v]``: how voter ``v`` rates candidate ``i`` (larger is
+        preferred; only the order within a column matters).  NaN = not rated:
+        the voter abstains on every pair involving that candidate.  A ranked
+        ballot maps to grades as ``-position``; "unranked = tied last" maps the
+        unranked candidates to one grade below all ranked ones.
+    weights : array_like, shape (V,), optional
+        Ballot multiplicities (default 1 each).
+
+    Returns
+    -------
+    wins : numpy.ndarray (L, L)
+        ``wins[i, j]`` = total weight of voters preferring i to j.
+    ties : numpy.ndarray (L, L)
+        Total weight of voters rating i and j equally (diagonal 0).
+    """
+    u = np.asarray(grades, dtype=float)
+    if u.ndim != 2:
+        raise ValueError(f"grades must have shape (candidates, voters), got {u.shape}")
+    if np.isinf(u).any():
+        raise ValueError("grades must be finite (use NaN for 'not rated')")
+    L, V = u.shape
+    if weights is None:
+        w = np.ones(V)
+    else:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (V,) or not np.all(np.isfinite(w)) or (w < 0).any():
+            raise ValueError(f"weights must be {V} non-negative finite numbers, got {w.shape}")
+    wins = np.empty((L, L))
+    ties = np.empty((L, L))
+    step = max(1, _BLOCK_ELEMENTS // max(L * V, 1))
+    for start in range(0, L, step):
+        block = u[start : start + step, None, :]
+        wins[start : start + step] = (block > u[None]) @ w
+        ties[start : start + step] = (block == u[None]) @ w
+    np.fill_diagonal(ties, 0.0)
+    return wins, ties
+
+
+def question_counts(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
+    """Strict question wins W and question ties T of a dataset (questions as voters).
+
+    ``W`` counts questions with ``u_im > u_jm`` over ``cell_utility``; ``T`` is
+    read off the shared reduction as ``2 (P - W)`` with
+    ``P = data.reductions.question_preferences`` (= W + T/2).
+    """
+    wins = pairwise_counts(data.reductions.cell_utility)[0]
+    ties = 2.0 * (data.reductions.question_preferences - wins)
+    return wins, ties
+
+
+def preference_matrix(wins: Any, ties: Any, tie_policy: str = "half") -> np.ndarray:
+    """``P = W + T/2`` (``tie_policy="half"``) or ``P = W`` (``"ignore"``)."""
+    _choice("tie_policy", tie_policy, TIE_POLICIES)
+    W = _square("wins", wins)
+    return W + 0.5 * _square("ties", ties) if tie_policy == "half" else W
+
+
+def _data_preferences(data: ResponseData, tie_policy: str) -> np.ndarray:
+    _choice("tie_policy", tie_policy, TIE_POLICIES)
+    if tie_policy == "half":
+        return np.asarray(data.reductions.question_preferences, dtype=float)
+    return question_counts(data)[0]
+
+
+# --------------------------------------------------------------------------------------
+# Level scores of a strict partial order
+# --------------------------------------------------------------------------------------
+def dag_levels(above: Any) -> np.ndarray:
+    """Level scores of an acyclic "ranks above" relation (larger is better).
+
+    Candidates nobody is above get level ``L``; removing them, the next sources
+    get ``L - 1``; and so on (Kahn layering).  Raises if ``above`` has a cycle.
+    """
+    adj = np.asarray(above, dtype=bool)
+    L = adj.shape[0]
+    indegree = adj.sum(axis=0)
+    alive = np.ones(L, dtype=bool)
+    scores = np.zeros(L)
+    level = float(L)
+    while alive.any():
+        sources = alive & (indegree == 0)
+        if not sources.any():
+            raise ValueError("the 'above' relation has a cycle; levels are undefined")
+        scores[sources] = level
+        level -= 1.0
+        alive &= ~sources
+        indegree = indegree - adj[sources].sum(axis=0)
+    return scores
+
+
+# --------------------------------------------------------------------------------------
+# Positional and pairwise-count rules
+# --------------------------------------------------------------------------------------
+def borda_scores(preferences: Any) -> np.ndarray:
+    """Borda points ``s_i = sum_j P_ij`` with ``P`` built with half ties.
+
+    Equals ``sum_m (L - r_im)`` with tie-averaged per-voter ranks ``r_im``
+    (``L - 1`` points for a unique first place, 0 for a unique last place).
+    """
+    return _square("preferences", preferences).sum(axis=1)
+
+
+def copeland_scores(preferences: Any) -> np.ndarray:
+    """Copeland ``s_i = sum_{j != i} sign(P_ij - P_ji)`` (pairwise wins minus losses)."""
+    P = _square("preferences", preferences)
+    return np.sign(P - P.T).sum(axis=1)
+
+
+def win_rate_scores(wins: Any) -> np.ndarray:
+    """``s_i = sum_j W_ij / sum_j (W_ij + W_ji)`` over strict wins; 0.5 if i never decided."""
+    W = _square("wins", wins)
+    won = W.sum(axis=1)
+    decided = won + W.sum(axis=0)
+    return np.divide(won, decided, out=np.full(W.shape[0], 0.5), where=decided > 0)
+
+
+def minimax_scores(preferences: Any, variant: str = "margin") -> np.ndarray:
+    """Minimax (Simpson-Kramer): minus the strength of the worst pairwise defeat.
+
+    - ``"margin"``: ``-max_j max(0, Delta_ji)`` (paper eq.);
+    - ``"winning_votes"``: ``-max {P_ji : Delta_ji > 0}`` (0 without defeats);
+    - ``"pairwise_opposition"``: ``-max_j P_ji`` (defeat or not).
+    """
+    _choice("variant", variant, _MINIMAX_VARIANTS)
+    P = _square("preferences", preferences)
+    against = P.T.copy()  # against[i, j] = P_ji
+    margin_against = against - P
+    np.fill_diagonal(against, -np.inf)
+    if variant == "pairwise_opposition":
+        worst = against.max(axis=1)
+    elif variant == "margin":
+        worst = np.maximum(margin_against, 0.0).max(axis=1)
+    else:
+        worst = np.where(margin_against > 0, against, 0.0).max(axis=1)
+    return -np.where(np.isfinite(worst), worst, 0.0)
+
+
+def _defeat_strength(P: np.ndarray, strength: str) -> np.ndarray:
+    """Strength of each pairwise victory i over j (0 where i does not beat j)."""
+    _choice("strength", strength, _STRENGTHS)
+    margin = P - P.T
+    value = margin if strength == "margin" else P
+    d = np.where(margin > 0, value, 0.0)
+    np.fill_diagonal(d, 0.0)
+    return d
+
+
+def schulze_paths(preferences: Any, strength: str = "winning_votes") -> np.ndarray:
+    """Strongest-path strengths ``p_ij`` of the Schulze method (Schulze 2011).
+
+    Direct links are ``d_ij = P_ij`` (``"winning_votes"``) or ``Delta_ij``
+    (``"margin"``) where ``P_ij > P_ji``, else 0; ``p`` is the widest-path
+    (max-min) closure, computed by Floyd-Warshall.
+    """
+    p = _defeat_strength(_square("preferences", preferences), strength)
+    for k in range(p.shape[0]):
+        np.maximum(p, np.minimum(p[:, k : k + 1], p[k : k + 1, :]), out=p)
+    np.fill_diagonal(p, 0.0)
+    return p
+
+
+def ranked_pairs_locked(preferences: Any, strength: str = "margin") -> np.ndarray:
+    """Locked victories of Ranked Pairs (Tideman 1987), as a bool (L, L) matrix.
+
+    Victories ``i -> j`` (``Delta_ij > 0``) are sorted by strength (``|Delta_ij|``
+    or ``P_ij``), then by winning votes ``P_ij`` (both descending), then by the
+    indices of winner and loser (ascending) -- the deterministic tie-break of the
+    paper's implementation -- and locked unless they would close a cycle.
+    """
+    P = _square("preferences", preferences)
+    _choice("strength", strength, _STRENGTHS)
+    L = P.shape[0]
+    margin = P - P.T
+    winner, loser = np.nonzero(margin > 0)
+    primary = margin[winner, loser] if strength == "margin" else P[winner, loser]
+    order = np.lexsort((loser, winner, -P[winner, loser], -primary))
+    reach = np.eye(L, dtype=bool)  # reach[a, b]: a path a -> b exists in the locked graph
+    locked = np.zeros((L, L), dtype=bool)
+    for w, l in zip(winner[order], loser[order], strict=True):
+        if reach[l, w]:
+            continue
+        locked[w, l] = True
+        reach |= np.outer(reach[:, w], reach[l, :])
+    return locked
+
+
+# --------------------------------------------------------------------------------------
+# Kemeny-Young (exact, MILP)
+# --------------------------------------------------------------------------------------
+class _Deadline:
+    def __init__(self, time_limit: float | None) -> None:
+        if time_limit is not None:
+            time_limit = float(time_limit)
+            if not math.isfinite(time_limit) or time_limit <= 0:
+                raise ValueError(
+                    f"time_limit must be a positive number of seconds, got {time_limit}"
+                )
+        self.limit = time_limit
+        self.end = None if time_limit is None else time.perf_counter() + time_limit
+
+    def options(self) -> dict[str, float] | None:
+        if self.end is None:
+            return None
+        left = self.end - time.perf_counter()
+        if left <= 0:
+            self.fail()
+        return {"time_limit": left}
+
+    def fail(self) -> None:
+        raise RuntimeError(
+            f"Kemeny-Young: optimality not proven within time_limit={self.limit} s; "
+            "raise time_limit (or pass None) for an exact ranking"
+        )
+
+
+def _linear_ordering(margin: np.ndarray, deadline: _Deadline, fix: tuple[int, int] | None = None):
+    """Solve max sum_{i above j} Delta_ij over total orders of a small block.
+
+    Variables ``y_ij`` (i < j; 1 = i above j); transitivity
+    ``0 <= y_ij + y_jk - y_ik <= 1`` for every triple i < j < k.  ``fix=(a, b)``
+    forces a above b.  Returns (order best first, objective) or None if infeasible.
+    """
+    s = margin.shape[0]
+    iu, ju = np.triu_indices(s, 1)
+    n_var = iu.size
+    index = np.zeros((s, s), dtype=np.int64)
+    index[iu, ju] = np.arange(n_var)
+    lb = np.zeros(n_var)
+    ub = np.ones(n_var)
+    if fix is not None:
+        a, b = fix
+        k = index[min(a, b), max(a, b)]
+        lb[k] = ub[k] = 1.0 if a < b else 0.0
+    constraints = []
+    if s >= 3:
+        t = np.array(list(itertools.combinations(range(s), 3)), dtype=np.int64)
+        rows = np.repeat(np.arange(t.shape[0]), 3)
+        cols = np.stack(
+            [index[t[:, 0], t[:, 1]], index[t[:, 1], t[:, 2]], index[t[:, 0], t[:, 2]]], axis=1
+        ).ravel()
+        vals = np.tile([1.0, 1.0, -1.0], t.shape[0])
+        A = sparse.csr_array((vals, (rows, cols)), shape=(t.shape[0], n_var))
+        constraints.append(optimize.LinearConstraint(A, 0.0, 1.0))
+    res = optimize.milp(
+        -margin[iu, ju],
+        integrality=np.ones(n_var),
+        bounds=optimize.Bounds(lb, ub),
+        constraints=constraints,
+        options=deadline.options(),
+    )
+    if res.status == 2:
+        return None
+    if res.status != 0 or res.x is None:
+        if res.status == 1:
+            deadline.fail()
+        raise RuntimeError(f"Kemeny-Young MILP failed: {res.message}")
+    y = res.x > 0.5
+    above = np.zeros(s, dtype=np.int64)
+    np.add.at(above, iu[y], 1)
+    np.add.at(above, ju[~y], 1)
+    order = np.argsort(-above, kind="stable")
+    return order, _order_value(margin, order)
+
+
+def _order_value(margin: np.ndarray, order: np.ndarray) -> float:
+    position = np.empty(order.size, dtype=np.int64)
+    position[order] = np.arange(order.size)
+    return float(margin[position[:, None] < position[None, :]].sum())
+
+
+def _forced_in_block(margin: np.ndarray, order: np.ndarray, best: float, tol: float,
+                     deadline: _Deadline) -> np.ndarray:
+    """Which pairs keep their order in *every* optimal total order of the block."""
+    s = order.size
+    forced = np.zeros((s, s), dtype=bool)  # forced[a, b]: a above b in all optima
+    free = np.zeros((s, s), dtype=bool)  # both orders occur among optima
+
+    def note_optimum(opt_order: np.ndarray) -> None:
+        pos = np.empty(s, dtype=np.int64)
+        pos[opt_order] = np.arange(s)
+        ref = np.empty(s, dtype=np.int64)
+        ref[order] = np.arange(s)
+        differ = (pos[:, None] < pos[None, :]) != (ref[:, None] < ref[None, :])
+        free[differ] = True
+        # Adjacent pairs with zero margin can be swapped at no cost.
+        a, b = opt_order[:-1], opt_order[1:]
+        tied = np.abs(margin[a, b]) <= tol
+        free[a[tied], b[tied]] = free[b[tied], a[tied]] = True
+
+    note_optimum(order)
+    for gap in range(1, s):
+        for k in range(s - gap):
+            a, b = order[k], order[k + gap]
+            if free[a, b] or forced[a, b]:
+                continue
+            alt = _linear_ordering(margin, deadline, fix=(b, a))
+            if alt is not None and alt[1] >= best - tol:
+                note_optimum(alt[0])
+                continue
+            # a above b in every optimum; optima are closed under this, so close transitively
+            forced |= np.outer(forced[:, a] | (np.arange(s) == a), forced[b] | (np.arange(s) == b))
+    return forced
+
+
+def kemeny_young_scores(
+    preferences: Any, *, tie_aware: bool = True, time_limit: float | None = None
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Kemeny-Young: total orders maximising agreement ``sum_{i above j} P_ij`` (exact).
+
+    The objective depends only on margins ``Delta``.  The majority graph
+    (``i -> j`` when ``Delta_ij >= 0``) is split into strongly connected
+    components; they form a chain with strict majorities between them, so every
+    optimal order ranks a higher component above a lower one (an adjacent swap
+    across the cut would gain ``Delta > 0``).  Each component is solved as a
+    linear-ordering MILP (HiGHS via :func:`scipy.optimize.milp`).
+
+    Parameters
+    ----------
+    preferences : array_like (L, L)
+        Pairwise preference counts P.
+    tie_aware : bool
+        True (paper default): rank by the pairs whose order is the same in *every*
+        optimal order (level scores of that partial order; models whose relative
+        order differs between optima tie).  False: one optimal order.
+    time_limit : float, optional
+        Wall-clock budget in seconds for all MILPs together; exceeding it raises
+        RuntimeError (the result would not be exact).
+
+    Returns
+    -------
+    scores : numpy.ndarray
+        Level scores (tie-aware) or number of models ranked below (single order).
+    details : dict
+        ``order`` (one optimal order, best first), ``objective``
+        (``sum_{i above j} P_ij`` of it) and, if tie-aware, ``forced`` (L, L bool).
+    """
+    P = _square("preferences", preferences)
+    L = P.shape[0]
+    margin = P - P.T
+    scale = max(1.0, float(np.abs(margin).max(initial=0.0)))
+    tol = 1e-9 * scale
+    deadline = _Deadline(time_limit)
+
+    majority = (margin >= -tol) & ~np.eye(L, dtype=bool)
+    n_comp, label = csgraph.connected_components(
+        sparse.csr_array(majority), directed=True, connection="strong"
+    )
+    members = [np.flatnonzero(label == c) for c in range(n_comp)]
+    # Components form a chain: order them by how many models they strictly beat.
+    beaten = np.array([(margin[m[0]] > tol).sum() for m in members])
+    chain = np.argsort(-beaten, kind="stable")
+
+    order_parts = []
+    forced = np.zeros((L, L), dtype=bool)
+    placed = np.zeros(L, dtype=bool)
+    for c in chain:
+        idx = members[c]
+        forced[np.ix_(idx, ~placed)] = True  # above every later component
+        placed[idx] = True
+        if idx.size == 1:
+            order_parts.append(idx)
+            continue
+        block = margin[np.ix_(idx, idx)]
+        local_order, best = _linear_ordering(block, deadline)
+        order_parts.append(idx[local_order])
+        if tie_aware:
+            local = _forced_in_block(block, local_order, best, tol, deadline)
+            forced[np.ix_(idx, idx)] = local
+    np.fill_diagonal(forced, False)
+    order = np.concatenate(order_parts)
+    position = np.empty(L, dtype=np.int64)
+    position[order] = np.arange(L)
+    details: dict[str, Any] = {
+        "order": order,
+        "objective": float(P[position[:, None] < position[None, :]].sum()),
+    }
+    if tie_aware:
+        details["forced"] = forced
+        return dag_levels(forced), details
+    return (L - 1 - position).astype(float), details
+
+
+# --------------------------------------------------------------------------------------
+# Borda elimination (Nanson, Baldwin) and Majority Judgment
+# --------------------------------------------------------------------------------------
+def borda_elimination_scores(
+    wins: Any, ties: Any, *, rule: str = "nanson", rank_ties: str = "average"
+) -> np.ndarray:
+    """Survival rounds of Nanson's or Baldwin's Borda elimination.
+
+    Each round recomputes Borda points among the remaining candidates,
+    ``s_i = sum_{j alive} (W_ij + c T_ij)`` where ``c = 1/2, 1, 0`` for
+    ``rank_ties = "average", "min", "max"`` (the per-voter tie convention of the
+    rank positions), then removes every candidate with ``s_i <= mean(s)``
+    (Nanson, "weak" form) or ``s_i = min(s)`` (Baldwin).  If that would remove
+    everyone (all scores equal) the remaining candidates tie.
+
+    Returns
+    -------
+    numpy.ndarray
+        Round in which each candidate was eliminated (larger = survived longer).
+    """
+    _choice("rule", rule, ("nanson", "baldwin"))
+    share = {"average": 0.5, "min": 1.0, "max": 0.0}[_choice("rank_ties", rank_ties, RANK_TIES)]
+    points = _square("wins", wins) + share * _square("ties", ties)
+    L = points.shape[0]
+    alive = np.ones(L, dtype=bool)
+    survival = np.zeros(L)
+    round_no = 0.0
+    while alive.sum() > 1:
+        idx = np.flatnonzero(alive)
+        s = points[np.ix_(idx, idx)].sum(axis=1)
+        tol = 1e-12 * max(1.0, float(np.abs(s).max()))
+        if rule == "nanson":
+            out = s * idx.size <= s.sum() + tol * idx.size
+        else:
+            out = s <= s.min() + tol
+        if out.all():
+            break
+        survival[idx[out]] = round_no
+        alive[idx[out]] = False
+        round_no += 1.0
+    survival[alive] = round_no
+    return survival
+
+
+@lru_cache(maxsize=64)
+def _median_removal_order(n: int) -> np.ndarray:
+    """Positions of a sorted list of n grades in the order the lower median is removed."""
+    remaining = list(range(n))
+    out = [remaining.pop((len(remaining) - 1) // 2) for _ in range(n)]
+    return np.asarray(out, dtype=np.int64)
+
+
+def majority_judgment_scores(grades: Any) -> np.ndarray:
+    """Majority Judgment (Balinski & Laraki 2011) level scores.
+
+    Candidates are compared by their lower median grade; on a tie one median
+    grade is removed from each and the comparison repeats.  That equals the
+    lexicographic order of each candidate's *median sequence* (its grades in
+    order of removal), so candidates tie exactly when their grade multisets agree.
+
+    Parameters
+    ----------
+    grades : array_like (L, V)
+        Every candidate graded by every voter (no NaN).
+    """
+    g = np.asarray(grades, dtype=float)
+    if g.ndim != 2 or g.shape[1] == 0:
+        raise ValueError(f"grades must have shape (candidates, voters), got {g.shape}")
+    if not np.all(np.isfinite(g)):
+        raise DataError("majority judgment needs every candidate graded by every voter (no NaN)")
+    sequences = np.sort(g, axis=1)[:, _median_removal_order(g.shape[1])]
+    _, level = np.unique(sequences, axis=0, return_inverse=True)
+    return level.ravel().astype(float)
+
+
+# --------------------------------------------------------------------------------------
+# Rules over ResponseData (questions as voters)
+# --------------------------------------------------------------------------------------
+@ranking_method
+def borda(data: ResponseData, *, return_scores: bool = False) -> np.ndarray:
+    """Borda count, ``s_l = sum_m (L - r_lm)`` with tie-averaged ranks (paper App. "Borda").
+
+    ``return_scores`` is accepted for the paper's identifiers; the Ranking always
+    carries scores.
+    """
+    return borda_scores(data.reductions.question_preferences)
+
+
+@ranking_method
+def copeland(data: ResponseData, *, return_scores: bool = False) -> np.ndarray:
+    """Copeland, ``s_i = sum_j sign(W_ij - W_ji)`` (paper App. "Copeland")."""
+    return copeland_scores(data.reductions.question_preferences)
+
+
+@ranking_method
+def win_rate(data: ResponseData, *, return_scores: bool = False) -> np.ndarray:
+    """Share of decisive question-level pairwise outcomes won (paper App. "Win rate")."""
+    return win_rate_scores(question_counts(data)[0])
+
+
+@ranking_method
+def minimax(
+    data: ResponseData,
+    *,
+    variant: str = "margin",
+    tie_policy: str = "half",
+    return_scores: bool = False,
+) -> np.ndarray:
+    """Minimax (Simpson-Kramer), see :func:`minimax_scores` (paper App. "Minimax")."""
+    return minimax_scores(_data_preferences(data, tie_policy), variant)
+
+
+@ranking_method
+def schulze(
+    data: ResponseData,
+    *,
+    tie_policy: str = "half",
+    strength: str = "winning_votes",
+    return_scores: bool = False,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Schulze beatpath: i above j when ``p_ij > p_ji`` (paper App. "Schulze").
+
+    The paper uses winning-votes link strengths; ``strength="margin"`` gives the
+    margin variant (e.g. Debian's elections).  Scores are levels of the beatpath
+    order; ``details["paths"]`` holds the strongest-path matrix.
+    """
+    p = schulze_paths(_data_preferences(data, tie_policy), strength)
+    return dag_levels(p > p.T), {"paths": p}
+
+
+@ranking_method
+def ranked_pairs(
+    data: ResponseData,
+    *,
+    strength: str = "margin",
+    tie_policy: str = "half",
+    return_scores: bool = False,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Ranked Pairs (Tideman), levels of the locked graph (paper App. "Ranked Pairs")."""
+    locked = ranked_pairs_locked(_data_preferences(data, tie_policy), strength)
+    return dag_levels(locked), {"locked": locked}
+
+
+@ranking_method
+def kemeny_young(
+    data: ResponseData,
+    *,
+    tie_policy: str = "half",
+    time_limit: float | None = None,
+    tie_aware: bool = True,
+    return_scores: bool = False,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Exact Kemeny-Young ranking, see :func:`kemeny_young_scores` (paper App. "Kemeny--Young")."""
+    return kemeny_young_scores(
+        _data_preferences(data, tie_policy), tie_aware=tie_aware, time_limit=time_limit
+    )
+
+
+@ranking_method
+def nanson(
+    data: ResponseData, *, rank_ties: str = "average", return_scores: bool = False
+) -> np.ndarray:
+    """Nanson's rule: drop models at or below the mean Borda score each round."""
+    wins, ties = question_counts(data)
+    return borda_elimination_scores(wins, ties, rule="nanson", rank_ties=rank_ties)
+
+
+@ranking_method
+def baldwin(
+    data: ResponseData, *, rank_ties: str = "average", return_scores: bool = False
+) -> np.ndarray:
+    """Baldwin's rule: drop the model(s) with the lowest Borda score each round."""
+    wins, ties = question_counts(data)
+    return borda_elimination_scores(wins, ties, rule="baldwin", rank_ties=rank_ties)
+
+
+@ranking_method
+def majority_judgment(data: ResponseData, *, return_scores: bool = False) -> np.ndarray:
+    """Majority Judgment with per-question grades ``u_lm`` (= ``k_lm / N``; paper App.)."""
+    utility = data.reductions.cell_utility
+    if np.isnan(utility).any():
+        raise DataError(
+            "majority judgment needs a grade for every model-question cell, but some cells "
+            "have no observed trial"
+        )
+    return majority_judgment_scores(utility)
+
+
+# --------------------------------------------------------------------------------------
+# Registry: the paper's identifiers (App. "Ranking Method APIs", Voting rules)
+# --------------------------------------------------------------------------------------
+_FAMILY = "Voting rules"
+
+for _rule in (borda, copeland, win_rate, majority_judgment):
+    register(_rule.__name__, _rule, _FAMILY, return_scores=False)
+for _variant, _policy in itertools.product(("margin", "winning_votes"), TIE_POLICIES):
+    register(f"minimax_variant_{_variant}_tie_{_policy}", minimax, _FAMILY, variant=_variant,
+             tie_policy=_policy)
+    register(f"ranked_pairs_strength_{_variant}_tie_{_policy}", ranked_pairs, _FAMILY,
+             strength=_variant, tie_policy=_policy)
+for _policy in TIE_POLICIES:
+    register(f"schulze_tie_{_policy}", schulze, _FAMILY, tie_policy=_policy)
+    register(f"kemeny_young_tie_{_policy}", kemeny_young, _FAMILY, tie_policy=_policy,
+             time_limit=None)
+for _ties in ("average", "max"):
+    register(f"nanson_rank_ties_{_ties}", nanson, _FAMILY, rank_ties=_ties)
+    register(f"baldwin_rank_ties_{_ties}", baldwin, _FAMILY, rank_ties=_ties)
+for _rule in (minimax, schulze, ranked_pairs, kemeny_young, nanson, baldwin):
+    register(_rule.__name__, _rule, _FAMILY, in_paper=False)
+register("schulze_margin", schulze, _FAMILY, in_paper=False, strength="margin")
