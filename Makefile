@@ -19,7 +19,7 @@ demo: $(STAMP)
 
 ## test: the whole test suite
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --durations=15
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --durations=15
 
 ## bench: speed and memory benchmarks (ratios against peers measured in the same run)
 bench: $(STAMP)

@@ -30,7 +30,8 @@ _Selector = Sequence[_Index] | slice | np.ndarray | None
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
+    """A read-only private copy (never freezes the caller's array)."""
+    a = np.array(a, order="C", copy=True)
     a.setflags(write=False)
     return a
 

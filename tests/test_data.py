@@ -114,3 +114,16 @@ def test_repr_is_readable():
     d = ResponseData(np.ones((2, 3, 4), int), R0=np.ones((3, 1), int))
     text = repr(d)
     assert "L=2 models" in text and "N=4 trials" in text and "R0 shared" in text
+
+
+def test_caller_arrays_are_not_frozen_or_shared():
+    R = np.ones((2, 2, 2), dtype=np.int8)
+    mask = np.ones((2, 2, 2), dtype=bool)
+    mask[0, 0, 0] = False
+    weights = np.array([0.0, 1.0])
+    d = ResponseData(R, mask=mask, weights=weights)
+    for arr in (R, mask, weights):
+        assert arr.flags.writeable
+    mask[0, 0, 0] = True
+    weights[1] = 5.0
+    assert not d.mask[0, 0, 0] and d.weights[1] == 1.0
