@@ -46,6 +46,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -76,8 +77,8 @@ __all__ = [
 
 IrtModel = Literal["1pl", "2pl", "3pl"]
 _FAMILY = "IRT"
-# 3PL guessing starts near the 2PL solution it continues from (c = 0.5 * sigmoid(-3) ~ 0.024)
-_GUESSING_START = -3.0
+# 3PL guessing logits tried as starts: the paper's c = 0.25 and c = 0.5 sigmoid(-3) ~ 0.024
+_GUESSING_STARTS = (0.0, -3.0)
 _DIVERGED = 50.0  # |ability| beyond this on the logit scale: the iterations run off
 # |log a| <= 8 (as in scorio 0.2.3): an item at the bound acts as a step function of ability
 _LOG_A_BOUND = 8.0
@@ -193,20 +194,33 @@ class _Hessian:
     vv: np.ndarray  # (M, q, q)
 
 
-@dataclass(frozen=True)
 class _Terms:
     """Objective pieces at one point for :func:`_structured_newton`.
 
     Parameters are split into "person" parameters ``u`` (P,) and per-item
-    parameters ``v`` (M, q).  ``hessians`` lists curvature matrices in order
-    of preference (e.g. the observed Hessian, then the Fisher information as
-    a positive semi-definite fallback).
+    parameters ``v`` (M, q).  The value is computed at once; the gradient and
+    the curvature (observed Hessian, then fallbacks such as the Fisher
+    information) only where a step is taken, not at rejected line-search points.
     """
 
-    value: float
-    g_u: np.ndarray  # (P,)
-    g_v: np.ndarray  # (M, q)
-    curvature: Callable[[], tuple[_Hessian, ...]]  # computed only where a step is taken
+    def __init__(self, value: float, derivatives: Callable[[], tuple]):
+        self.value = value
+        self._derivatives = derivatives
+
+    @cached_property
+    def _d(self) -> tuple:
+        return self._derivatives()  # (g_u, g_v, curvature)
+
+    @property
+    def g_u(self) -> np.ndarray:
+        return self._d[0]
+
+    @property
+    def g_v(self) -> np.ndarray:
+        return self._d[1]
+
+    def curvature(self) -> tuple[_Hessian, ...]:
+        return self._d[2]()
 
 
 def _newton_step(
@@ -233,24 +247,28 @@ def _newton_step(
     if require_convex and np.any(np.linalg.eigvalsh(H.vv)[:, 0] <= 0):
         raise np.linalg.LinAlgError("indefinite item block")
     K = np.linalg.inv(H.vv + ridge * np.eye(q))  # (M, q, q)
-    HK = np.einsum("pmq,mqr->pmr", H.uv, K)
-    S = H.uu - np.einsum("pmq,rmq->pr", HK, H.uv)
+    uv = H.uv.reshape(P, M * q)
+    HK = (H.uv.transpose(1, 0, 2) @ K).transpose(1, 0, 2).reshape(P, M * q)
+    S = H.uu - HK @ uv.T
     if require_convex:
         eig = np.linalg.eigvalsh(S)
         if eig[0] < -1e-9 * max(abs(eig[-1]), 1e-300):
             raise np.linalg.LinAlgError("indefinite Schur complement")
-    Kg = np.einsum("mqr,mr->mq", K, t.g_v)
-    rhs_u = -t.g_u + np.einsum("pmq,mq->p", HK, t.g_v)
+    Kg = (K @ t.g_v[:, :, None])[:, :, 0]
+    g = t.g_v.reshape(M * q)
+    rhs_u = -t.g_u + HK @ g
     n_c = E.shape[2]
+    Ef = E.reshape(M * q, n_c)
+    KE = (K @ E).reshape(M * q, n_c)
     system = np.zeros((P + n_c, P + n_c))
     system[:P, :P] = S
-    system[:P, P:] = -np.einsum("pmq,mqc->pc", HK, E)
+    system[:P, P:] = -HK @ Ef
     system[P:, :P] = system[:P, P:].T
-    system[P:, P:] = -np.einsum("mqc,mqr,mrd->cd", E, K, E)
-    sol = np.linalg.solve(system, np.r_[rhs_u, np.einsum("mqc,mq->c", E, Kg)])
+    system[P:, P:] = -Ef.T @ KE
+    sol = np.linalg.solve(system, np.r_[rhs_u, Ef.T @ Kg.reshape(M * q)])
     du, mu = sol[:P], sol[P:]
-    forcing = t.g_v + np.einsum("pmq,p->mq", H.uv, du) + np.einsum("mqc,c->mq", E, mu)
-    return du, -np.einsum("mqr,mr->mq", K, forcing)
+    forcing = t.g_v + (du @ uv).reshape(M, q) + (Ef @ mu).reshape(M, q)
+    return du, -(K @ forcing[:, :, None])[:, :, 0]
 
 
 def _newton_step_items(t: _Terms, H: _Hessian, d_uu, E, require_convex):
@@ -288,7 +306,7 @@ def _freeze(t: _Terms, H: _Hessian, fixed: np.ndarray) -> tuple[_Terms, _Hessian
     uv = np.where(fixed[None], 0.0, H.uv)
     vv = H.vv * ~fixed[:, :, None] * ~fixed[:, None, :]
     vv = vv + np.einsum("mq,qr->mqr", fixed.astype(float), np.eye(fixed.shape[1]))
-    return _Terms(t.value, t.g_u, g_v, t.curvature), _Hessian(H.uu, uv, vv)
+    return _Terms(t.value, lambda: (t.g_u, g_v, t.curvature)), _Hessian(H.uu, uv, vv)
 
 
 class _Diverged(Exception):
@@ -395,7 +413,6 @@ class _Layout:
     reg_c: float
     upper: float
     fixed_c: float | None
-    intercept: bool = False
 
     @property
     def has_a(self) -> bool:
@@ -431,121 +448,118 @@ def _xpl_terms(theta, v, k, n, lay: _Layout, scale: float) -> _Terms:
     b = v[:, 0]
     log_a = v[:, 1] if lay.has_a else np.zeros_like(b)
     a = np.exp(log_a)
-    if lay.intercept:  # v[:, 0] is the intercept d: eta = a theta + d
-        a_theta = a * theta[:, None]
-        eta = a_theta + b
-    else:
-        eta = a * (theta[:, None] - b)
+    eta = a * (theta[:, None] - b)
     log_sig = log_expit(eta)
-    sig = np.exp(log_sig)
-    s1 = sig * (1.0 - sig)
     L, M, q = theta.size, b.size, lay.n_item_params
-    zero = np.zeros(M)
     if lay.model == "3pl":
         c = lay.upper * expit(v[:, 2]) if lay.free_c else np.full(M, float(lay.fixed_c))
         with np.errstate(divide="ignore"):
             log_c = np.log(c)  # -inf for c = 0: logaddexp then gives the 2PL term
         log_p = np.logaddexp(log_c, np.log1p(-c) + log_sig)
         nll = -np.sum(k * log_p + (n - k) * (np.log1p(-c) + log_expit(-eta)))
-        share = np.exp(np.log1p(-c) + log_sig - log_p)  # (1 - c) sigma / p
-        q1 = share * (1.0 - sig)
-        g_eta = (n - k) * sig - k * q1
-        A_obs = (n - k) * s1 - k * (q1 * (1.0 - 2.0 * sig) - q1**2)
-        A_fis = n * share * s1
     else:
-        nll = np.sum(n * np.logaddexp(0.0, eta) - k * eta)
-        g_eta = n * sig - k
-        A_obs = A_fis = n * s1
-    # (d eta / d x, d c / d x) of each item parameter x, and the person parameter theta
-    if lay.intercept:
-        comps = [(np.ones((L, M)), zero)] + ([(a_theta, zero)] if lay.has_a else [])
-    else:
-        comps = [(-a * np.ones((L, 1)), zero)] + ([(eta, zero)] if lay.has_a else [])
-    cell_c = None
-    if lay.free_c:
-        unit = expit(v[:, 2])
-        dc = lay.upper * unit * (1.0 - unit)
-        comps.append((np.zeros((L, M)), dc))
-        p = np.exp(log_p)
-        g_c = -k * (1.0 - sig) / p + (n - k) / (1.0 - c)
-        cell_c = {
-            "obs": (k * s1 / p**2, k * (1.0 - sig) ** 2 / p**2 + (n - k) / (1.0 - c) ** 2),
-            "fis": (n * s1 / p, n * (1.0 - sig) / (p * (1.0 - c))),
-        }
-
-    def second(x, y):
-        """Second derivative of eta (and c) w.r.t. item parameters x, y of the same item."""
-        if lay.has_a and {x, y} == {0, 1}:
-            return (0.0 if lay.intercept else -a), 0.0
-        if lay.has_a and x == y == 1:
-            return (a_theta if lay.intercept else eta), 0.0
-        if lay.free_c and x == y == q - 1:
-            return 0.0, dc * (1.0 - 2.0 * unit)
-        return 0.0, 0.0
-
-    g_v = np.stack(
-        [
-            (g_eta * de).sum(axis=0) + (0.0 if cell_c is None else (g_c * dcx).sum(0))
-            for de, dcx in comps
-        ],
-        axis=1,
-    )
-    g_u = g_eta @ a
-
-    def assemble(A, first_order: bool, kind: str) -> _Hessian:
-        X, Y = cell_c[kind] if cell_c is not None else (0.0, 0.0)
-        G = g_eta if first_order else 0.0
-        Gc = g_c if (first_order and cell_c is not None) else 0.0
-        uu = np.diag((A * a * a).sum(axis=1))
-        uv = np.empty((L, M, q))
-        vv = np.empty((M, q, q))
-        for i, (ei, ci) in enumerate(comps):
-            # theta-item: eta_theta = a, c_theta = 0, eta_(theta, log a) = a
-            mixed = a if (lay.has_a and i == 1) else 0.0
-            uv[:, :, i] = A * a * ei + X * a * ci + G * mixed
-            for j in range(i + 1):
-                ej, cj = comps[j]
-                e2, c2 = second(i, j)
-                h = A * ei * ej + X * (ei * cj + ej * ci) + Y * ci * cj + G * e2 + Gc * c2
-                vv[:, i, j] = vv[:, j, i] = h.sum(axis=0)
-        return _Hessian(uu, uv, vv)
-
+        nll = np.sum(n * (eta - log_sig) - k * eta)  # softplus(eta) = eta - log sigmoid(eta)
     value = nll
     if lay.prior_var is not None:
         value += 0.5 * theta @ theta / lay.prior_var
-        g_u = g_u + theta / lay.prior_var
     if lay.has_a:
         value += lay.reg_a * log_a @ log_a
-        g_v[:, 1] += 2.0 * lay.reg_a * log_a
     if lay.free_c:
-        gamma = v[:, 2]
-        value += lay.reg_c * gamma @ gamma
-        g_v[:, 2] += 2.0 * lay.reg_c * gamma
+        value += lay.reg_c * v[:, 2] @ v[:, 2]
 
-    def curvature() -> tuple[_Hessian, ...]:
-        out = []
-        for H in (assemble(A_obs, True, "obs"), assemble(A_fis, False, "fis")):
+    def derivatives():
+        sig = np.exp(log_sig)
+        s1 = sig * (1.0 - sig)
+        zero = np.zeros(M)
+        if lay.model == "3pl":
+            share = np.exp(np.log1p(-c) + log_sig - log_p)  # (1 - c) sigma / p
+            q1 = share * (1.0 - sig)
+            g_eta = (n - k) * sig - k * q1
+            A_obs = (n - k) * s1 - k * (q1 * (1.0 - 2.0 * sig) - q1**2)
+            A_fis = n * share * s1
+        else:
+            g_eta = n * sig - k
+            A_obs = A_fis = n * s1
+        # (d eta / d x, d c / d x) of each item parameter x
+        comps = [(-a * np.ones((L, 1)), zero)] + ([(eta, zero)] if lay.has_a else [])
+        cell_c = None
+        if lay.free_c:
+            unit = expit(v[:, 2])
+            dc = lay.upper * unit * (1.0 - unit)
+            comps.append((np.zeros((L, M)), dc))
+            p = np.exp(log_p)
+            g_c = -k * (1.0 - sig) / p + (n - k) / (1.0 - c)
+            cell_c = {
+                "obs": (k * s1 / p**2, k * (1.0 - sig) ** 2 / p**2 + (n - k) / (1.0 - c) ** 2),
+                "fis": (n * s1 / p, n * (1.0 - sig) / (p * (1.0 - c))),
+            }
+
+        def second(x, y):
+            """Second derivative of eta (and c) w.r.t. item parameters x, y of one item."""
+            if lay.has_a and {x, y} == {0, 1}:
+                return -a, 0.0
+            if lay.has_a and x == y == 1:
+                return eta, 0.0
+            if lay.free_c and x == y == q - 1:
+                return 0.0, dc * (1.0 - 2.0 * unit)
+            return 0.0, 0.0
+
+        g_v = np.stack(
+            [
+                (g_eta * de).sum(axis=0) + (0.0 if cell_c is None else (g_c * dcx).sum(0))
+                for de, dcx in comps
+            ],
+            axis=1,
+        )
+        g_u = g_eta @ a
+        if lay.prior_var is not None:
+            g_u = g_u + theta / lay.prior_var
+        if lay.has_a:
+            g_v[:, 1] += 2.0 * lay.reg_a * log_a
+        if lay.free_c:
+            g_v[:, 2] += 2.0 * lay.reg_c * v[:, 2]
+
+        def assemble(A, first_order: bool, kind: str) -> _Hessian:
+            X, Y = cell_c[kind] if cell_c is not None else (0.0, 0.0)
+            G = g_eta if first_order else 0.0
+            Gc = g_c if (first_order and cell_c is not None) else 0.0
+            uu = np.diag((A * a * a).sum(axis=1))
+            uv = np.empty((L, M, q))
+            vv = np.empty((M, q, q))
+            for i, (ei, ci) in enumerate(comps):
+                # theta-item: eta_theta = a, c_theta = 0, eta_(theta, log a) = a
+                mixed = a if (lay.has_a and i == 1) else 0.0
+                uv[:, :, i] = A * a * ei + X * a * ci + G * mixed
+                for j in range(i + 1):
+                    ej, cj = comps[j]
+                    e2, c2 = second(i, j)
+                    h = A * ei * ej + X * (ei * cj + ej * ci) + Y * ci * cj + G * e2 + Gc * c2
+                    vv[:, i, j] = vv[:, j, i] = h.sum(axis=0)
             if lay.prior_var is not None:
-                H.uu[np.diag_indices(L)] += 1.0 / lay.prior_var
+                uu[np.diag_indices(L)] += 1.0 / lay.prior_var
             if lay.has_a:
-                H.vv[:, 1, 1] += 2.0 * lay.reg_a
+                vv[:, 1, 1] += 2.0 * lay.reg_a
             if lay.free_c:
-                H.vv[:, 2, 2] += 2.0 * lay.reg_c
-            out.append(_Hessian(H.uu / scale, H.uv / scale, H.vv / scale))
-        obs, fis = out
-        # Items whose observed block is indefinite (e.g. near-step items) take their
-        # Fisher block: keeps Newton's fast convergence on the rest of the model.
-        bad = np.linalg.eigvalsh(obs.vv)[:, 0] <= 0
-        if bad.any() and not bad.all():
-            mixed = _Hessian(
-                obs.uu,
-                np.where(bad[None, :, None], fis.uv, obs.uv),
-                np.where(bad[:, None, None], fis.vv, obs.vv),
-            )
-            return (obs, mixed, fis)
-        return (obs, fis)
+                vv[:, 2, 2] += 2.0 * lay.reg_c
+            return _Hessian(uu / scale, uv / scale, vv / scale)
 
-    return _Terms(value / scale, g_u / scale, g_v / scale, curvature)
+        def curvature() -> tuple[_Hessian, ...]:
+            obs, fis = assemble(A_obs, True, "obs"), assemble(A_fis, False, "fis")
+            # Items whose observed block is indefinite (e.g. near-step items) take their
+            # Fisher block: keeps Newton's fast convergence on the rest of the model.
+            bad = np.linalg.eigvalsh(obs.vv)[:, 0] <= 0
+            if bad.any() and not bad.all():
+                mixed = _Hessian(
+                    obs.uu,
+                    np.where(bad[None, :, None], fis.uv, obs.uv),
+                    np.where(bad[:, None, None], fis.vv, obs.vv),
+                )
+                return (obs, mixed, fis)
+            return (obs, fis)
+
+        return g_u / scale, g_v / scale, curvature
+
+    return _Terms(value / scale, derivatives)
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -585,9 +599,11 @@ def fit_irt(
     Fisher information (always positive semi-definite) elsewhere.  The item
     block of the Hessian is block-diagonal, so each step costs O(L^2 M) via a
     Schur complement.  2PL and 3PL fits start from the 1PL solution with
-    ``a = 1`` and ``c ~ 0.024``.  (The paper names L-BFGS; both target the same
-    optimum, but on 20 x 120 x 80 counts L-BFGS needs more than 500 iterations
-    along the weakly curved 2PL/3PL scale direction, where Newton needs ~20.)
+    ``a = 1``; the multimodal 3PL is started twice, at the paper's ``c = 0.25``
+    and near the 2PL fit (``c ~ 0.024``), and the better optimum is kept.
+    (The paper names L-BFGS; both target the same optimum, but on 20 x 120 x 80
+    counts L-BFGS needs more than 500 iterations along the weakly curved
+    2PL/3PL scale direction, where Newton needs ~20.)
 
     Parameters
     ----------
@@ -657,28 +673,46 @@ def fit_irt(
     scale = max(float(nn.sum()), 1.0)
     # reg_discrimination = 0 (JML): the 2PL scale is fixed by mean(log a) = 0 instead
     scale_free = reg_discrimination == 0 and prior_var is None
-    theta, b = _initial_location(kk, nn)
-    v = b[:, None]
-    n_iter = 0
-    for stage in ("1pl", model) if model != "1pl" else ("1pl",):
-        lay = layout(stage)  # 2PL and 3PL start from the 1PL fit, a = 1, c ~ 0.024
-        if lay.has_a:
-            v = np.c_[v, np.zeros(Mk)]
-        if lay.free_c:
-            v = np.c_[v, np.full(Mk, _GUESSING_START)]
+
+    def solve(lay: _Layout, theta, v):
         constrained = (0, 1) if (scale_free and lay.has_a) else (0,)
-        try:
-            theta, v, terms, it = _structured_newton(
-                lambda u, w, lay=lay: _xpl_terms(u, w, kk, nn, lay, scale),
-                theta,
-                v,
-                constrained,
-                max_iter,
-                what,
-                bounds={1: _LOG_A_BOUND} if lay.has_a else None,
-            )
-        except _Diverged as exc:
-            raise _divergence_error(what, exc.u) from None
+        return _structured_newton(
+            lambda u, w: _xpl_terms(u, w, kk, nn, lay, scale),
+            theta,
+            v,
+            constrained,
+            max_iter,
+            what,
+            bounds={1: _LOG_A_BOUND} if lay.has_a else None,
+        )
+
+    theta, b = _initial_location(kk, nn)
+    try:
+        theta, v, terms, n_iter = solve(layout("1pl"), theta, b[:, None])
+    except _Diverged as exc:
+        raise _divergence_error(what, exc.u) from None
+    lay = layout(model)
+    if lay.has_a:  # 2PL and 3PL continue from the 1PL fit with a = 1
+        v = np.c_[v, np.zeros(Mk)]
+        # the 3PL likelihood is multimodal: guessing starts both at the paper's c = 0.25
+        # and near the 2PL solution (c ~ 0.024); the better optimum is kept
+        starts = [v] if not lay.free_c else [np.c_[v, np.full(Mk, g)] for g in _GUESSING_STARTS]
+        best, failure, caught = None, None, []
+        for start in starts:
+            with warnings.catch_warnings(record=True) as record:
+                warnings.simplefilter("always")
+                try:
+                    out = solve(lay, theta, start)
+                except _Diverged as exc:
+                    failure = failure or exc
+                    continue
+            if best is None or out[2].value < best[2].value:
+                best, caught = out, record
+        if best is None:
+            raise _divergence_error(what, failure.u) from None
+        for w in caught:
+            warnings.warn(w.message, w.category, stacklevel=2)
+        theta, v, terms, it = best
         n_iter += it
     if not (np.all(np.isfinite(theta)) and np.all(np.isfinite(v))):
         raise NotIdentifiedError(f"{what}: the iterations diverged (non-finite parameters)")
@@ -1132,7 +1166,9 @@ def fit_growth_irt(
             return (_Hessian(H_uu / scale, uv / scale, A.sum(axis=0)[:, None, None] / scale),)
 
         value = (nll + slope_reg * th1 @ th1) / scale
-        return _Terms(value, g_u / scale, (K - p_lm.sum(axis=0))[:, None] / scale, curvature)
+        return _Terms(
+            value, lambda: (g_u / scale, (K - p_lm.sum(axis=0))[:, None] / scale, curvature)
+        )
 
     theta0, b0 = _initial_location(kk, n[:, keep])
     try:
