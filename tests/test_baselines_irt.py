@@ -30,7 +30,7 @@ from scipy import optimize, stats
 from scipy.special import expit, logit, logsumexp
 
 import bayesrank
-from bayesrank import ResponseData
+from bayesrank import ResponseData, datasets
 from bayesrank.baselines import irt
 from bayesrank.errors import DataError, NotIdentifiedError
 from bayesrank.ranks import kendall_tau, scores_to_ranks
@@ -55,18 +55,19 @@ TENSORS = {
     "C_5x10x40": _irt_like(5, 10, 40, 0),
     "D_N1_8x10": _irt_like(8, 10, 1, 1),
     "E_12x40x10_guess": _irt_like(12, 40, 10, 3, guess=0.2),
+    "F_20x120x80": _irt_like(20, 120, 80, 0),
 }
 # where scorio 0.2.3 converges with the paper's arguments (it fails elsewhere; see below)
 COMPARE = {
-    "rasch": ["A_10x30x40", "B_6x20x80", "D_N1_8x10", "E_12x40x10_guess"],
-    "rasch_map": ["A_10x30x40", "B_6x20x80", "D_N1_8x10", "E_12x40x10_guess"],
+    "rasch": ["A_10x30x40", "B_6x20x80", "D_N1_8x10", "E_12x40x10_guess", "F_20x120x80"],
+    "rasch_map": ["A_10x30x40", "B_6x20x80", "D_N1_8x10", "E_12x40x10_guess", "F_20x120x80"],
     "rasch_2pl": ["B_6x20x80", "E_12x40x10_guess"],
     "rasch_2pl_map": ["A_10x30x40", "B_6x20x80"],
     "rasch_3pl": ["B_6x20x80", "E_12x40x10_guess"],
     "rasch_3pl_map": ["C_5x10x40"],
     "rasch_mml": ["A_10x30x40", "D_N1_8x10"],
     "rasch_mml_credible": ["B_6x20x80", "D_N1_8x10"],
-    "dynamic_irt_linear": ["A_10x30x40", "D_N1_8x10", "E_12x40x10_guess"],
+    "dynamic_irt_linear": ["A_10x30x40", "D_N1_8x10", "E_12x40x10_guess", "F_20x120x80"],
     "dynamic_irt_growth": ["A_10x30x40", "B_6x20x80"],
 }
 CASES = [(i, t) for i in sorted(COMPARE) for t in COMPARE[i]]
@@ -170,9 +171,12 @@ def _assert_constrained_optimum(fit, k, n, *, model, prior_var):
     f = lambda z: _neg_log_posterior(z, k, n, model=model, prior_var=prior_var)  # noqa: E731
     rng = np.random.default_rng(0)
     f0 = f(x)
+    at_bound = fit.extra.get("discrimination_at_bound", np.zeros(M, bool))
     for _ in range(6):
         d = rng.normal(size=x.size)
         d[L : L + M] -= d[L : L + M].mean()  # stay on the constraint
+        if model != "1pl":
+            d[L + M : L + 2 * M][at_bound] = 0.0  # |log a| = 8 is held at its bound
         d /= np.linalg.norm(d)
         h = 1e-5
         slope = (f(x + h * d) - f(x - h * d)) / (2 * h)
@@ -276,6 +280,25 @@ def test_every_identifier_converges_on_a_20x120x80_irt_tensor():
     for model, prior in [("2pl", None), ("3pl", None), ("3pl", 1.0)]:
         fit = irt.fit_irt(k, n, model=model, prior_var=prior)
         _assert_constrained_optimum(fit, k, n, model=model, prior_var=prior)
+
+
+def test_example_benchmark_every_identifier_converges_or_explains():
+    """The LLM-like example benchmark (20 x 120 x 80): everything converges without
+    warnings except the 3PL joint ML, whose weakest model is explained by guessing."""
+    data = datasets.example("combined")
+    k, n = data.reductions.successes, data.reductions.trials
+    weakest = int(np.argmin(k.sum(axis=1)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for identifier in IRT:
+            if identifier == "rasch_3pl":
+                with pytest.raises(NotIdentifiedError, match=rf"model\(s\) \[{weakest}\] run off"):
+                    bayesrank.rank(data, identifier)
+                continue
+            assert np.all(np.isfinite(bayesrank.rank(data, identifier).scores)), identifier
+    fit = irt.fit_irt(k, n, model="3pl", prior_var=1.0)
+    assert fit.extra["discrimination_at_bound"].any()  # step-like items sit at |log a| = 8
+    _assert_constrained_optimum(fit, k, n, model="3pl", prior_var=1.0)
 
 
 # ---------------------------------------------------------------------------------------
