@@ -175,6 +175,16 @@ def test_pagerank_equals_networkx_on_the_win_probability_graph(tensor):
     np.testing.assert_allclose(power, ours, atol=1e-10)
 
 
+@pytest.mark.parametrize(
+    "identifier", ["pagerank", "spectral", "rank_centrality_tie_half", "alpharank"]
+)
+def test_power_iteration_solver_converges_to_the_exact_solution(identifier):
+    d = ResponseData(TENSORS["mid_10x20x4"])
+    exact = bayesrank.rank(d, identifier).scores
+    power = bayesrank.rank(d, identifier, solver="power", max_iter=200_000, tol=1e-15).scores
+    np.testing.assert_allclose(power, exact, atol=1e-9)
+
+
 @pytest.fixture(scope="module")
 def references(shared_dir):
     with open(shared_dir / "data" / "graph_game_references" / "references.json") as fh:
