@@ -480,6 +480,23 @@ def test_kemeny_cycle_ties_and_time_limit():
         voting.kemeny_young_scores(P, time_limit=0)
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_kemeny_subset_dp_and_milp_agree(seed, monkeypatch):
+    # Two exact solvers: subset DP (blocks <= 14 models) and the MILP with pairwise
+    # re-solves (larger blocks).  Few voters -> big cyclic blocks and tied optima.
+    rng = np.random.default_rng(seed)
+    n_cands = int(rng.integers(3, 10))
+    levels, counts = _random_weak_orders(seed + 100, n_cands, int(rng.integers(2, 6)), True)
+    wins, ties = voting.pairwise_counts(-levels, counts)
+    P = voting.preference_matrix(wins, ties, "half")
+    dp_scores, dp = voting.kemeny_young_scores(P)
+    monkeypatch.setattr(voting, "_SUBSET_DP_MAX", 0)
+    milp_scores, milp = voting.kemeny_young_scores(P)
+    np.testing.assert_array_equal(dp["forced"], milp["forced"])
+    assert dp["objective"] == milp["objective"]
+    np.testing.assert_array_equal(dp_scores, milp_scores)
+
+
 def test_bad_input_is_refused():
     R = TENSORS["mid"]
     with pytest.raises(ValueError, match="tie_policy"):

@@ -251,21 +251,23 @@ def draw_corrections(t, eps):
 def _trueskill_pair(mu1, var1, mu2, var2, outcome, two_beta2, draw_margin):
     """Two-player TrueSkill update on variances: returns (mu1', var1', mu2', var2')."""
     c2 = two_beta2 + (var1 + var2)
-    c = math.sqrt(c2)
+    inv_c = 1.0 / math.sqrt(c2)
+    eps = draw_margin * inv_c
     if outcome == 0.5:
-        v, w = draw_corrections((mu1 - mu2) / c, draw_margin / c)
-        new_mu1 = mu1 + var1 / c * v
-        new_mu2 = mu2 - var2 / c * v
+        v, w = draw_corrections((mu1 - mu2) * inv_c, eps)
+        new_mu1 = mu1 + var1 * inv_c * v
+        new_mu2 = mu2 - var2 * inv_c * v
     elif outcome == 1.0:
-        v, w = win_corrections((mu1 - mu2) / c - draw_margin / c)
-        new_mu1 = mu1 + var1 / c * v
-        new_mu2 = mu2 - var2 / c * v
+        v, w = win_corrections((mu1 - mu2) * inv_c - eps)
+        new_mu1 = mu1 + var1 * inv_c * v
+        new_mu2 = mu2 - var2 * inv_c * v
     else:
-        v, w = win_corrections((mu2 - mu1) / c - draw_margin / c)
-        new_mu1 = mu1 - var1 / c * v
-        new_mu2 = mu2 + var2 / c * v
-    new_var1 = var1 * max(1.0 - var1 / c2 * w, 1e-12)
-    new_var2 = var2 * max(1.0 - var2 / c2 * w, 1e-12)
+        v, w = win_corrections((mu2 - mu1) * inv_c - eps)
+        new_mu1 = mu1 - var1 * inv_c * v
+        new_mu2 = mu2 + var2 * inv_c * v
+    shrink = w * inv_c * inv_c
+    new_var1 = var1 * max(1.0 - var1 * shrink, 1e-12)
+    new_var2 = var2 * max(1.0 - var2 * shrink, 1e-12)
     return new_mu1, new_var1, new_mu2, new_var2
 
 

@@ -402,6 +402,54 @@ def _forced_in_block(margin: np.ndarray, order: np.ndarray, best: float, tol: fl
     return forced
 
 
+_SUBSET_DP_MAX = 14
+
+
+def _kemeny_subset_dp(margin: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Exact Kemeny on a small block by dynamic programming over subsets.
+
+    ``h(S)`` = best internal value of ordering the set S,
+    ``h(S) = max_{j in S} h(S - j) + sum_{i in S - j} Delta_ij`` (j placed last).
+    A set S is an optimal *prefix* iff ``h(S) + h(S^c) + sum_{i in S, j notin S}
+    Delta_ij`` equals the optimum; b can be above a in some optimal order iff an
+    optimal prefix contains b but not a.  Returns (one optimal order, forced).
+    """
+    s = margin.shape[0]
+    n = 1 << s
+    subsets = np.arange(n)
+    bits = ((subsets[:, None] >> np.arange(s)) & 1).astype(bool)
+    colsum = bits.astype(float) @ margin  # colsum[S, j] = sum_{i in S} Delta_ij
+    size = bits.sum(axis=1)
+    h = np.zeros(n)
+    last = np.zeros(n, dtype=np.int64)
+    for k in range(1, s + 1):
+        S = subsets[size == k]
+        best = np.full(S.size, -np.inf)
+        arg = np.zeros(S.size, dtype=np.int64)
+        for j in range(s):
+            has = bits[S, j]
+            prev = S[has] ^ (1 << j)
+            cand = h[prev] + colsum[prev, j]
+            better = cand > best[has]
+            rows = np.flatnonzero(has)[better]
+            best[rows] = cand[better]
+            arg[rows] = j
+        h[S] = best
+        last[S] = arg
+    full = n - 1
+    order = []
+    S = full
+    while S:
+        order.append(last[S])
+        S ^= 1 << last[S]
+    cross = (colsum * ~bits).sum(axis=1)
+    optimal_prefix = h + h[full ^ subsets] + cross >= h[full] - tol * s
+    prefixes = bits[optimal_prefix].astype(np.int64)
+    b_above_a = prefixes.T @ (1 - prefixes)  # [b, a]: optimal prefixes with b, without a
+    forced = (b_above_a.T == 0) & ~np.eye(s, dtype=bool)
+    return np.asarray(order[::-1], dtype=np.int64), forced
+
+
 def kemeny_young_scores(
     preferences: Any, *, tie_aware: bool = True, time_limit: float | None = None
 ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -413,6 +461,9 @@ def kemeny_young_scores(
     optimal order ranks a higher component above a lower one (an adjacent swap
     across the cut would gain ``Delta > 0``).  Each component is solved as a
     linear-ordering MILP (HiGHS via :func:`scipy.optimize.milp`).
+
+    Components of up to 14 models are solved exactly by dynamic programming over
+    subsets, which also yields every pair's status across all optima at once.
 
     Parameters
     ----------
@@ -461,10 +512,14 @@ def kemeny_young_scores(
             order_parts.append(idx)
             continue
         block = margin[np.ix_(idx, idx)]
-        local_order, best = _linear_ordering(block, deadline)
+        if idx.size <= _SUBSET_DP_MAX:
+            deadline.options()  # raises once the budget is spent
+            local_order, local = _kemeny_subset_dp(block, tol)
+        else:
+            local_order, best = _linear_ordering(block, deadline)
+            local = _forced_in_block(block, local_order, best, tol, deadline) if tie_aware else None
         order_parts.append(idx[local_order])
         if tie_aware:
-            local = _forced_in_block(block, local_order, best, tol, deadline)
             forced[np.ix_(idx, idx)] = local
     np.fill_diagonal(forced, False)
     order = np.concatenate(order_parts)
