@@ -9,21 +9,13 @@ import choix
 import numpy as np
 import pandas as pd
 import pytest
+from _sims import simulate
 from scipy import optimize
 from scorio import rank as sr
 
 import bayesrank
 from bayesrank import DataError, NotIdentifiedError, ResponseData
 from bayesrank.baselines import luce
-
-
-def simulate(L: int, M: int, N: int, seed: int) -> np.ndarray:
-    """Binary responses with model abilities and question difficulties (logistic)."""
-    rng = np.random.default_rng(seed)
-    ability = rng.normal(0, 1, L)
-    difficulty = rng.normal(0, 1.5, M)
-    p = 1 / (1 + np.exp(-(ability[:, None] - difficulty[None, :])))
-    return (rng.random((L, M, N)) < p[..., None]).astype(np.int8)
 
 
 def events(R: np.ndarray):

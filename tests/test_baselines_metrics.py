@@ -8,22 +8,13 @@ import math
 
 import numpy as np
 import pytest
+from _sims import simulate
 from scipy import integrate, stats
 from scorio import rank as sr
 
 import bayesrank
 from bayesrank import DataError, ResponseData
 from bayesrank.baselines import metrics
-
-
-def simulate(L: int, M: int, N: int, seed: int) -> np.ndarray:
-    """Binary responses with model abilities and question difficulties (logistic)."""
-    rng = np.random.default_rng(seed)
-    ability = rng.normal(0, 1, L)
-    difficulty = rng.normal(0, 1.5, M)
-    p = 1 / (1 + np.exp(-(ability[:, None] - difficulty[None, :])))
-    return (rng.random((L, M, N)) < p[..., None]).astype(np.int8)
-
 
 SHAPES = {"single_trial": (6, 25, 1), "small": (6, 12, 4), "paper_size": (20, 120, 80)}
 
