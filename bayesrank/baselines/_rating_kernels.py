@@ -6,10 +6,11 @@ stream ``outcomes`` (E, L) int8 and ``present`` (E, L) bool, rows in processing
 order, and a tie code: 0 = skip ties, 1 = every tie is a draw, 2 = only
 (1, 1) ties are draws.
 
-Label symmetry is exact: within an event every model's increments are summed
-over opponents in increasing index order and each pairwise term is computed
-from a label-free formula, so two models with identical outcome streams end
-with bit-identical ratings.
+Label symmetry: every pairwise term comes from a label-free formula and each
+model sums its terms over opponents in increasing index order, so two models
+with identical outcome streams end with identical ratings -- bit-identical for
+Elo and whenever ties are skipped, otherwise up to the rounding of a reordered
+sum, far inside the tie tolerance of :func:`bayesrank.ranks.scores_to_ranks`.
 
 Compilation happens on first use and is cached on disk (``cache=True``).
 """
