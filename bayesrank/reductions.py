@@ -11,7 +11,9 @@ attribute                  shape           meaning
 ``cell_utility``           (L, M)          mean utility w[R] over observed trials
 ``wins``                   (L, L)          W_ij: trials where i's utility beats j's
 ``ties``                   (L, L)          T_ij: trials where both are equal (0 on diag)
-``question_preferences``   (L, L)          P_ij = #q with u_im > u_jm + 1/2 #q with =
+``question_wins``          (L, L)          #questions with u_im > u_jm (questions vote)
+``question_ties``          (L, L)          #questions with u_im = u_jm (diag 0)
+``question_preferences``   (L, L)          P_ij = question wins + 1/2 question ties
 ``setwise``                SetwiseEvents   grouped (winner set, loser set) events
 ``prior_category_counts``  (M|L,M, C+1)    category counts of R0
 =========================  ==============  ============================================
@@ -180,12 +182,7 @@ class Reductions:
         return self.wins + self.wins.T + self.ties
 
     @cached_property
-    def question_preferences(self) -> np.ndarray:
-        """P_ij = #{m: u_im > u_jm} + 1/2 #{m: u_im = u_jm}, over questions both observed.
-
-        ``u_lm`` is the cell's mean utility (the solve rate k_lm / n_lm for binary
-        data): each question acts as a voter ranking the models by it.
-        """
+    def _question_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         d = self.data
         L, M = d.L, d.M
         if d.is_binary and d.complete:
@@ -198,20 +195,42 @@ class Reductions:
             codes = np.full((L, M), -1, dtype=np.int32)  # -1: unobserved, matches no level
             codes[seen] = inverse
         V = levels.size
-        # P = sum_m E_m @ (B_m + E_m / 2).T with one-hot E (u_lm == level v) and
-        # strictly-below B (u_lm < level v); built per block of questions as exact
-        # float32 integers (2B + E) so memory stays bounded.
-        P = np.zeros((L, L))
+        # Strict wins E @ B.T and ties E @ E.T with one-hot E (u_lm == level v) and
+        # strictly-below B (u_lm < level v), built per block of questions (exact float32
+        # integers) so memory stays bounded.
+        wins = np.zeros((L, L))
+        ties = np.zeros((L, L))
         block = max(1, _CHUNK_COLUMNS // V)
         grid = np.arange(V, dtype=np.int32)
         for start in range(0, M, block):
             c = codes[:, start : start + block, None]
-            onehot = (c == grid).astype(np.float32)
-            below = ((c < grid) & (c >= 0)).astype(np.float32)
-            left = onehot.reshape(L, -1)
-            P += left @ (2 * below.reshape(L, -1) + left).T
-        P /= 2
-        np.fill_diagonal(P, 0.0)
+            onehot = (c == grid).astype(np.float32).reshape(L, -1)
+            below = ((c < grid) & (c >= 0)).astype(np.float32).reshape(L, -1)
+            wins += onehot @ below.T
+            ties += onehot @ onehot.T
+        for a in (wins, ties):
+            np.fill_diagonal(a, 0.0)
+            a.setflags(write=False)
+        return wins, ties
+
+    @property
+    def question_wins(self) -> np.ndarray:
+        """W^(q)_ij = #{m: u_im > u_jm}: questions (as voters) preferring i to j."""
+        return self._question_pairs[0]
+
+    @property
+    def question_ties(self) -> np.ndarray:
+        """T^(q)_ij = #{m: u_im = u_jm} over questions both models observed (diag 0)."""
+        return self._question_pairs[1]
+
+    @cached_property
+    def question_preferences(self) -> np.ndarray:
+        """P_ij = #{m: u_im > u_jm} + 1/2 #{m: u_im = u_jm}, over questions both observed.
+
+        ``u_lm`` is the cell's mean utility (the solve rate k_lm / n_lm for binary
+        data): each question acts as a voter ranking the models by it.
+        """
+        P = self.question_wins + 0.5 * self.question_ties
         P.setflags(write=False)
         return P
 

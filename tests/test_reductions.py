@@ -48,21 +48,22 @@ def loop_pairwise(d: ResponseData):
     return W, T
 
 
-def loop_question_preferences(d: ResponseData):
+def loop_question_pairs(d: ResponseData):
     L, M, N = d.shape
     u = d.weights[d.R]
     seen = np.ones(d.shape, bool) if d.mask is None else d.mask
-    P = np.zeros((L, L))
+    W = np.zeros((L, L))
+    T = np.zeros((L, L))
     for m in range(M):
         cell = [u[l, m][seen[l, m]].mean() if seen[l, m].any() else None for l in range(L)]
         for i in range(L):
             for j in range(L):
                 if i != j and cell[i] is not None and cell[j] is not None:
                     if np.isclose(cell[i], cell[j]):
-                        P[i, j] += 0.5
+                        T[i, j] += 1
                     elif cell[i] > cell[j]:
-                        P[i, j] += 1
-    return P
+                        W[i, j] += 1
+    return W, T
 
 
 @settings(max_examples=60, deadline=None)
@@ -76,7 +77,11 @@ def test_pairwise_counts_match_loop(d):
 @settings(max_examples=60, deadline=None)
 @given(response_data())
 def test_question_preferences_match_loop(d):
-    np.testing.assert_allclose(d.reductions.question_preferences, loop_question_preferences(d))
+    W, T = loop_question_pairs(d)
+    red = d.reductions
+    np.testing.assert_array_equal(red.question_wins, W)
+    np.testing.assert_array_equal(red.question_ties, T)
+    np.testing.assert_allclose(red.question_preferences, W + T / 2)
 
 
 @settings(max_examples=60, deadline=None)

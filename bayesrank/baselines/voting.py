@@ -139,13 +139,11 @@ def pairwise_counts(grades: Any, weights: Any = None) -> tuple[np.ndarray, np.nd
 def question_counts(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
     """Strict question wins W and question ties T of a dataset (questions as voters).
 
-    ``W`` counts questions with ``u_im > u_jm`` over ``cell_utility``; ``T`` is
-    read off the shared reduction as ``2 (P - W)`` with
-    ``P = data.reductions.question_preferences`` (= W + T/2).
+    Read from the shared reductions: ``W_ij`` counts questions with ``u_im > u_jm``
+    over ``cell_utility`` and ``T_ij`` those with equal utility.
     """
-    wins = pairwise_counts(data.reductions.cell_utility)[0]
-    ties = 2.0 * (data.reductions.question_preferences - wins)
-    return wins, ties
+    red = data.reductions
+    return np.asarray(red.question_wins), np.asarray(red.question_ties)
 
 
 def preference_matrix(wins: Any, ties: Any, tie_policy: str = "half") -> np.ndarray:
