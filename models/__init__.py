@@ -1,1 +1,114 @@
-"""PyMC generative ranking models, one module per family (installed as ``bayesrank.models``)."""
+"""PyMC generative ranking models, one module per family (installed as ``bayesrank.models``).
+
+Every model exposes its ranking quantity as the variable ``theta`` (dim
+``llm``, larger is better) and reads sufficient statistics from
+``data.reductions``.  :data:`MODELS` maps the identifiers accepted by
+:func:`bayesrank.fit` to their builders:
+
+================  ==========================================  ====================
+identifier        model                                       observed variable
+================  ==========================================  ====================
+``bayes``         Dirichlet-multinomial Bayes@N               ``counts``
+``rasch``         hierarchical Rasch (1PL), binomial          ``k``
+``2pl``           hierarchical 2PL                            ``k``
+``3pl``           hierarchical 3PL                            ``k``
+``bradley_terry`` Bradley-Terry (``ties="davidson"``: ties)   ``wins`` / ``outcomes``
+``davidson``      Bradley-Terry with Davidson ties            ``outcomes``
+``davidson_luce`` Davidson-Luce on setwise events             ``events``
+================  ==========================================  ====================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from types import MappingProxyType
+from typing import Any
+
+import pymc as pm
+
+from bayesrank.errors import UnknownMethodError
+
+from . import bayes, bradley_terry, davidson_luce, irt
+
+__all__ = [
+    "MODELS",
+    "ModelSpec",
+    "build",
+    "get_model",
+    "bayes",
+    "bradley_terry",
+    "davidson_luce",
+    "irt",
+]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One named model: its builder, likelihood variable and capabilities."""
+
+    name: str
+    builder: Callable[..., pm.Model]
+    description: str
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    batchable: bool = True  # all data live in pm.Data containers of data-independent shape
+
+    def build(self, data: Any, **options: Any) -> pm.Model:
+        return self.builder(data, **{**self.defaults, **options})
+
+    def observed_var(self, model: pm.Model) -> str:
+        """The likelihood variable (prior-run observations such as ``k0`` excluded)."""
+        names = [rv.name for rv in model.observed_RVs if rv.name != "k0"]
+        return names[0]
+
+
+def _spec(
+    name: str,
+    builder: Callable[..., pm.Model],
+    description: str,
+    batchable: bool = True,
+    **defaults: Any,
+) -> ModelSpec:
+    return ModelSpec(name, builder, description, MappingProxyType(defaults), batchable)
+
+
+MODELS: Mapping[str, ModelSpec] = MappingProxyType(
+    {
+        spec.name: spec
+        for spec in (
+            _spec("bayes", bayes.build, "Bayes@N Dirichlet-multinomial (closed form exists)"),
+            _spec("rasch", partial(irt.build, kind="rasch"), "hierarchical Rasch (1PL)"),
+            _spec("2pl", partial(irt.build, kind="2pl"), "hierarchical 2PL IRT"),
+            _spec("3pl", partial(irt.build, kind="3pl"), "hierarchical 3PL IRT"),
+            _spec("bradley_terry", bradley_terry.build, "Bayesian Bradley-Terry on pairwise wins"),
+            _spec(
+                "davidson",
+                bradley_terry.build,
+                "Bayesian Bradley-Terry with Davidson ties",
+                ties="davidson",
+            ),
+            _spec(
+                "davidson_luce",
+                davidson_luce.build,
+                "Davidson-Luce on setwise events",
+                batchable=False,  # the event list differs from dataset to dataset
+            ),
+        )
+    }
+)
+
+
+def get_model(name: str) -> ModelSpec:
+    """The :class:`ModelSpec` registered as ``name`` (UnknownMethodError lists the choices)."""
+    try:
+        return MODELS[name]
+    except (KeyError, TypeError):
+        raise UnknownMethodError(
+            f"unknown model {name!r}; choose one of {', '.join(MODELS)}"
+        ) from None
+
+
+def build(name: str, data: Any, **options: Any) -> pm.Model:
+    """Build model ``name`` for ``data`` (options are passed to its builder)."""
+    return get_model(name).build(data, **options)

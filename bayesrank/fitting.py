@@ -1,0 +1,284 @@
+"""Fit the Bayesian ranking models: :func:`fit` one dataset, :func:`fit_many` a batch.
+
+>>> post = bayesrank.fit(data, "rasch", random_seed=1)      # doctest: +SKIP
+>>> post.theta.mean(("chain", "draw"))                        # doctest: +SKIP
+
+Every fit returns a :class:`~bayesrank.Posterior` whose InferenceData holds
+``posterior``, ``sample_stats``, ``observed_data`` and ``log_likelihood``
+(pointwise, e.g. per model-question cell for the Bayes@N and IRT models), and
+whose ``diagnostics`` frame holds R-hat, bulk/tail ESS, divergences and E-BFMI;
+a :class:`~bayesrank.diagnostics.SamplingWarning` names whatever failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import arviz as az
+import numpy as np
+import pymc as pm
+
+from bayesrank.data import ResponseData, as_response_data
+from bayesrank.diagnostics import check, summarize
+from bayesrank.errors import DataError
+from bayesrank.posterior import Posterior
+from bayesrank.sampling import (
+    default_progressbar,
+    jax_inference_data,
+    require,
+    sample,
+    seed_or_new,
+    structure_key,
+)
+
+__all__ = ["fit", "fit_many", "DEFAULT_SAMPLER"]
+
+# Chosen by measurement on the 20 x 120 x 80 example (docs/samplers.md).
+DEFAULT_SAMPLER = {
+    "bayes": "conjugate",
+    "rasch": "nutpie",
+    "2pl": "nutpie",
+    "3pl": "nutpie",
+    "bradley_terry": "nutpie",
+    "davidson": "nutpie",
+    "davidson_luce": "nutpie",
+}
+_FALLBACK = ("nutpie", "numpyro", "pymc")
+
+
+def _choose_sampler(model: str, sampler: str | None) -> str:
+    if sampler is not None:
+        require(sampler)
+        return sampler
+    preferred = DEFAULT_SAMPLER.get(model, "nutpie")
+    for candidate in (preferred, *_FALLBACK):
+        try:
+            require(candidate)
+            return candidate
+        except ImportError:
+            continue
+    raise AssertionError("pymc is always installed")  # pragma: no cover
+
+
+def _check_draws(draws: int, tune: int, chains: int) -> None:
+    for name, value, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1)):
+        if int(value) != value or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
+def _tag(spec: Any, options: dict[str, Any]) -> tuple | None:
+    """What besides data shapes determines a model's graph (None: never reuse)."""
+    if not spec.batchable:
+        return None
+    return (spec.name, repr(sorted({**spec.defaults, **options}.items())))
+
+
+def _add_observed(idata: az.InferenceData, model: pm.Model) -> None:
+    from pymc.backends.arviz import coords_and_dims_for_inferencedata, find_observations
+
+    coords, dims = coords_and_dims_for_inferencedata(model)
+    observed = {k: np.asarray(v) for k, v in find_observations(model).items()}
+    idata.extend(az.from_dict(observed_data=observed, coords=coords, dims=dims))
+
+
+def _finish(
+    idata: az.InferenceData,
+    data: ResponseData,
+    name: str,
+    pymc_model: pm.Model,
+    observed_var: str,
+    sampler: str,
+    seed: int,
+    timings: dict[str, float],
+    warn: bool = True,
+) -> Posterior:
+    _add_observed(idata, pymc_model)
+    idata.posterior.attrs.update({"bayesrank_model": name, "sampler": sampler, "random_seed": seed})
+    diagnostics = summarize(idata)
+    if warn:
+        check(diagnostics, model=name, stacklevel=4)
+    return Posterior(
+        idata,
+        data,
+        name,
+        sampler=sampler,
+        pymc_model=pymc_model,
+        observed_var=observed_var,
+        diagnostics=diagnostics,
+        timings=timings,
+    )
+
+
+def fit(
+    data: ResponseData | Any,
+    model: str,
+    *,
+    sampler: str | None = None,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    random_seed: int | None = None,
+    progressbar: bool | None = None,
+    target_accept: float = 0.8,
+    log_likelihood: bool = True,
+    **model_options: Any,
+) -> Posterior:
+    """Fit a Bayesian ranking model with NUTS.
+
+    Parameters
+    ----------
+    data : ResponseData or array_like (L, M, N)
+    model : str
+        ``"bayes"``, ``"rasch"``, ``"2pl"``, ``"3pl"``, ``"bradley_terry"``,
+        ``"davidson"`` or ``"davidson_luce"`` (see :mod:`bayesrank.models`).
+    sampler : {"nutpie", "numpyro", "pymc", "conjugate"}, optional
+        Default: the fastest measured for the model (docs/samplers.md).
+        ``"numpyro"`` runs on a GPU when JAX sees one; ``"conjugate"`` draws
+        the ``"bayes"`` model's Dirichlet posterior exactly (its default).
+    draws, tune, chains : int
+        Kept draws and warm-up iterations per chain, number of chains.
+    random_seed : int, optional
+        Same seed, same draws.  Without one a fresh seed is drawn and stored in
+        ``posterior.idata.posterior.attrs["random_seed"]``.
+    progressbar : bool, optional
+        Default: on in a terminal or notebook, off otherwise.
+    target_accept : float
+        NUTS step-size adaptation target; raise it (e.g. 0.95) after divergences.
+    log_likelihood : bool
+        Store the pointwise log-likelihood (for LOO/WAIC).
+    **model_options
+        Passed to the model builder (e.g. ``use_R0=True`` for IRT,
+        ``ties="davidson"`` for Bradley-Terry).
+
+    Returns
+    -------
+    Posterior
+        Draws of ``theta`` (larger is better) and everything else; its
+        ``diagnostics`` frame; ``timings`` (``compile``, ``sample``,
+        ``log_likelihood`` seconds).
+
+    Warns
+    -----
+    SamplingWarning
+        When R-hat > 1.01, bulk/tail ESS < 400, any divergence, or E-BFMI < 0.3.
+    """
+    from bayesrank.models import get_model
+
+    _check_draws(draws, tune, chains)
+    if not 0.0 < float(target_accept) < 1.0:
+        raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
+    d = as_response_data(data)
+    spec = get_model(model)
+    pymc_model = spec.build(d, **model_options)
+    observed_var = spec.observed_var(pymc_model)
+    chosen = _choose_sampler(model, sampler)
+    seed = seed_or_new(random_seed)
+    idata, timings = sample(
+        pymc_model,
+        chosen,
+        draws=int(draws),
+        tune=int(tune),
+        chains=int(chains),
+        seed=seed,
+        progressbar=default_progressbar() if progressbar is None else bool(progressbar),
+        target_accept=float(target_accept),
+        log_likelihood=(observed_var,) if log_likelihood else (),
+        key=structure_key(pymc_model, _tag(spec, model_options)),
+    )
+    if log_likelihood and "log_likelihood" not in idata.groups():
+        import time
+
+        t0 = time.perf_counter()
+        pm.compute_log_likelihood(
+            idata,
+            var_names=[observed_var],
+            model=pymc_model,
+            extend_inferencedata=True,
+            progressbar=False,
+        )
+        timings["log_likelihood"] = time.perf_counter() - t0
+    return _finish(idata, d, model, pymc_model, observed_var, chosen, seed, timings)
+
+
+def fit_many(
+    datasets: Sequence[ResponseData | Any],
+    model: str,
+    *,
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    random_seed: int | None = None,
+    target_accept: float = 0.8,
+    log_likelihood: bool = True,
+    warn: bool = True,
+    **model_options: Any,
+) -> list[Posterior]:
+    """Fit one model to many datasets of the same shape in a single vectorised JAX program.
+
+    The datasets' sufficient statistics are stacked and every chain of every
+    dataset runs NumPyro's NUTS under ``jax.vmap`` (on a GPU when JAX sees one).
+    Meant for protocols that fit hundreds of subsampled datasets (the paper's
+    model-pool and N = 1 experiments).  Supported: every model except
+    ``davidson_luce`` (its event list differs between datasets).
+
+    Parameters
+    ----------
+    datasets : sequence of ResponseData or array_like
+        All with the same (L, M, N), categories and R0 shape.
+    model : str
+    draws, tune, chains, random_seed, target_accept, log_likelihood
+        As in :func:`fit`.
+    warn : bool
+        Emit a SamplingWarning for each dataset whose fit fails the checks
+        (``Posterior.diagnostics`` is filled either way).
+
+    Returns
+    -------
+    list of Posterior
+        One per dataset, in order, each with sampler ``"numpyro"``; ``timings``
+        hold the batch's compile and sampling seconds.
+    """
+    from bayesrank.jax_nuts import jaxify, run_nuts
+    from bayesrank.models import get_model
+    from bayesrank.sampling import cached
+
+    _check_draws(draws, tune, chains)
+    require("numpyro")
+    spec = get_model(model)
+    if not spec.batchable:
+        raise ValueError(f"model {model!r} cannot be fitted in a batch; call fit() per dataset")
+    data = [as_response_data(x) for x in datasets]
+    if not data:
+        raise ValueError("fit_many needs at least one dataset")
+    models = [spec.build(d, **model_options) for d in data]
+    observed_var = spec.observed_var(models[0])
+    wanted = (observed_var,) if log_likelihood else ()
+    key = structure_key(models[0], _tag(spec, model_options))
+    jm, _ = cached(("jaxify", key, wanted), lambda: jaxify(models[0], wanted))
+    values = [jm.data_values(m) for m in models]
+    for i, vals in enumerate(values[1:], start=1):
+        for name, a, b in zip(jm.data_names, values[0], vals, strict=True):
+            if a.shape != b.shape:
+                raise DataError(
+                    f"dataset {i} has {name} of shape {b.shape} but dataset 0 has {a.shape}; "
+                    "fit_many needs datasets of equal shape"
+                )
+    seed = seed_or_new(random_seed)
+    results, timings = run_nuts(
+        jm,
+        values,
+        chains=int(chains),
+        draws=int(draws),
+        tune=int(tune),
+        seed=seed,
+        target_accept=float(target_accept),
+        cache_key=(key, wanted),
+    )
+    timings = {**timings, "batch_size": len(data)}
+    return [
+        _finish(
+            jax_inference_data(m, r), d, model, m, observed_var, "numpyro", seed, timings, warn
+        )
+        for d, m, r in zip(data, models, results, strict=True)
+    ]

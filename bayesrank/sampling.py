@@ -1,0 +1,289 @@
+"""Samplers behind :func:`bayesrank.fit`: NUTS via nutpie, NumPyro (JAX) or PyMC, and exact draws.
+
+``"conjugate"`` draws the Bayes@N model's Dirichlet posterior exactly
+(i.i.d.); it applies to that model only.
+
+Each back end takes a built ``pm.Model`` and returns an InferenceData with
+``posterior`` (model variables only, no transformed copies) and
+``sample_stats`` (at least ``diverging``, ``energy``, ``lp``), plus wall-clock
+``compile`` and ``sample`` seconds.  Same seed, same draws.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from importlib.util import find_spec
+from typing import Any
+
+import arviz as az
+import numpy as np
+import pymc as pm
+
+from bayesrank.errors import MissingDependencyError
+
+__all__ = ["SAMPLERS", "require", "sample", "default_progressbar", "clear_cache", "structure_key"]
+
+SAMPLERS = ("nutpie", "numpyro", "pymc", "conjugate")
+_PACKAGES = {
+    "nutpie": ("nutpie",),
+    "numpyro": ("jax", "numpyro"),
+    "pymc": ("pymc",),
+    "conjugate": (),
+}
+_EXTRAS = {"nutpie": "nutpie", "numpyro": "jax", "pymc": None, "conjugate": None}
+
+
+def require(sampler: str) -> None:
+    """Raise a clear error for an unknown sampler or one whose package is missing."""
+    if sampler not in SAMPLERS:
+        raise ValueError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}")
+    missing = [p for p in _PACKAGES[sampler] if find_spec(p) is None]
+    if missing:
+        extra = _EXTRAS[sampler]
+        raise MissingDependencyError(
+            f"sampler {sampler!r} needs {', '.join(missing)}, which is not installed; "
+            f"install it with: pip install 'bayesrank[{extra}]'"
+        )
+
+
+def default_progressbar() -> bool:
+    """Progress bars when a person is watching: a terminal or a Jupyter kernel."""
+    if "ipykernel" in sys.modules:
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+_CACHE: OrderedDict[Hashable, Any] = OrderedDict()
+_CACHE_SIZE = 8
+
+
+def cached(key: Hashable | None, make: Callable[[], Any]) -> tuple[Any, bool]:
+    """``make()``, remembered under ``key`` (a few most recent); returns (value, was_cached)."""
+    if key is None:
+        return make(), False
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key], True
+    value = make()
+    _CACHE[key] = value
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return value, False
+
+
+def clear_cache() -> None:
+    """Forget every compiled model (frees memory; the next fit compiles again)."""
+    _CACHE.clear()
+
+
+def structure_key(model: pm.Model, tag: Hashable | None) -> Hashable | None:
+    """Key under which a compiled ``model`` can be reused for other data of the same shape.
+
+    ``tag`` names the model and its options (everything that shapes the graph
+    besides data); all data must live in ``pm.Data`` containers, whose names,
+    shapes and dtypes complete the key.  None disables reuse.
+    """
+    if tag is None:
+        return None
+    shapes = tuple(
+        (v.name, tuple(np.shape(v.get_value(borrow=True))), str(v.dtype)) for v in model.data_vars
+    )
+    return (tag, shapes)
+
+
+def _relabel(idata: az.InferenceData, model: pm.Model) -> az.InferenceData:
+    """Coordinates of ``model`` on every group (a reused compiled model carries old labels)."""
+    for group in idata.groups():
+        ds = idata[group]
+        labels = {d: list(model.coords[d]) for d in ds.dims if d in model.coords}
+        if labels:
+            setattr(idata, group, ds.assign_coords(labels))
+    return idata
+
+
+def model_var_names(model: pm.Model) -> list[str]:
+    """Free and deterministic variables, without PyMC's transformed value copies."""
+    return [v.name for v in model.free_RVs] + [v.name for v in model.deterministics]
+
+
+def _keep_model_vars(idata: az.InferenceData, model: pm.Model) -> az.InferenceData:
+    keep = [n for n in model_var_names(model) if n in idata.posterior]
+    idata.posterior = idata.posterior[keep]
+    return idata
+
+
+def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_accept, key=None):
+    import nutpie
+
+    t0 = time.perf_counter()
+    compiled, reused = cached(
+        None if key is None else ("nutpie", key),
+        lambda: nutpie.compile_pymc_model(model, var_names=model_var_names(model)),
+    )
+    if reused:
+        compiled = compiled.with_data(
+            **{v.name: v.get_value(borrow=True) for v in model.data_vars}
+        )
+    t1 = time.perf_counter()
+    idata = nutpie.sample(
+        compiled,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=min(chains, os.cpu_count() or 1),
+        seed=seed,
+        progress_bar=progressbar,
+        save_warmup=False,
+        target_accept=target_accept,
+    )
+    t2 = time.perf_counter()
+    stats = idata.sample_stats
+    if "logp" in stats and "lp" not in stats:
+        idata.sample_stats = stats.rename({"logp": "lp", "depth": "tree_depth"})
+    idata = _relabel(_keep_model_vars(idata, model), model)
+    return idata, {"compile": t1 - t0, "sample": t2 - t1}
+
+
+def _sample_pymc(model, *, draws, tune, chains, seed, progressbar, target_accept):
+    # PyMC compiles inside pm.sample; compiling the log-density and its gradient
+    # first fills PyTensor's on-disk cache, so "compile" is measured here and
+    # pm.sample's own compilation becomes a cache hit.
+    t0 = time.perf_counter()
+    model.compile_logp()
+    model.compile_dlogp()
+    t1 = time.perf_counter()
+    with model:
+        idata = pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=min(chains, os.cpu_count() or 1),
+            init="jitter+adapt_diag",
+            target_accept=target_accept,
+            random_seed=seed,
+            progressbar=progressbar,
+            quiet=not progressbar,
+            compute_convergence_checks=False,
+            idata_kwargs={"log_likelihood": False},
+        )
+    t2 = time.perf_counter()
+    for group in ("observed_data", "constant_data"):
+        if group in idata.groups():
+            delattr(idata, group)
+    return _keep_model_vars(idata, model), {"compile": t1 - t0, "sample": t2 - t1}
+
+
+def _sample_conjugate(model, *, draws, tune, chains, seed, progressbar, target_accept):
+    from pymc.backends.arviz import coords_and_dims_for_inferencedata
+
+    from bayesrank.models.bayes import conjugate_draws
+
+    if "alpha" not in model.named_vars or "p" not in model.named_vars:
+        raise ValueError("sampler 'conjugate' applies to the 'bayes' model only")
+    t0 = time.perf_counter()
+    posterior = conjugate_draws(model, draws=draws, chains=chains, seed=seed)
+    t1 = time.perf_counter()
+    coords, dims = coords_and_dims_for_inferencedata(model)
+    idata = az.from_dict(
+        posterior=posterior,
+        sample_stats={"diverging": np.zeros((chains, draws), dtype=bool)},
+        coords=coords,
+        dims=dims,
+    )
+    return idata, {"compile": 0.0, "sample": t1 - t0}
+
+
+def jax_inference_data(model: pm.Model, result: dict[str, Any]) -> az.InferenceData:
+    """InferenceData (posterior, sample_stats, log_likelihood) from one :func:`run_nuts` result."""
+    from pymc.backends.arviz import coords_and_dims_for_inferencedata
+
+    coords, dims = coords_and_dims_for_inferencedata(model)
+    keep = model_var_names(model)
+    return az.from_dict(
+        posterior={k: v for k, v in result["posterior"].items() if k in keep},
+        sample_stats=result["sample_stats"],
+        log_likelihood=result["log_likelihood"] or None,
+        coords=coords,
+        dims=dims,
+    )
+
+
+def _sample_numpyro(model, *, draws, tune, chains, seed, progressbar, target_accept,
+                    log_likelihood=(), key=None):
+    from bayesrank.jax_nuts import jaxify, run_nuts
+
+    t0 = time.perf_counter()
+    jm, _ = cached(
+        None if key is None else ("jaxify", key, tuple(log_likelihood)),
+        lambda: jaxify(model, log_likelihood),
+    )
+    t1 = time.perf_counter()
+    (result,), timings = run_nuts(
+        jm,
+        [jm.data_values(model)],
+        chains=chains,
+        draws=draws,
+        tune=tune,
+        seed=seed,
+        target_accept=target_accept,
+        cache_key=None if key is None else (key, tuple(log_likelihood)),
+        model=model,
+    )
+    idata = jax_inference_data(model, result)
+    return idata, {"compile": t1 - t0 + timings["compile"], "sample": timings["sample"]}
+
+
+def sample(
+    model: pm.Model,
+    sampler: str,
+    *,
+    draws: int,
+    tune: int,
+    chains: int,
+    seed: int,
+    progressbar: bool,
+    target_accept: float = 0.8,
+    log_likelihood: tuple[str, ...] = (),
+    key: Hashable | None = None,
+) -> tuple[az.InferenceData, dict[str, float]]:
+    """Draw from the posterior of ``model`` with ``sampler``.
+
+    ``log_likelihood`` names observed variables whose pointwise log-likelihood
+    the NumPyro back end computes in the same JAX program (the other back ends
+    leave that to :func:`pymc.compute_log_likelihood`).  With a ``key`` from
+    :func:`structure_key`, the nutpie and NumPyro back ends reuse a model
+    compiled earlier for data of the same shape and only swap the data in.
+    """
+    require(sampler)
+    kwargs = dict(
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        seed=seed,
+        progressbar=progressbar,
+        target_accept=target_accept,
+    )
+    if sampler == "nutpie":
+        return _sample_nutpie(model, **kwargs, key=key)
+    if sampler == "pymc":
+        return _sample_pymc(model, **kwargs)
+    if sampler == "conjugate":
+        return _sample_conjugate(model, **kwargs)
+    return _sample_numpyro(model, **kwargs, log_likelihood=log_likelihood, key=key)
+
+
+def seed_or_new(random_seed: int | None) -> int:
+    """``random_seed`` itself, or fresh entropy recorded so the fit can be repeated."""
+    if random_seed is None:
+        return int(np.random.SeedSequence().entropy % (2**31 - 1))
+    seed = int(random_seed)
+    if seed < 0:
+        raise ValueError(f"random_seed must be a non-negative integer, got {random_seed!r}")
+    return seed

@@ -1,0 +1,52 @@
+"""Small helpers shared by the model builders (coords, data checks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bayesrank.data import ResponseData, as_response_data
+from bayesrank.errors import DataError
+
+__all__ = ["coords_of", "response_data", "check_option"]
+
+
+def response_data(data: Any) -> ResponseData:
+    """``data`` as a validated :class:`~bayesrank.ResponseData` (arrays are wrapped)."""
+    return as_response_data(data)
+
+
+def coords_of(data: ResponseData, **extra: Any) -> dict[str, list]:
+    """Named coordinates ``llm``, ``question`` and ``category`` of ``data`` plus ``extra``."""
+    coords: dict[str, list] = {
+        "llm": list(data.models),
+        "question": list(data.questions),
+        "category": list(range(data.n_categories)),
+    }
+    coords.update({k: list(v) for k, v in extra.items()})
+    return coords
+
+
+def check_option(name: str, value: Any, allowed: tuple) -> None:
+    """Raise a ValueError naming the allowed values when ``value`` is not one of them."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+
+
+def positive_scale(name: str, value: Any) -> float:
+    """A finite positive float, or a clear ValueError."""
+    x = float(value)
+    if not np.isfinite(x) or x <= 0:
+        raise ValueError(f"{name} must be a finite positive number, got {value!r}")
+    return x
+
+
+def binary_only(data: ResponseData, model: str) -> None:
+    """Binary-outcome models refuse categorical data with a message naming the way out."""
+    if not data.is_binary:
+        raise DataError(
+            f"model {model!r} needs binary outcomes but the data have {data.n_categories} "
+            "categories; reduce them first (e.g. R == C) or fit the 'bayes' model, which "
+            "handles categories"
+        )
