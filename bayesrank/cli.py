@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 
 from bayesrank import __version__
@@ -117,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # PyTensor's C backend warns when it finds no system BLAS; the samplers bayesrank
+    # uses (nutpie, numpyro) compile their own kernels, so the warning is only noise here.
+    warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
     args = build_parser().parse_args(argv)
     from bayesrank.errors import BayesrankError
 
