@@ -88,14 +88,17 @@ def structure_key(model: pm.Model, tag: Hashable | None) -> Hashable | None:
 
     ``tag`` names the model and its options (everything that shapes the graph
     besides data); all data must live in ``pm.Data`` containers, whose names,
-    shapes and dtypes complete the key.  None disables reuse.
+    shapes and dtypes complete the key, with the names of the model's variables
+    (data-driven choices such as a parameterisation show there).  None
+    disables reuse.
     """
     if tag is None:
         return None
     shapes = tuple(
         (v.name, tuple(np.shape(v.get_value(borrow=True))), str(v.dtype)) for v in model.data_vars
     )
-    return (tag, shapes)
+    variables = tuple(v.name for v in (*model.free_RVs, *model.deterministics))
+    return (tag, shapes, variables)
 
 
 def _relabel(idata: az.InferenceData, model: pm.Model) -> az.InferenceData:

@@ -89,12 +89,13 @@ def build(
         (llm, question, category); ranking quantity ``theta`` (llm).
     """
     d = response_data(data)
-    if not (isinstance(R0, str) and R0 == "data") and R0 is not None:
+    if isinstance(R0, str):
+        if R0 != "data":
+            raise ValueError(f"R0 must be 'data', None or an array, got {R0!r}")
+    elif R0 is not None:
         d = ResponseData(
             d.R, models=d.models, questions=d.questions, R0=R0, weights=d.weights, mask=d.mask
         )
-    elif isinstance(R0, str) and R0 != "data":
-        raise ValueError(f"R0 must be 'data', None or an array, got {R0!r}")
     w = d.weights if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (d.n_categories,) or not np.all(np.isfinite(w)):
         raise DataError(f"weights must be {d.n_categories} finite numbers, got shape {w.shape}")

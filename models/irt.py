@@ -67,10 +67,38 @@ from ._common import (
     response_data,
 )
 
-__all__ = ["build", "item_response", "KINDS"]
+__all__ = ["build", "item_response", "informative_items", "KINDS"]
 
 KINDS = ("rasch", "2pl", "3pl")
 CELL = ("llm", "question")
+
+
+def _pooled(name: str, scale_name: str, centered: bool):
+    """Zero-sum item effects with a learnt scale HalfNormal(2.5), centred or not."""
+    scale = pm.HalfNormal(scale_name, 2.5)
+    if centered:
+        return pm.ZeroSumNormal(name, sigma=scale, dims="question")
+    raw = pm.ZeroSumNormal(f"{name}_z", sigma=1.0, dims="question")
+    return pm.Deterministic(name, scale * raw, dims="question")
+
+
+def informative_items(k: np.ndarray, n: np.ndarray) -> bool:
+    """Whether the data pin each question down more tightly than questions differ.
+
+    Compares the typical likelihood sd of a difficulty, 1 / sqrt(sum_l n q (1 - q))
+    with smoothed cell rates q = (k + 1/2) / (n + 1), with the spread of the
+    questions' difficulties: the sd of their empirical logits with that
+    sampling noise removed (method of moments).  Centred difficulties mix well when it is below
+    1 (e.g. 20 x 120 x 80: about 0.05); non-centred ones when it is above
+    (few models or trials and similar questions, e.g. 20 x 30 x 1 with a
+    narrow spread, where centred sampling reached a min ESS of 4 against 400).
+    """
+    q = (k + 0.5) / (n + 1.0)
+    sd = 1.0 / np.sqrt(np.maximum((n * q * (1 - q)).sum(axis=0), 1e-12))
+    rate = (k.sum(axis=0) + 0.5) / (n.sum(axis=0) + 1.0)
+    observed = np.var(np.log(rate / (1 - rate)))
+    spread = np.sqrt(max(observed - np.mean(sd**2), 0.0))  # noise removed (moments)
+    return bool(np.median(sd) < spread)
 
 
 def item_response(
@@ -84,6 +112,7 @@ def item_response(
     guessing: tuple[float, float] = (1.0, 19.0),
     fix_guessing: float | None = None,
     ability_scale: float = 3.0,
+    centered: bool = True,
 ) -> pm.Model:
     """Hierarchical binomial IRT model (see module docstring for the formulas).
 
@@ -104,6 +133,8 @@ def item_response(
         Fix every c_m to this value instead (3PL only).
     ability_scale : float
         Prior sd of the abilities.
+    centered : bool
+        Centred (default) or non-centred difficulties / intercepts.
     """
     with pm.Model(coords=coords) as model:
         successes = pm.Data("successes", k, dims=CELL)
@@ -111,8 +142,7 @@ def item_response(
 
         theta = pm.Normal("theta", 0.0, ability_scale, dims="llm")
         if kind == "rasch":
-            sigma_b = pm.HalfNormal("sigma_b", 2.5)
-            b = pm.ZeroSumNormal("b", sigma=sigma_b, dims="question")
+            b = _pooled("b", "sigma_b", centered)
 
             def logit(ability):
                 return ability - b
@@ -120,8 +150,7 @@ def item_response(
         else:
             log_a = pm.ZeroSumNormal("log_a", sigma=0.5, dims="question")
             a = pm.Deterministic("a", pt.exp(log_a), dims="question")
-            sigma_beta = pm.HalfNormal("sigma_beta", 2.5)
-            beta = pm.ZeroSumNormal("beta", sigma=sigma_beta, dims="question")
+            beta = _pooled("beta", "sigma_beta", centered)
             pm.Deterministic("b", -beta / a, dims="question")
 
             def logit(ability):
@@ -167,6 +196,7 @@ def build(
     guessing: tuple[float, float] = (1.0, 19.0),
     fix_guessing: float | None = None,
     ability_scale: float = 3.0,
+    centered: bool | None = None,
 ) -> pm.Model:
     """Build a hierarchical IRT model of binary ``data``.
 
@@ -182,6 +212,10 @@ def build(
         Fix the 3PL guessing floor (e.g. a known chance level).
     ability_scale : float
         Prior sd of the abilities (logit scale).
+    centered : bool, optional
+        Parameterisation of the pooled difficulties (intercepts); the prior is
+        the same either way.  Default: centred when :func:`informative_items`
+        says the data pin questions down well, non-centred otherwise.
 
     Returns
     -------
@@ -211,4 +245,5 @@ def build(
         guessing=tuple(float(g) for g in guessing),
         fix_guessing=fix_guessing,
         ability_scale=positive_scale("ability_scale", ability_scale),
+        centered=informative_items(red.successes, red.trials) if centered is None else centered,
     )

@@ -1,0 +1,187 @@
+"""Hierarchical IRT models: simulation-based calibration, recovery, baselines, options, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _model_sims import counts_to_binary, logistic, rasch_prior_draw, simulate_irt, zero_sum_normal
+from bayesrank.models import irt
+from scipy import stats
+
+import bayesrank
+from bayesrank import DataError, ResponseData, kendall_tau
+from bayesrank.fitting import fit
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:arviz")
+
+
+def interval_hits(draws: np.ndarray, truth: np.ndarray, level: float = 0.9) -> np.ndarray:
+    """Whether each true value lies in the central ``level`` interval of its draws (S, K)."""
+    lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    return (lo <= truth) & (truth <= hi)
+
+
+def assert_coverage(hits: np.ndarray, level: float = 0.9, alpha: float = 0.01) -> None:
+    test = stats.binomtest(int(hits.sum()), hits.size, level)
+    assert test.pvalue > alpha, f"coverage {hits.mean():.3f} of {hits.size} at nominal {level}"
+
+
+def draws_of(post, name: str) -> np.ndarray:
+    v = post.idata.posterior[name]
+    return v.values.reshape(-1, *v.shape[2:])
+
+
+# -- simulation-based calibration ---------------------------------------------------------
+
+@pytest.mark.filterwarnings("ignore::bayesrank.diagnostics.SamplingWarning")
+def test_rasch_simulation_based_calibration():
+    """Ranks of the true theta and b among posterior draws are uniform (Talts et al. 2018).
+
+    40 datasets of 4 models x 6 questions x 5 trials drawn from the model's own
+    prior; nutpie reuses one compiled model for all of them.  The same fits give
+    the 90%-interval coverage of every ability.
+    """
+    rng = np.random.default_rng(2024)
+    L, M, N, reps, thin = 4, 6, 5, 40, 3
+    ranks, hits, divergent = [], [], 0
+    for r in range(reps):
+        theta, b = rasch_prior_draw(rng, L, M)
+        R, _ = simulate_irt(rng, theta, b, N)
+        post = fit(R, "rasch", draws=600, tune=400, chains=2, random_seed=r, log_likelihood=False)
+        divergent += post.diagnostics.attrs["divergences"]
+        th = draws_of(post, "theta")[::thin]
+        bb = draws_of(post, "b")[::thin]
+        ranks.append(np.concatenate([(th < theta).sum(0), (bb < b).sum(0)]))
+        hits.append(interval_hits(draws_of(post, "theta"), theta))
+    ranks = np.concatenate(ranks)
+    n_draws = th.shape[0]
+    counts = np.bincount(ranks * 10 // (n_draws + 1), minlength=10)
+    assert stats.chisquare(counts).pvalue > 0.01, counts
+    assert_coverage(np.concatenate(hits))
+    assert divergent <= 0.001 * reps * 1200  # prior draws include hard geometries
+
+
+# -- recovery and agreement ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def rasch_fixed():
+    rng = np.random.default_rng(7)
+    theta = np.linspace(-1.5, 1.5, 8)
+    b = zero_sum_normal(rng, 1.5, 20)
+    R, _ = simulate_irt(rng, theta, b, 10)
+    data = ResponseData(R)
+    return data, theta, b, fit(data, "rasch", random_seed=1)
+
+
+def test_rasch_recovers_known_abilities(rasch_fixed):
+    data, theta, b, post = rasch_fixed
+    assert post.diagnostics["passed"].all()
+    hits = np.concatenate(
+        [interval_hits(draws_of(post, "theta"), theta), interval_hits(draws_of(post, "b"), b)]
+    )
+    assert_coverage(hits)
+    assert kendall_tau(post.theta.mean(("chain", "draw")).values, theta) > 0.8
+
+
+def test_rasch_posterior_ordering_matches_rasch_map(rasch_fixed):
+    data, _, _, post = rasch_fixed
+    try:
+        ranking = bayesrank.rank(data, "rasch_map")
+    except bayesrank.UnknownMethodError:
+        pytest.skip("rasch_map baseline not registered yet")
+    mean = post.theta.mean(("chain", "draw")).values
+    assert kendall_tau(mean, ranking.scores) > 0.9
+    assert np.corrcoef(mean, ranking.scores)[0, 1] > 0.98
+
+
+@pytest.mark.parametrize("kind", ["2pl", "3pl"])
+def test_2pl_3pl_recover_simulated_parameters(kind):
+    rng = np.random.default_rng(11 if kind == "2pl" else 12)
+    L, M, N = 10, 30, 20
+    theta = rng.normal(0.0, 1.5, L)
+    a = np.exp(zero_sum_normal(rng, 0.5, M))
+    beta = zero_sum_normal(rng, abs(rng.normal(0, 2.5)), M)
+    c = rng.beta(1.0, 19.0, M) if kind == "3pl" else None
+    R, _ = simulate_irt(rng, theta, -beta / a, N, a=a, c=c)
+    post = fit(R, kind, draws=1000, chains=4, random_seed=3)
+    assert post.diagnostics.attrs["divergences"] == 0
+    assert post.diagnostics["passed"].all(), post.diagnostics
+    hits = [
+        interval_hits(draws_of(post, "theta"), theta),
+        interval_hits(draws_of(post, "a"), a),
+        interval_hits(draws_of(post, "beta"), beta),
+    ]
+    if kind == "3pl":
+        hits.append(interval_hits(draws_of(post, "c"), c))
+    assert_coverage(np.concatenate(hits))
+    assert kendall_tau(post.theta.mean(("chain", "draw")).values, theta) > 0.75
+    b_mean = draws_of(post, "b").mean(0)
+    a_mean = draws_of(post, "a").mean(0)
+    np.testing.assert_allclose(np.exp(np.log(a_mean).mean()), 1.0, atol=0.1)
+    assert np.corrcoef(b_mean, -beta / a)[0, 1] > 0.9
+
+
+# -- empirical prior from R0 --------------------------------------------------------------
+
+def test_greedy_prior_adds_information_about_abilities():
+    """Per-model prior runs (one greedy decode per question) sharpen the abilities."""
+    rng = np.random.default_rng(5)
+    L, M, N = 6, 15, 2
+    theta = np.linspace(-1.0, 1.0, L)
+    b = zero_sum_normal(rng, 1.0, M)
+    R, p = simulate_irt(rng, theta, b, N)
+    greedy = (rng.random((L, M, 1)) < logistic(theta[:, None] + 0.3 - b)[..., None]).astype(int)
+    data = ResponseData(R, R0=greedy)
+    plain = fit(data, "rasch", random_seed=2)
+    informed = fit(data, "rasch", use_R0=True, random_seed=2)
+    assert "delta" in informed.idata.posterior and "k0" in informed.idata.observed_data
+    assert list(informed.idata.log_likelihood.data_vars) == ["k"]
+    sd_plain = plain.theta.std(("chain", "draw")).values
+    sd_informed = informed.theta.std(("chain", "draw")).values
+    assert np.mean(sd_informed) < 0.97 * np.mean(sd_plain)
+    assert informed.diagnostics.attrs["divergences"] == 0
+
+
+def test_shared_prior_runs_inform_difficulties_only():
+    R = np.random.default_rng(0).integers(0, 2, (3, 4, 5))
+    model = irt.build(ResponseData(R, R0=np.ones((4, 2), dtype=int)), use_R0=True)
+    assert "theta_ref" in model.named_vars and "delta" not in model.named_vars
+    assert model.named_vars_to_dims["k0"] == ("question",)
+    np.testing.assert_array_equal(model["prior_trials"].get_value(), np.full(4, 2))
+
+
+# -- structure and errors -----------------------------------------------------------------
+
+def test_identifiability_constraints_hold_in_every_draw(rasch_fixed):
+    _, _, _, post = rasch_fixed
+    np.testing.assert_allclose(draws_of(post, "b").sum(axis=1), 0.0, atol=1e-8)
+    model = irt.build(rasch_fixed[0], kind="2pl")
+    assert {"log_a", "beta", "a", "b"} <= set(model.named_vars)
+
+
+def test_binomial_counts_are_the_sufficient_statistic():
+    """Trial order does not matter: k and n are all the model sees."""
+    rng = np.random.default_rng(1)
+    k = rng.integers(0, 6, (3, 4))
+    shuffled = rng.permuted(counts_to_binary(k, 5), axis=2)
+    for R in (counts_to_binary(k, 5), shuffled):
+        model = irt.build(R)
+        np.testing.assert_array_equal(model["successes"].get_value(), k)
+        np.testing.assert_array_equal(model["trials"].get_value(), np.full((3, 4), 5))
+
+
+def test_irt_errors_name_the_problem():
+    categorical = ResponseData(np.random.default_rng(0).integers(0, 3, (3, 4, 2)))
+    with pytest.raises(DataError, match="binary"):
+        irt.build(categorical)
+    with pytest.raises(DataError, match="bayes"):
+        fit(categorical, "2pl")
+    binary = ResponseData(np.ones((2, 3, 2), dtype=int))
+    with pytest.raises(ValueError, match="no prior outcomes"):
+        irt.build(binary, use_R0=True)
+    with pytest.raises(ValueError, match="kind"):
+        irt.build(binary, kind="4pl")
+    with pytest.raises(ValueError, match="fix_guessing"):
+        irt.build(binary, kind="3pl", fix_guessing=1.5)
+    with pytest.raises(ValueError, match="ability_scale"):
+        irt.build(binary, ability_scale=0.0)
