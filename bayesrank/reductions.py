@@ -195,11 +195,10 @@ class Reductions:
             codes = np.full((L, M), -1, dtype=np.int32)  # -1: unobserved, matches no level
             codes[seen] = inverse
         V = levels.size
-        # Strict wins E @ B.T and ties E @ E.T with one-hot E (u_lm == level v) and
-        # strictly-below B (u_lm < level v), built per block of questions (exact float32
-        # integers) so memory stays bounded.
+        # Strict wins E @ B.T with one-hot E (u_lm == level v) and strictly-below B
+        # (u_lm < level v), built per block of questions (exact float32 integers) so
+        # memory stays bounded; ties are the co-observed questions that are not wins.
         wins = np.zeros((L, L))
-        ties = np.zeros((L, L))
         block = max(1, _CHUNK_COLUMNS // V)
         grid = np.arange(V, dtype=np.int32)
         for start in range(0, M, block):
@@ -207,7 +206,12 @@ class Reductions:
             onehot = (c == grid).astype(np.float32).reshape(L, -1)
             below = ((c < grid) & (c >= 0)).astype(np.float32).reshape(L, -1)
             wins += onehot @ below.T
-            ties += onehot @ onehot.T
+        if (codes >= 0).all():
+            both = np.full((L, L), float(M))
+        else:
+            seen = (codes >= 0).astype(np.float32)
+            both = seen @ seen.T
+        ties = both - wins - wins.T
         for a in (wins, ties):
             np.fill_diagonal(a, 0.0)
             a.setflags(write=False)
