@@ -6,9 +6,16 @@ set S = U | V.  With strengths pi_i = exp(theta_i) and tie-prevalence
 parameters delta_t (delta_1 = 1),
 
     g_t(T)       = (prod_{i in T} pi_i)^(1/t)
-    Z(S)         = sum_{t=1}^{min(D, |S|)} delta_t sum_{T in S, |T| = t} g_t(T)
+    Z(S)         = sum_{t=1}^{min(D, |S| - 1)} delta_t sum_{T in S, |T| = t} g_t(T)
                  = sum_t delta_t e_t(pi_S^(1/t))
     P(U > V | S) = delta_|U| g_|U|(U) / Z(S)
+
+Events in which every compared model ties (U = S) carry no ranking
+information and are discarded from the data (``data.reductions.setwise``), so
+Z leaves that outcome out and the likelihood is conditional on an informative
+event.  The paper sums to min(D, |S|); with no missing trials and the default
+D = L - 1 the two are identical (|S| = L > D).  This matches the point
+estimator ``davidson_luce_map``.
 
 where e_t(x) is the t-th elementary symmetric polynomial of the values
 x_i = pi_i^(1/t), i in S.  It is computed exactly, without enumerating
@@ -130,6 +137,10 @@ def log_tie_normalisers(theta, log_delta, sets: np.ndarray, max_order: int):
     esp = elementary_symmetric(x, max_order)  # (D, G, D + 1)
     # e_t(x^(t)) for t = 1..D, as a masked sum (dense ops compile fast and differentiate cheaply)
     diagonal = pt.sum(esp[:, :, 1:] * np.eye(max_order)[:, None, :], axis=-1)  # (D, G)
+    # winner sets of size |S| (everyone present ties) are discarded from the data, so Z leaves
+    # them out: the likelihood is conditional on an informative event
+    proper = order[:, None] < sets.sum(axis=1)[None, :]
+    diagonal = diagonal * proper
     return shift + pt.log(pt.sum(pt.exp(log_delta)[:, None] * diagonal, axis=0))
 
 

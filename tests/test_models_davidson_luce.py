@@ -1,0 +1,155 @@
+"""Bayesian Davidson-Luce: exact normaliser, likelihood vs enumeration, recovery, MAP agreement."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from _model_sims import simulate_davidson_luce, zero_sum_normal
+from bayesrank.models import davidson_luce as dl
+from pymc.model.transform.conditioning import remove_value_transforms
+from scipy.special import comb
+
+import bayesrank
+from bayesrank import DataError, ResponseData, kendall_tau
+from bayesrank.fitting import fit, fit_many
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:arviz")
+
+
+def esp_by_enumeration(x: np.ndarray, order: int) -> float:
+    return sum(np.prod(c) for c in itertools.combinations(x, order)) if order else 1.0
+
+
+@pytest.mark.parametrize("n, max_order", [(1, 1), (1, 3), (5, 4), (6, 6), (9, 5), (9, 11)])
+def test_elementary_symmetric_polynomials_match_enumeration(n, max_order):
+    rng = np.random.default_rng(n * 10 + max_order)
+    x = rng.exponential(1.0, (3, n)) * (rng.random((3, n)) > 0.2)  # some zeros (non-members)
+    got = dl.elementary_symmetric(pt.as_tensor(x), max_order).eval()
+    expected = [[esp_by_enumeration(row, r) for r in range(max_order + 1)] for row in x]
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-300)
+
+
+def values(theta, eta) -> dict:
+    """Free-variable values of the untransformed model for log-strengths and tie effects."""
+    eta = np.asarray(eta, dtype=float)
+    return {"theta": theta, "eta_mean": eta.mean(), "eta_deviation": eta - eta.mean()}
+
+
+def log_likelihood_by_enumeration(data, theta, log_delta, D):
+    """sum_e c_e log P(U_e | S_e), Z over all proper subsets T of S with |T| <= D."""
+    ev = data.reductions.setwise
+    total = 0.0
+    for U, V, c in zip(ev.winners, ev.losers, ev.counts, strict=True):
+        S = np.flatnonzero(U | V)
+        Z = sum(
+            np.exp(log_delta[t - 1] + theta[list(T)].mean())
+            for t in range(1, min(D, len(S) - 1) + 1)
+            for T in itertools.combinations(S, t)
+        )
+        total += c * (log_delta[U.sum() - 1] + theta[U].mean() - np.log(Z))
+    return total
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_likelihood_equals_subset_enumeration(masked):
+    rng = np.random.default_rng(1 + masked)
+    L = 5
+    R = (rng.random((L, 7, 4)) < rng.random((L, 1, 1))).astype(int)
+    mask = None
+    if masked:  # several comparison sets, some smaller than D + 1
+        mask = rng.random(R.shape) < 0.7
+        mask[:, 0, 0] = True
+    data = ResponseData(R, mask=mask)
+    model = remove_value_transforms(dl.build(data))
+    theta = zero_sum_normal(rng, 1.0, L)
+    eta = rng.normal(0.0, 1.0, L - 2)
+    logp = model.compile_logp(vars=[model["events"]], sum=True)(values(theta, eta))
+    log_delta = np.concatenate([[0.0], np.log(L) - np.log(comb(L, np.arange(2, L))) + eta])
+    assert logp == pytest.approx(log_likelihood_by_enumeration(data, theta, log_delta, L - 1))
+
+
+def test_complete_data_likelihood_is_the_papers_formula():
+    """With no missing trial every comparison set is all L models and |U| <= L - 1 = D."""
+    rng = np.random.default_rng(0)
+    L = 4
+    data = ResponseData((rng.random((L, 6, 3)) < 0.5).astype(int))
+    model = remove_value_transforms(dl.build(data))
+    theta = zero_sum_normal(rng, 1.0, L)
+    eta = np.zeros(L - 2)
+    logp = model.compile_logp(vars=[model["events"]], sum=True)(values(theta, eta))
+    log_delta = np.concatenate([[0.0], np.log(L) - np.log(comb(L, np.arange(2, L)))])
+    ev = data.reductions.setwise
+    paper_Z = sum(  # sum_{t=1}^{min(D, |S|)} with D = L - 1 and S = all models
+        np.exp(log_delta[t - 1] + theta[list(T)].mean())
+        for t in range(1, L)
+        for T in itertools.combinations(range(L), t)
+    )
+    expected = sum(
+        c * (log_delta[U.sum() - 1] + theta[U].mean() - np.log(paper_Z))
+        for U, c in zip(ev.winners, ev.counts, strict=True)
+    )
+    assert logp == pytest.approx(expected)
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    rng = np.random.default_rng(21)
+    L = 5
+    theta = np.array([-1.0, -0.4, 0.1, 0.5, 0.8])
+    eta = np.array([0.5, -0.3, 0.8])
+    log_delta = np.concatenate([[0.0], np.log(L) - np.log(comb(L, np.arange(2, L))) + eta])
+    data = simulate_davidson_luce(rng, theta, log_delta, 3000)
+    return data, theta, eta
+
+
+def test_posterior_recovers_strengths_and_tie_prevalences(simulated):
+    data, theta, eta = simulated
+    post = fit(data, "davidson_luce", random_seed=4)
+    assert post.diagnostics["passed"].all() and post.diagnostics.attrs["divergences"] == 0
+    draws = np.column_stack([post.theta_draws(), post.idata.posterior["eta"].values.reshape(-1, 3)])
+    lo, hi = np.quantile(draws, [0.0005, 0.9995], axis=0)  # 8 parameters: Bonferroni
+    truth = np.concatenate([theta - theta.mean(), eta])
+    assert np.all((lo <= truth) & (truth <= hi)), (lo, truth, hi)
+    assert kendall_tau(post.theta.mean(("chain", "draw")).values, theta) == pytest.approx(1.0)
+
+    loglik = post.idata.log_likelihood["events"]
+    assert loglik.dims == ("chain", "draw", "event")
+    assert loglik.sizes["event"] == data.reductions.setwise.n_unique
+    # per-group log-likelihoods add up to the model's likelihood at that draw
+    umodel = remove_value_transforms(post.pymc_model)
+    total = umodel.compile_logp(vars=[umodel["events"]], sum=True)
+    at = {v: post.idata.posterior[v].values[1, 17] for v in ("theta", "eta")}
+    assert float(loglik.values[1, 17].sum()) == pytest.approx(total(values(**at)))
+
+
+def test_posterior_mode_matches_davidson_luce_map(simulated):
+    """Same N(0, 1) prior on log-strengths; delta by ML there, a wide N(0, 3) on eta here."""
+    data = simulated[0]
+    try:
+        ranking = bayesrank.rank(data, "davidson_luce_map")
+    except bayesrank.UnknownMethodError:
+        pytest.skip("davidson_luce_map baseline not registered yet")
+    with dl.build(data):
+        mode = pm.find_MAP(progressbar=False, maxeval=5000)
+    baseline = np.log(ranking.scores) - np.log(ranking.scores).mean()
+    np.testing.assert_allclose(mode["theta"], baseline, atol=0.01)
+
+
+def test_edge_cases_and_errors():
+    two = ResponseData(np.array([[[1, 0, 1]], [[0, 1, 0]]]))
+    model = dl.build(two)  # L = 2: only single winners, no tie parameters
+    assert "eta" not in model.named_vars
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+    R = np.array([[[1, 1]], [[1, 0]], [[0, 0]]])
+    with pytest.raises(ValueError, match="max_tie_order"):
+        dl.build(R, max_tie_order=1)
+    with pytest.raises(ValueError, match="no informative"):
+        dl.build(np.ones((3, 2, 2), dtype=int))
+    with pytest.raises(DataError, match="binary"):
+        dl.build(np.random.default_rng(0).integers(0, 3, (3, 2, 2)))
+    with pytest.raises(ValueError, match="batch"):
+        fit_many([R, R], "davidson_luce")
