@@ -69,7 +69,7 @@ def test_exact_posterior_matches_closed_form(make, R0):
 def test_nuts_posterior_matches_closed_form():
     """The PyMC model itself (sampled by NUTS) has the Bayes@N posterior."""
     data = categorical_data()
-    post = fit(data, "bayes", sampler="nutpie", draws=1500, chains=2, random_seed=5)
+    post = fit(data, "bayes", sampler="nutpie", draws=1000, chains=2, random_seed=5)
     assert post.diagnostics.attrs["divergences"] == 0
     assert_matches_closed_form(post, data)
 

@@ -132,8 +132,8 @@ def test_greedy_prior_adds_information_about_abilities():
     R, p = simulate_irt(rng, theta, b, N)
     greedy = (rng.random((L, M, 1)) < logistic(theta[:, None] + 0.3 - b)[..., None]).astype(int)
     data = ResponseData(R, R0=greedy)
-    plain = fit(data, "rasch", random_seed=2)
-    informed = fit(data, "rasch", use_R0=True, random_seed=2)
+    plain = fit(data, "rasch", chains=2, random_seed=2)
+    informed = fit(data, "rasch", use_R0=True, chains=2, random_seed=2)
     assert "delta" in informed.idata.posterior and "k0" in informed.idata.observed_data
     assert list(informed.idata.log_likelihood.data_vars) == ["k"]
     sd_plain = plain.theta.std(("chain", "draw")).values
