@@ -185,3 +185,27 @@ def test_irt_errors_name_the_problem():
         irt.build(binary, kind="3pl", fix_guessing=1.5)
     with pytest.raises(ValueError, match="ability_scale"):
         irt.build(binary, ability_scale=0.0)
+
+
+def test_pointwise_log_likelihood_is_the_binomial_pmf(rasch_fixed):
+    """The likelihood (with log C(n, k) precomputed) is exactly Binomial(n, logistic(theta - b))."""
+    import pymc as pm
+
+    data, _, _, post = rasch_fixed
+    theta = post.idata.posterior["theta"].values[2, 40]
+    b = post.idata.posterior["b"].values[2, 40]
+    expected = stats.binom.logpmf(
+        data.reductions.successes, data.reductions.trials, logistic(theta[:, None] - b)
+    )
+    np.testing.assert_allclose(post.idata.log_likelihood["k"].values[2, 40], expected, rtol=1e-10)
+    with post.pymc_model:
+        pred = pm.sample_posterior_predictive(
+            post.idata.sel(draw=slice(0, 20)), progressbar=False, random_seed=0
+        )
+    k = pred.posterior_predictive["k"]
+    assert k.dims == ("chain", "draw", "llm", "question")
+    assert k.values.min() >= 0 and k.values.max() <= data.N
+    # replicated counts track the observed ones
+    assert np.corrcoef(k.mean(("chain", "draw")).values.ravel(), data.reductions.successes.ravel())[
+        0, 1
+    ] > 0.9
