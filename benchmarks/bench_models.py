@@ -19,6 +19,11 @@ Run: ``python benchmarks/bench_models.py [--models rasch,2pl] [--samplers nutpie
 [--key combined] [--draws 1000] [--no-naive]``.  Results are printed as a
 table and written to ``bench-results/bench_models.csv``.  Timings on a shared
 machine are noisy; compare the ratios measured in the same run.
+
+``--defaults`` instead fits every model with default settings (sampler,
+draws, chains) to every bundled example key and reports whether the
+convergence checks pass (R-hat <= 1.01, bulk/tail ESS >= 400, no divergence,
+E-BFMI >= 0.3): ``bench-results/bench_models_defaults.csv``.
 """
 
 from __future__ import annotations
@@ -153,6 +158,36 @@ def run_ours(name, data, sampler, draws, seed):
     }
 
 
+def check_defaults(models) -> None:
+    from bayesrank.datasets import EXAMPLE_KEYS
+
+    rows = []
+    for key in EXAMPLE_KEYS:
+        data = bayesrank.datasets.example(key)
+        for name in models:
+            t0 = time.perf_counter()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                post = fit(data, name, random_seed=0, progressbar=False)
+            frame = post.diagnostics
+            rows.append({
+                "key": key, "model": name, "sampler": post.sampler,
+                "wall_s": time.perf_counter() - t0,
+                "max_r_hat": float(frame["r_hat"].max()),
+                "min_ess_bulk": float(frame["ess_bulk"].min()),
+                "min_ess_tail": float(frame["ess_tail"].min()),
+                "divergences": frame.attrs["divergences"],
+                "min_bfmi": min(frame.attrs["bfmi"], default=np.nan),
+                "passed": not any(w.category.__name__ == "SamplingWarning" for w in caught),
+            })
+            print(rows[-1], flush=True)
+    table = pd.DataFrame(rows)
+    OUT.mkdir(exist_ok=True)
+    table.to_csv(OUT / "bench_models_defaults.csv", index=False)
+    with pd.option_context("display.width", 160, "display.float_format", "{:.4g}".format):
+        print(table.to_string(index=False))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(MODELS))
@@ -161,7 +196,11 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-naive", action="store_true")
+    parser.add_argument("--defaults", action="store_true")
     args = parser.parse_args()
+    if args.defaults:
+        check_defaults(args.models.split(","))
+        return
 
     data = bayesrank.datasets.example(args.key)
     print(f"{data}\n", flush=True)
