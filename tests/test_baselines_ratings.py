@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 import pytest
+from _sims import binary_with_spread as _binary
 from scipy.stats import norm
 
 import bayesrank
@@ -31,13 +32,6 @@ IDENTIFIERS = [
     "glicko_tie_correct_draw_only",
     "trueskill",
 ]
-
-
-def _binary(seed: int, L: int, M: int, N: int, spread: float = 0.35) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    ability = rng.uniform(0.5 - spread, 0.5 + spread, size=(L, 1, 1))
-    ease = rng.uniform(0.4, 1.0, size=(1, M, 1))
-    return (rng.random((L, M, N)) < np.clip(ability * ease * 1.4, 0, 1)).astype(np.int8)
 
 
 # Small and medium tensors; scorio's Python loops cost ~0.1 ms per event and pair.

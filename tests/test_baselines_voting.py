@@ -14,6 +14,7 @@ import json
 
 import numpy as np
 import pytest
+from _sims import binary_with_spread as _binary
 
 import bayesrank
 from bayesrank import DataError, ResponseData
@@ -35,13 +36,6 @@ VOTING = sorted(
     i for i in bayesrank.methods(paper_only=True).query("label == 'Voting rules'")["identifier"]
 )
 KEMENY = [i for i in VOTING if i.startswith("kemeny")]
-
-
-def _binary(seed: int, L: int, M: int, N: int, spread: float = 0.35) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    ability = rng.uniform(0.5 - spread, 0.5 + spread, size=(L, 1, 1))
-    ease = rng.uniform(0.4, 1.0, size=(1, M, 1))
-    return (rng.random((L, M, N)) < np.clip(ability * ease * 1.4, 0, 1)).astype(np.int8)
 
 
 TENSORS = {
