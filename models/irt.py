@@ -33,6 +33,12 @@ them.  For the same reason the log-discriminations have a fixed scale (a
 learnt one funnelled on small data: 40-50 divergences on 6 x 10 x 8); 0.5
 keeps 95% of discriminations within a factor 2.7 of their geometric mean.
 
+3PL caveat: with a guessing floor per question the posterior can be
+multimodal (a question may be explained by a high floor or by its slope); on
+the bundled example chains settle in different modes and ``fit`` warns
+(R-hat about 1.5).  Prefer 2PL there, or fix the floor (``fix_guessing``);
+docs/samplers.md has the evidence.
+
 Empirical prior from R0 (opt-in, ``use_R0=True``).  Prior outcomes such as one
 greedy decode per question are modelled as a second, shifted examinee:
 
