@@ -31,6 +31,7 @@ _LAZY = {
     "save": "bayesrank.io",
     "datasets": "bayesrank.datasets",
     "fit": "bayesrank.fitting",
+    "fit_many": "bayesrank.fitting",
     "Posterior": "bayesrank.posterior",
     "NormalPosterior": "bayesrank.posterior",
     "closed_form": "bayesrank.posterior",
