@@ -81,6 +81,22 @@ _LOG_DELTA_BOUND = 30.0
 _CHUNK = 64
 
 
+def _penalised(f, g, H, x: np.ndarray, prior_var: float | None, scale: float):
+    """Add the identification penalty to a negative log-likelihood and its derivatives.
+
+    ML (``prior_var`` None): a quadratic penalty on the mean of ``x`` pins the
+    location without moving the optimum; MAP: the Gaussian prior ``x ~ N(0, prior_var)``.
+    Everything is divided by ``scale`` (the event count) so Newton's tolerances are relative.
+    """
+    L = x.size
+    if prior_var is None:
+        m = x.mean()
+        f, g, H = f + 0.5 * m**2 * scale, g + m * scale / L, H + scale / L**2
+    else:
+        f, g, H = f + 0.5 * x @ x / prior_var, g + x / prior_var, H + np.eye(L) / prior_var
+    return f / scale, g / scale, H / scale
+
+
 # -- elementary symmetric polynomials ---------------------------------------------------------
 def elementary_symmetric(x: np.ndarray, max_order: int) -> np.ndarray:
     """Elementary symmetric polynomials ``e_0, ..., e_max_order`` of the last axis of ``x``.
@@ -465,12 +481,7 @@ def _dl_fit_profile(st: _DLStats, prior_var: float | None, max_iter: int):
     def objective(x):
         value, g, H = _dl_profile_terms(x, st)[:3]
         f, g, H = -value, -g, -H
-        if prior_var is None:
-            m = x.mean()
-            f, g, H = f + 0.5 * m**2 * scale, g + m * scale / L, H + scale / L**2
-        else:
-            f, g, H = f + 0.5 * x @ x / prior_var, g + x / prior_var, H + np.eye(L) / prior_var
-        return f / scale, g / scale, H / scale
+        return _penalised(f, g, H, x, prior_var, scale)
 
     x = _newton(objective, np.zeros(L), max_iter, "Davidson-Luce fit")
     # the profile likelihood sees theta only through the winner shares A (and a symmetric
@@ -578,12 +589,7 @@ def btl_log_strengths(
     def objective(x):
         value, g, H = _btl_terms(x, st, True)
         f, g, H = -value, -g, -H
-        if prior_var is None:
-            m = x.mean()
-            f, g, H = f + 0.5 * m**2 * scale, g + m * scale / L, H + scale / L**2
-        else:
-            f, g, H = f + 0.5 * x @ x / prior_var, g + x / prior_var, H + np.eye(L) / prior_var
-        return f / scale, g / scale, H / scale
+        return _penalised(f, g, H, x, prior_var, scale)
 
     x = _newton(objective, x0, max_iter, "Bradley-Terry-Luce fit")
     return x - x.mean()
@@ -674,12 +680,7 @@ def pl_rankings_log_strengths(
         f = -(x @ wins - lse.sum())
         g = -(wins - P.sum(axis=0))
         H = np.diag(P.sum(axis=0)) - np.einsum("sk,sj->kj", P, P)
-        if prior_var is None:
-            m = x.mean()
-            f, g, H = f + 0.5 * m**2 * scale, g + m * scale / L, H + scale / L**2
-        else:
-            f, g, H = f + 0.5 * x @ x / prior_var, g + x / prior_var, H + np.eye(L) / prior_var
-        return f / scale, g / scale, H / scale
+        return _penalised(f, g, H, x, prior_var, scale)
 
     x = _newton(objective, np.zeros(L), max_iter, "Plackett-Luce rankings fit")
     return x - x.mean()
