@@ -210,6 +210,7 @@ def fit_many(
     tune: int = 1000,
     chains: int = 4,
     random_seed: int | None = None,
+    progressbar: bool | None = None,
     target_accept: float = 0.8,
     log_likelihood: bool = True,
     warn: bool = True,
@@ -230,6 +231,10 @@ def fit_many(
     model : str
     draws, tune, chains, random_seed, target_accept, log_likelihood
         As in :func:`fit`.
+    progressbar : bool, optional
+        One bar on stderr for the whole batch (all chains of all datasets):
+        iterations of warm-up then sampling, divergences so far, elapsed time.
+        Default: on in a terminal or notebook, off otherwise.  Same draws either way.
     warn : bool
         Emit a SamplingWarning for each dataset whose fit fails the checks
         (``Posterior.diagnostics`` is filled either way).
@@ -275,6 +280,7 @@ def fit_many(
         seed=seed,
         target_accept=float(target_accept),
         cache_key=(key, wanted),
+        progressbar=default_progressbar() if progressbar is None else bool(progressbar),
     )
     timings = {**timings, "batch_size": len(data)}
     return [

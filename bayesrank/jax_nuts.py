@@ -11,6 +11,7 @@ runs on a GPU when JAX sees one and on the CPU otherwise.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
-__all__ = ["JaxModel", "jaxify", "run_nuts"]
+__all__ = ["JaxModel", "ProgressBar", "jaxify", "run_nuts"]
 
 STAT_NAMES = ("lp", "energy", "diverging", "n_steps", "step_size", "acceptance_rate")
 
@@ -88,10 +89,112 @@ def initial_points(model: pm.Model, n: int, seed: int) -> list[np.ndarray]:
     return [np.stack([p[name] for p in points]) for name in names]
 
 
+class _Relay:
+    """Forwards progress reports from a compiled program to the current run's bar.
+
+    A cached program keeps the callback it was compiled with, so the callback
+    is this relay and each run points it at its own bar.
+    """
+
+    def __init__(self) -> None:
+        self.bar: ProgressBar | None = None
+
+    def __call__(self, iteration: Any, divergences: Any) -> None:
+        if self.bar is not None:
+            self.bar.update(int(iteration), int(divergences))
+
+
+class ProgressBar:
+    """One bar for a whole batch of chains: iterations, phase, divergences, elapsed time.
+
+    Drawn with ``rich`` (a PyMC dependency) when importable, else as one
+    carriage-return line; always on stderr.
+    """
+
+    def __init__(self, *, tune: int, draws: int, label: str) -> None:
+        self.tune, self.total, self.label = tune, tune + draws, label
+        self._start = time.perf_counter()
+        self._progress = self._task = None
+        try:
+            from rich.console import Console
+        except ImportError:  # rich comes with PyMC; a plain line otherwise
+            self._console = None
+        else:
+            self._console = Console(stderr=True)
+
+    def message(self, text: str) -> None:
+        """One line of text (e.g. "compiling...") before the bar starts."""
+        if self._console is not None:
+            self._console.print(text, highlight=False)
+        else:
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+
+    def start(self) -> None:
+        self._start = time.perf_counter()
+        if self._console is None:
+            return
+        from rich import progress as rp
+
+        self._progress = rp.Progress(
+            rp.TextColumn("{task.description}"),
+            rp.BarColumn(),
+            rp.MofNCompleteColumn(),
+            rp.TextColumn("{task.fields[divergences]} divergences"),
+            rp.TimeElapsedColumn(),
+            rp.TimeRemainingColumn(),
+            console=self._console,
+        )
+        self._task = self._progress.add_task(self._describe(0), total=self.total, divergences=0)
+        self._progress.start()
+
+    def _describe(self, iteration: int) -> str:
+        phase = "warm-up" if iteration < self.tune else "sampling"
+        return f"{self.label}, {phase:<8}"
+
+    def update(self, iteration: int, divergences: int) -> None:
+        if self._progress is not None:
+            self._progress.update(
+                self._task,
+                completed=iteration,
+                description=self._describe(iteration),
+                divergences=divergences,
+            )
+            return
+        elapsed = time.perf_counter() - self._start
+        sys.stderr.write(
+            f"\r{self._describe(iteration)} {iteration}/{self.total} iterations, "
+            f"{divergences} divergences, {elapsed:.1f} s"
+        )
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+        elif self._console is None:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
 def _chain_sampler(
-    jm: JaxModel, *, tune: int, draws: int, target_accept: float, max_tree_depth: int
+    jm: JaxModel,
+    *,
+    tune: int,
+    draws: int,
+    target_accept: float,
+    max_tree_depth: int,
+    report: _Relay | None = None,
 ):
+    """The jitted program ``(keys, z0, data) -> (values, loglik, stats)`` for a batch.
+
+    One ``lax.scan`` over iterations advances every chain of every dataset (the
+    NUTS step is vmapped over chains, then datasets).  The scan sits outside
+    the vmaps so that ``report`` (a host callback, when given) is called once
+    per reported iteration for the whole batch, every ~1% of iterations and on
+    the last; the draws do not depend on it.
+    """
     import jax
+    import jax.numpy as jnp
     from numpyro.infer.hmc import hmc
 
     def potential_gen(*data):
@@ -102,8 +205,8 @@ def _chain_sampler(
 
     init_kernel, sample_kernel = hmc(potential_fn_gen=potential_gen, algo="NUTS")
 
-    def one_chain(key, z0, data):
-        state = init_kernel(
+    def init_one(key, z0, data):
+        return init_kernel(
             tuple(z0),
             num_warmup=tune,
             target_accept_prob=target_accept,
@@ -112,29 +215,63 @@ def _chain_sampler(
             rng_key=key,
         )
 
-        def step(s, _):
-            s = sample_kernel(s, model_args=tuple(data))
-            stats = (
-                -s.potential_energy,
-                s.energy,
-                s.diverging,
-                s.num_steps,
-                s.adapt_state.step_size,
-                s.accept_prob,
-            )
-            return s, (s.z, stats)
+    def step_one(state, data):
+        s = sample_kernel(state, model_args=tuple(data))
+        stats = (
+            -s.potential_energy,
+            s.energy,
+            s.diverging,
+            s.num_steps,
+            s.adapt_state.step_size,
+            s.accept_prob,
+        )
+        return s, (s.z, stats)
 
-        state, _ = jax.lax.scan(lambda s, x: (step(s, x)[0], None), state, None, length=tune)
-        _, (z, stats) = jax.lax.scan(step, state, None, length=draws)
-        values = jax.vmap(lambda zz: jm.outputs(*zz, *data))(z)
-        loglik = ()
-        if jm.log_likelihood is not None:
-            loglik = jax.vmap(lambda zz: jm.log_likelihood(*zz, *data))(z)
+    init_all = jax.vmap(jax.vmap(init_one, in_axes=(0, 0, None)), in_axes=(0, 0, 0))
+    step_all = jax.vmap(jax.vmap(step_one, in_axes=(0, None)), in_axes=(0, 0))
+    total = tune + draws
+    every = max(1, total // 100)
+
+    def progress(iteration, divergences):
+        if report is None:
+            return
+        jax.lax.cond(
+            (iteration % every == 0) | (iteration == total),
+            lambda: jax.debug.callback(report, iteration, divergences, ordered=True),
+            lambda: None,
+        )
+
+    def program(keys, z0, data):
+        state = init_all(keys, z0, data)
+
+        def warm(carry, i):
+            state, divergences = carry
+            state, _ = step_all(state, data)
+            progress(i + 1, divergences)
+            return (state, divergences), None
+
+        def sample(carry, i):
+            state, divergences = carry
+            state, (z, stats) = step_all(state, data)
+            divergences = divergences + jnp.sum(stats[2])
+            progress(tune + i + 1, divergences)
+            return (state, divergences), (z, stats)
+
+        carry = (state, jnp.zeros((), dtype=jnp.int64))
+        carry, _ = jax.lax.scan(warm, carry, jnp.arange(tune))
+        _, (z, stats) = jax.lax.scan(sample, carry, jnp.arange(draws))
+        # scan stacks iterations first: (draw, dataset, chain, ...) -> (dataset, chain, draw, ...)
+        z, stats = jax.tree.map(lambda a: jnp.moveaxis(a, 0, 2), (z, stats))
+
+        def per_dataset(f):
+            per_draw = jax.vmap(lambda zz, d: f(*zz, *d), in_axes=(0, None))
+            return jax.vmap(jax.vmap(per_draw, in_axes=(0, None)), in_axes=(0, 0))
+
+        values = per_dataset(jm.outputs)(z, data)
+        loglik = () if jm.log_likelihood is None else per_dataset(jm.log_likelihood)(z, data)
         return values, loglik, stats
 
-    by_chain = jax.vmap(one_chain, in_axes=(0, 0, None))
-    by_dataset = jax.vmap(by_chain, in_axes=(0, 0, 0))
-    return jax.jit(by_dataset)
+    return jax.jit(program)
 
 
 def run_nuts(
@@ -149,6 +286,7 @@ def run_nuts(
     max_tree_depth: int = 10,
     cache_key: Any = None,
     model: pm.Model | None = None,
+    progressbar: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Sample every dataset in one vectorised program.
 
@@ -161,6 +299,12 @@ def run_nuts(
         Reuse the program compiled under this key (with the same sizes).
     model : pymc.Model, optional
         Model whose prior gives the starting points (default ``jm.model``).
+    progressbar : bool
+        Show one bar on stderr for the whole batch (iterations of warm-up then
+        sampling, divergences so far, elapsed time), updated from inside the
+        compiled program every ~1% of iterations; "compiling..." is printed
+        first when the program is compiled.  Same seed, same draws, with or
+        without it (a program with the bar is compiled and cached separately).
 
     Returns
     -------
@@ -179,21 +323,48 @@ def run_nuts(
 
     from bayesrank.sampling import cached
 
+    progressbar = bool(progressbar)
+    bar = None
+    if progressbar:
+        label = f"{chains} chain{'s' * (chains != 1)}"
+        if n_sets > 1:
+            label = f"{n_sets} datasets x {label}"
+        bar = ProgressBar(tune=tune, draws=draws, label=label)
     keys = jax.random.split(jax.random.key(seed), n_sets * chains).reshape(n_sets, chains)
     starts = initial_points(jm.model if model is None else model, n_sets * chains, seed)
     z0 = [jnp.asarray(s.reshape(n_sets, chains, *s.shape[1:])) for s in starts]
     stacked = [jnp.asarray(np.stack(column)) for column in zip(*datasets, strict=True)]
 
     def make():
+        if bar is not None:
+            bar.message(f"Compiling NUTS ({bar.label}) ...")
+        relay = _Relay() if progressbar else None
         program = _chain_sampler(
-            jm, tune=tune, draws=draws, target_accept=target_accept, max_tree_depth=max_tree_depth
+            jm,
+            tune=tune,
+            draws=draws,
+            target_accept=target_accept,
+            max_tree_depth=max_tree_depth,
+            report=relay,
         )
-        return program.lower(keys, z0, stacked).compile()
+        return program.lower(keys, z0, stacked).compile(), relay
 
-    settings = (n_sets, chains, draws, tune, target_accept, max_tree_depth)
-    compiled, _ = cached(None if cache_key is None else ("nuts", cache_key, settings), make)
+    settings = (n_sets, chains, draws, tune, target_accept, max_tree_depth, progressbar)
+    (compiled, relay), _ = cached(
+        None if cache_key is None else ("nuts", cache_key, settings), make
+    )
     t1 = time.perf_counter()
-    values, loglik, stats = jax.block_until_ready(compiled(keys, z0, stacked))
+    if bar is not None:
+        relay.bar = bar
+        bar.start()
+    try:
+        values, loglik, stats = jax.block_until_ready(compiled(keys, z0, stacked))
+        if bar is not None:
+            jax.effects_barrier()  # every report has reached the bar
+    finally:
+        if bar is not None:
+            relay.bar = None
+            bar.close()
     t2 = time.perf_counter()
     values = [np.asarray(v) for v in values]
     loglik = [np.asarray(v) for v in loglik]

@@ -238,6 +238,7 @@ def _sample_numpyro(model, *, draws, tune, chains, seed, progressbar, target_acc
         target_accept=target_accept,
         cache_key=None if key is None else (key, tuple(log_likelihood)),
         model=model,
+        progressbar=progressbar,
     )
     idata = jax_inference_data(model, result)
     return idata, {"compile": t1 - t0 + timings["compile"], "sample": timings["sample"]}
