@@ -138,7 +138,7 @@ class ProgressBar:
 
         self._progress = rp.Progress(
             rp.TextColumn("{task.description}"),
-            rp.BarColumn(),
+            rp.BarColumn(bar_width=max(8, 36 - len(self._describe(0)))),  # fits 80 columns
             rp.MofNCompleteColumn(),
             rp.TextColumn("{task.fields[divergences]} divergences"),
             rp.TimeElapsedColumn(),
@@ -150,7 +150,7 @@ class ProgressBar:
 
     def _describe(self, iteration: int) -> str:
         phase = "warm-up" if iteration < self.tune else "sampling"
-        return f"{self.label}, {phase:<8}"
+        return f"{phase:<8} {self.label}"
 
     def update(self, iteration: int, divergences: int) -> None:
         if self._progress is not None:

@@ -60,7 +60,7 @@ def test_fit_bar_on_stderr_when_asked_silent_otherwise_same_draws(capfd, monkeyp
     data = tensor(0)
     with_bar = fit(data, "rasch", sampler="numpyro", progressbar=True, **RUN)
     out, err = capfd.readouterr()
-    assert f"{TOTAL}/{TOTAL}" in err and "3 chains, sampling" in err and "divergences" in err
+    assert f"{TOTAL}/{TOTAL}" in err and "sampling 3 chains" in err and "divergences" in err
     assert f"/{TOTAL}" not in out
 
     # reports come from inside the compiled program every ~1%, through warm-up and sampling
@@ -110,5 +110,5 @@ def test_plain_line_when_rich_is_missing(capfd, monkeypatch):
     assert lines[0] == "Compiling NUTS (4 chains) ..."
     updates = lines[1].split("\r")[1:]
     assert len(updates) == 5 and lines[2:] == [""]
-    assert updates[0].startswith("4 chains, warm-up  1/5 iterations, 0 divergences")
-    assert updates[-1].startswith("4 chains, sampling 5/5 iterations, 1 divergences")
+    assert updates[0].startswith("warm-up  4 chains 1/5 iterations, 0 divergences")
+    assert updates[-1].startswith("sampling 4 chains 5/5 iterations, 1 divergences")
