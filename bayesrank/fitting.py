@@ -67,6 +67,13 @@ def _check_draws(draws: int, tune: int, chains: int) -> None:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
+def _target_accept(spec: Any, target_accept: float | None) -> float:
+    value = spec.target_accept if target_accept is None else float(target_accept)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
+    return value
+
+
 def _tag(spec: Any, options: dict[str, Any]) -> tuple | None:
     """What besides data shapes determines a model's graph (None: never reuse)."""
     if not spec.batchable:
@@ -121,7 +128,7 @@ def fit(
     chains: int = 4,
     random_seed: int | None = None,
     progressbar: bool | None = None,
-    target_accept: float = 0.8,
+    target_accept: float | None = None,
     log_likelihood: bool = True,
     **model_options: Any,
 ) -> Posterior:
@@ -144,8 +151,9 @@ def fit(
         ``posterior.idata.posterior.attrs["random_seed"]``.
     progressbar : bool, optional
         Default: on in a terminal or notebook, off otherwise.
-    target_accept : float
+    target_accept : float, optional
         NUTS step-size adaptation target; raise it (e.g. 0.95) after divergences.
+        Default: the model's (0.9 for Rasch, 0.8 otherwise; docs/samplers.md).
     log_likelihood : bool
         Store the pointwise log-likelihood (for LOO/WAIC).
     **model_options
@@ -167,10 +175,9 @@ def fit(
     from bayesrank.models import get_model
 
     _check_draws(draws, tune, chains)
-    if not 0.0 < float(target_accept) < 1.0:
-        raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
-    d = as_response_data(data)
     spec = get_model(model)
+    target_accept = _target_accept(spec, target_accept)
+    d = as_response_data(data)
     pymc_model = spec.build(d, **model_options)
     observed_var = spec.observed_var(pymc_model)
     chosen = _choose_sampler(model, sampler)
@@ -211,7 +218,7 @@ def fit_many(
     chains: int = 4,
     random_seed: int | None = None,
     progressbar: bool | None = None,
-    target_accept: float = 0.8,
+    target_accept: float | None = None,
     log_likelihood: bool = True,
     warn: bool = True,
     **model_options: Any,
@@ -252,6 +259,7 @@ def fit_many(
     _check_draws(draws, tune, chains)
     require("numpyro")
     spec = get_model(model)
+    target_accept = _target_accept(spec, target_accept)
     if not spec.batchable:
         raise ValueError(f"model {model!r} cannot be fitted in a batch; call fit() per dataset")
     data = [as_response_data(x) for x in datasets]

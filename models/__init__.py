@@ -11,7 +11,7 @@ identifier        model                                       observed variable
 ``bayes``         Dirichlet-multinomial Bayes@N               ``counts``
 ``rasch``         hierarchical Rasch (1PL), binomial          ``k``
 ``2pl``           hierarchical 2PL                            ``k``
-``3pl``           hierarchical 3PL                            ``k``
+``3pl``           hierarchical 3PL, beta-binomial             ``k``
 ``bradley_terry`` Bradley-Terry (``ties="davidson"``: ties)   ``wins`` / ``outcomes``
 ``davidson``      Bradley-Terry with Davidson ties            ``outcomes``
 ``davidson_luce`` Davidson-Luce on setwise events             ``events``
@@ -53,6 +53,7 @@ class ModelSpec:
     description: str
     defaults: Mapping[str, Any] = field(default_factory=dict)
     batchable: bool = True  # all data live in pm.Data containers of data-independent shape
+    target_accept: float = 0.8  # NUTS adaptation target used when fit() is given none
 
     def build(self, data: Any, **options: Any) -> pm.Model:
         return self.builder(data, **{**self.defaults, **options})
@@ -68,9 +69,12 @@ def _spec(
     builder: Callable[..., pm.Model],
     description: str,
     batchable: bool = True,
+    target_accept: float = 0.8,
     **defaults: Any,
 ) -> ModelSpec:
-    return ModelSpec(name, builder, description, MappingProxyType(defaults), batchable)
+    return ModelSpec(
+        name, builder, description, MappingProxyType(defaults), batchable, target_accept
+    )
 
 
 MODELS: Mapping[str, ModelSpec] = MappingProxyType(
@@ -78,9 +82,20 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
         spec.name: spec
         for spec in (
             _spec("bayes", bayes.build, "Bayes@N Dirichlet-multinomial (closed form exists)"),
-            _spec("rasch", partial(irt.build, kind="rasch"), "hierarchical Rasch (1PL)"),
+            # Smaller steps explore the one-sided difficulty posterior of a question
+            # almost every model always solves (docs/samplers.md).
+            _spec(
+                "rasch",
+                partial(irt.build, kind="rasch"),
+                "hierarchical Rasch (1PL)",
+                target_accept=0.9,
+            ),
             _spec("2pl", partial(irt.build, kind="2pl"), "hierarchical 2PL IRT"),
-            _spec("3pl", partial(irt.build, kind="3pl"), "hierarchical 3PL IRT"),
+            _spec(
+                "3pl",
+                partial(irt.build, kind="3pl"),
+                "hierarchical 3PL IRT (beta-binomial: over-dispersed cells)",
+            ),
             _spec("bradley_terry", bradley_terry.build, "Bayesian Bradley-Terry on pairwise wins"),
             _spec(
                 "davidson",

@@ -37,12 +37,17 @@ def rasch_prior_draw(rng, L, M, *, ability_scale=3.0):
     return theta, b
 
 
-def simulate_irt(rng, theta, b, N, *, a=None, c=None):
-    """Binary R from p_lm = c_m + (1 - c_m) logistic(a_m (theta_l - b_m)), shuffled trials."""
+def simulate_irt(rng, theta, b, N, *, a=None, c=None, phi=None):
+    """Binary R from p_lm = c_m + (1 - c_m) logistic(a_m (theta_l - b_m)), shuffled trials.
+
+    With ``phi``, each cell's trials share a rate drawn from Beta(p phi, (1 - p) phi)
+    (beta-binomial counts); the returned p is the curve's, not the cell's.
+    """
     a = np.ones_like(b) if a is None else a
     c = np.zeros_like(b) if c is None else c
     p = c + (1 - c) * logistic(a * (theta[:, None] - b[None, :]))
-    return (rng.random((*p.shape, N)) < p[..., None]).astype(np.int8), p
+    rate = p if phi is None else rng.beta(p * phi, (1 - p) * phi)
+    return (rng.random((*p.shape, N)) < rate[..., None]).astype(np.int8), p
 
 
 def pairwise_data(rng, theta, n_per_pair, *, tie_log_nu=None):

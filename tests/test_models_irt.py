@@ -94,8 +94,11 @@ def test_rasch_posterior_ordering_matches_rasch_map(rasch_fixed):
     assert np.corrcoef(mean, ranking.scores)[0, 1] > 0.98
 
 
-@pytest.mark.parametrize("kind", ["2pl", "3pl"])
-def test_2pl_3pl_recover_simulated_parameters(kind):
+@pytest.mark.parametrize(
+    "kind, likelihood", [("2pl", None), ("3pl", None), ("3pl", "binomial")]
+)
+def test_2pl_3pl_recover_simulated_parameters(kind, likelihood):
+    """Binomial data: both 3PL likelihoods recover the truth (beta-binomial -> binomial limit)."""
     rng = np.random.default_rng(11 if kind == "2pl" else 12)
     L, M, N = 10, 30, 20
     theta = rng.normal(0.0, 1.5, L)
@@ -103,7 +106,8 @@ def test_2pl_3pl_recover_simulated_parameters(kind):
     beta = zero_sum_normal(rng, abs(rng.normal(0, 2.5)), M)
     c = rng.beta(1.0, 19.0, M) if kind == "3pl" else None
     R, _ = simulate_irt(rng, theta, -beta / a, N, a=a, c=c)
-    post = fit(R, kind, draws=1000, chains=4, random_seed=3)
+    options = {} if likelihood is None else {"likelihood": likelihood}
+    post = fit(R, kind, draws=1000, chains=4, random_seed=3, **options)
     assert post.diagnostics.attrs["divergences"] == 0
     assert post.diagnostics["passed"].all(), post.diagnostics
     hits = [
@@ -119,6 +123,57 @@ def test_2pl_3pl_recover_simulated_parameters(kind):
     a_mean = draws_of(post, "a").mean(0)
     np.testing.assert_allclose(np.exp(np.log(a_mean).mean()), 1.0, atol=0.1)
     assert np.corrcoef(b_mean, -beta / a)[0, 1] > 0.9
+
+
+# -- over-dispersion (beta-binomial) ------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def overdispersed():
+    """Rasch curve with cell rates scattered around it: Beta(p phi, (1 - p) phi), phi = 3."""
+    rng = np.random.default_rng(21)
+    theta = np.linspace(-1.5, 1.5, 12)
+    b = zero_sum_normal(rng, 1.0, 25)
+    R, _ = simulate_irt(rng, theta, b, 40, phi=3.0)
+    return ResponseData(R), theta, 3.0
+
+
+def test_beta_binomial_recovers_abilities_and_overdispersion(overdispersed):
+    data, theta, phi = overdispersed
+    post = fit(data, "rasch", likelihood="beta_binomial", random_seed=4)
+    assert post.diagnostics["passed"].all(), post.diagnostics
+    assert_coverage(interval_hits(draws_of(post, "theta"), theta))
+    lo, hi = np.quantile(draws_of(post, "phi"), [0.05, 0.95])
+    assert lo < phi < hi
+
+
+def test_binomial_intervals_are_overconfident_on_overdispersed_data(overdispersed):
+    """Why the 3PL defaults to beta-binomial: binomial intervals miss the truth here."""
+    data, theta, _ = overdispersed
+    post = fit(data, "rasch", random_seed=4)
+    hits = interval_hits(draws_of(post, "theta"), theta)
+    assert stats.binomtest(int(hits.sum()), hits.size, 0.9, alternative="less").pvalue < 0.01
+
+
+def test_beta_binomial_log_likelihood_is_scipys_pmf():
+    rng = np.random.default_rng(3)
+    R, _ = simulate_irt(rng, np.linspace(-1, 1, 4), zero_sum_normal(rng, 1.0, 6), 7, phi=4.0)
+    post = fit(R, "3pl", draws=50, tune=50, chains=1, random_seed=0)
+    draw = {v: post.idata.posterior[v].values[0, 10] for v in ("theta", "a", "beta", "c", "phi")}
+    p = draw["c"] + (1 - draw["c"]) * logistic(draw["a"] * draw["theta"][:, None] + draw["beta"])
+    k = post.data.reductions.successes
+    expected = stats.betabinom.logpmf(k, 7, p * draw["phi"], (1 - p) * draw["phi"])
+    np.testing.assert_allclose(post.idata.log_likelihood["k"].values[0, 10], expected, rtol=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::bayesrank.diagnostics.SamplingWarning")
+def test_binomial_3pl_is_multimodal_where_the_default_converges():
+    """Bundled example, aime24: the default 3PL passes every check; binomial chains disagree."""
+    data = bayesrank.datasets.example("aime24")
+    default = fit(data, "3pl", random_seed=0)
+    assert default.diagnostics["passed"].all(), default.diagnostics
+    assert default.diagnostics.attrs["divergences"] == 0
+    binomial = fit(data, "3pl", likelihood="binomial", random_seed=0)
+    assert binomial.diagnostics["r_hat"].max() > 1.1
 
 
 # -- empirical prior from R0 --------------------------------------------------------------
@@ -185,6 +240,8 @@ def test_irt_errors_name_the_problem():
         irt.build(binary, kind="3pl", fix_guessing=1.5)
     with pytest.raises(ValueError, match="ability_scale"):
         irt.build(binary, ability_scale=0.0)
+    with pytest.raises(ValueError, match="likelihood"):
+        irt.build(binary, likelihood="poisson")
 
 
 def test_pointwise_log_likelihood_is_the_binomial_pmf(rasch_fixed):
