@@ -144,6 +144,8 @@ def test_beta_binomial_recovers_abilities_and_overdispersion(overdispersed):
     assert_coverage(interval_hits(draws_of(post, "theta"), theta))
     lo, hi = np.quantile(draws_of(post, "phi"), [0.05, 0.95])
     assert lo < phi < hi
+    overall = post.ppc().overall.set_index("statistic")
+    assert not overall.loc[["question_dispersion", "model_dispersion"], "flagged"].any()
 
 
 def test_binomial_intervals_are_overconfident_on_overdispersed_data(overdispersed):
@@ -152,6 +154,8 @@ def test_binomial_intervals_are_overconfident_on_overdispersed_data(overdisperse
     post = fit(data, "rasch", random_seed=4)
     hits = interval_hits(draws_of(post, "theta"), theta)
     assert stats.binomtest(int(hits.sum()), hits.size, 0.9, alternative="less").pvalue < 0.01
+    overall = post.ppc().overall.set_index("statistic")  # and the PPC says why
+    assert overall.loc[["question_dispersion", "model_dispersion"], "flagged"].all()
 
 
 def test_beta_binomial_log_likelihood_is_scipys_pmf():
