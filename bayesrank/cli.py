@@ -1,4 +1,4 @@
-"""Command-line interface: ``bayesrank rank``, ``bayesrank methods``, ``bayesrank report``."""
+"""Command-line interface: ``bayesrank rank``, ``methods``, ``report`` and ``study``."""
 
 from __future__ import annotations
 
@@ -79,6 +79,41 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _int_list(text: str | None) -> list[int] | None:
+    return [int(v) for v in text.split(",") if v] if text else None
+
+
+def _cmd_study(args: argparse.Namespace) -> int:
+    from bayesrank.study import run_study
+
+    data, source = _load_data(args.data, args.key, args.prior)
+    try:
+        result = run_study(
+            data,
+            protocols=args.protocol,
+            methods=args.methods,
+            seed=args.seed,
+            n_trials=args.n_trials,
+            draws=args.draws,
+            budgets=_int_list(args.budgets),
+            reps=args.reps,
+            sizes=_int_list(args.sizes),
+            subsets=args.subsets,
+            prior_reps=args.prior_reps,
+        )
+    except (ValueError, KeyError) as exc:  # bad protocol, budget, size or method: say which
+        print(f"bayesrank: error: {str(exc).strip(chr(39))}", file=sys.stderr)
+        return 2
+    paths = result.to_csv(args.output)
+    print(f"# study on {source}: {data!r}")
+    print(result)
+    summary = result.summary()
+    if not summary.empty:
+        print(summary.to_string(index=False, float_format="%.4f"))
+    print(f"wrote {len(paths)} files to {args.output}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bayesrank",
@@ -114,6 +149,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("-o", "--output", default="report.html")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("study", help="run the paper's evaluation protocols (gold agreement, N=1 "
+                       "stability, convergence, model-pool bootstrap, prior effect); write CSVs")
+    _add_data_arguments(p)
+    p.add_argument("--protocol", default="gold,stability",
+                   help="comma-separated: gold, stability, convergence, bootstrap, prior")
+    p.add_argument("--methods", default=None,
+                   help="comma-separated method identifiers (default: the paper's 72)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-trials", type=int, default=1, help="trials per low-budget draw")
+    p.add_argument("--draws", type=int, default=None,
+                   help="low-budget draws (default: all N single-trial draws)")
+    p.add_argument("--budgets", default=None, help="convergence/prior budgets, e.g. 1,2,4,80")
+    p.add_argument("--reps", type=int, default=20, help="convergence draws per budget")
+    p.add_argument("--sizes", default="5,10,15", help="model-pool sizes for bootstrap")
+    p.add_argument("--subsets", type=int, default=50, help="model pools per size")
+    p.add_argument("--prior-reps", type=int, default=50, help="prior-effect draws per budget")
+    p.add_argument("-o", "--output", default="study", help="directory for the CSV files")
+    p.set_defaults(func=_cmd_study)
     return parser
 
 

@@ -1,0 +1,47 @@
+"""The paper's evaluation protocol as a reusable study runner.
+
+Reference: "Ranking Reasoning LLMs under Test-Time Scaling", Sec. 2.1 and 4,
+appendices "Gold Standard Agreement", "Ranking-Method Stability at N=1",
+"Additional Prior Diagnostics" and "Categorical Ranking".  See docs/study.md.
+
+Every protocol is a function of a :class:`~bayesrank.ResponseData` returning a
+tidy :class:`pandas.DataFrame`; :func:`run_study` runs several with one seed and
+returns a :class:`StudyResult` (``.summary()``, ``.to_csv(dir)``).
+"""
+
+from bayesrank.study._core import default_budgets, trial_draws
+from bayesrank.study.categorical import categorical_schemes
+from bayesrank.study.priors import (
+    greedy_sampling_alignment,
+    prior_diagnostics,
+    prior_effect,
+    std_reduction,
+)
+from bayesrank.study.protocols import (
+    convergence,
+    gold_standard_agreement,
+    model_pool_bootstrap,
+    model_subsets,
+    stability,
+    summarize_gold_agreement,
+)
+from bayesrank.study.result import PROTOCOLS, StudyResult, run_study
+
+__all__ = [
+    "PROTOCOLS",
+    "StudyResult",
+    "categorical_schemes",
+    "convergence",
+    "default_budgets",
+    "gold_standard_agreement",
+    "greedy_sampling_alignment",
+    "model_pool_bootstrap",
+    "model_subsets",
+    "prior_diagnostics",
+    "prior_effect",
+    "run_study",
+    "stability",
+    "std_reduction",
+    "summarize_gold_agreement",
+    "trial_draws",
+]

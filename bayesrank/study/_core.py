@@ -1,0 +1,234 @@
+"""Shared machinery of the study protocols: draws, safe ranking, tau summaries.
+
+Nothing here is specific to one protocol.  Rankings always come from
+:func:`bayesrank.rank`, subsamples from :meth:`ResponseData.subset` and
+agreement from :func:`bayesrank.kendall_tau` (tau-b, ties allowed).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bayesrank.data import ResponseData
+from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
+from bayesrank.ranks import kendall_tau
+from bayesrank.registry import get_method, methods, rank
+
+__all__ = [
+    "SKIPPABLE",
+    "TauSample",
+    "default_budgets",
+    "resolve_methods",
+    "safe_ranks",
+    "trial_draws",
+]
+
+#: Errors that mean "this method cannot rank these data" (reported, never hidden).
+#: Anything else is a bug and propagates.
+SKIPPABLE = (DataError, NotIdentifiedError, DisconnectedGraphError)
+
+#: Two tau values closer than this count as equal (ties for "best", tau_b = 1).
+TAU_TOL = 1e-12
+
+
+def resolve_methods(selection: str | Iterable[str] | None) -> list[str]:
+    """Method identifiers to study: ``None`` = the paper's 72, else the given ones.
+
+    A comma-separated string is accepted.  Unknown identifiers raise
+    :class:`~bayesrank.UnknownMethodError` naming them before any work starts.
+    """
+    if selection is None:
+        return methods(paper_only=True)["identifier"].tolist()
+    ids = [s.strip() for s in selection.split(",")] if isinstance(selection, str) else list(
+        selection
+    )
+    ids = [m for m in ids if m]
+    if not ids:
+        raise ValueError("no ranking methods selected")
+    duplicated = sorted({m for m in ids if ids.count(m) > 1})
+    if duplicated:
+        raise ValueError(f"methods listed twice: {duplicated}")
+    for m in ids:
+        get_method(m)
+    return ids
+
+
+def safe_ranks(data: ResponseData, method: str) -> tuple[np.ndarray | None, str | None, int]:
+    """Competition ranks (1 = best) of ``method`` on ``data``, or why it cannot run.
+
+    Returns ``(ranks, None, n_warnings)`` or ``(None, reason, n_warnings)`` when
+    the method raises one of :data:`SKIPPABLE` (identification failure, too few
+    trials for pass@k, a disconnected comparison graph, ...).
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            ranks = rank(data, method).ranks
+        except SKIPPABLE as exc:
+            return None, f"{type(exc).__name__}: {exc}", len(caught)
+    return np.asarray(ranks, dtype=float), None, len(caught)
+
+
+def default_budgets(N: int) -> tuple[int, ...]:
+    """Powers of two below ``N``, then ``N`` itself: (1, 2, 4, ..., N)."""
+    budgets = [b for b in (2**i for i in range(N.bit_length())) if b < N]
+    return (*budgets, N)
+
+
+def trial_draws(
+    N: int, n_trials: int, draws: int | None, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """Trial-index sets of the low-budget subsamples.
+
+    - ``n_trials == N``: the full data, once (every draw would be identical).
+    - ``draws=None, n_trials=1``: the paper's protocol, every one of the ``N``
+      single-trial draws: draw ``d`` keeps trial ``d`` of every model-question
+      cell (Sec. 4.2, "80 single-trial draws").
+    - ``draws=None, n_trials>1``: ``N // n_trials`` disjoint blocks of a
+      random permutation of the trials.
+    - ``draws`` given: ``n_trials == 1`` picks ``draws`` distinct trials;
+      otherwise each draw is an independent random ``n_trials``-subset (without
+      replacement inside a draw).
+
+    The same trial positions are used for every model and question, as a rerun
+    of the benchmark with fewer samples would.
+    """
+    if isinstance(n_trials, bool) or not isinstance(n_trials, (int, np.integer)):
+        raise TypeError(f"the trial budget must be an integer, got {n_trials!r}")
+    if not 1 <= n_trials <= N:
+        raise ValueError(f"trial budget {n_trials} is outside 1..N={N} (the data have N={N})")
+    if draws is not None and (isinstance(draws, bool) or int(draws) < 1):
+        raise ValueError(f"draws must be a positive integer or None, got {draws!r}")
+    if n_trials == N:
+        return [np.arange(N)]
+    if draws is None:
+        if n_trials == 1:
+            return [np.array([n]) for n in range(N)]
+        perm = rng.permutation(N)
+        return [np.sort(perm[i * n_trials:(i + 1) * n_trials]) for i in range(N // n_trials)]
+    draws = int(draws)
+    if n_trials == 1:
+        if draws > N:
+            raise ValueError(f"{draws} distinct single-trial draws requested but N={N}")
+        return [np.array([n]) for n in rng.choice(N, size=draws, replace=False)]
+    return [np.sort(rng.choice(N, size=n_trials, replace=False)) for _ in range(draws)]
+
+
+def check_budgets(budgets: Sequence[int], N: int) -> tuple[int, ...]:
+    """Validate trial budgets against N before any work starts."""
+    budgets = tuple(int(b) for b in budgets)
+    bad = [b for b in budgets if not 1 <= b <= N]
+    if bad or not budgets:
+        raise ValueError(f"trial budget(s) {bad} outside 1..N={N} (the data have N={N})")
+    return budgets
+
+
+def budget_draws(N: int, budget: int, reps: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``reps`` draws of ``budget`` trials; at budget 1 with reps >= N, every trial once."""
+    return trial_draws(N, budget, None if budget == 1 and reps >= N else reps, rng)
+
+
+@dataclass
+class TauSample:
+    """Kendall tau_b values of one method against one target over many draws."""
+
+    taus: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    undefined: int = 0
+    warnings: int = 0
+    seconds: float = 0.0
+    target_missing: str | None = None
+
+    def add(self, ranks: np.ndarray | None, target: np.ndarray | None, reason: str | None) -> None:
+        """Record one draw: the draw's ranks (or the reason it failed) vs ``target``."""
+        if target is None:
+            return
+        if ranks is None:
+            self.failures.append(reason or "failed")
+            return
+        tau = kendall_tau(ranks, target)
+        if np.isnan(tau):
+            self.undefined += 1
+        else:
+            self.taus.append(tau)
+
+    def summary(self) -> dict[str, object]:
+        """Mean, population std (ddof=0), median, min, max, counts, time and skip reason.
+
+        ``seconds`` is the time spent ranking the draws with this method (the same
+        for every target of one method).
+        """
+        t = np.asarray(self.taus, dtype=float)
+        ok = t.size > 0
+        reason = self.target_missing or (self.failures[0] if self.failures else "")
+        if self.undefined and not reason:
+            reason = "tau_b undefined (a ranking with every model tied)"
+        return {
+            "tau_mean": float(t.mean()) if ok else np.nan,
+            "tau_std": float(t.std()) if ok else np.nan,
+            "tau_median": float(np.median(t)) if ok else np.nan,
+            "tau_min": float(t.min()) if ok else np.nan,
+            "tau_max": float(t.max()) if ok else np.nan,
+            "n_draws": int(t.size),
+            "n_failed": len(self.failures),
+            "n_undefined": self.undefined,
+            "n_warnings": self.warnings,
+            "seconds": self.seconds,
+            "skip_reason": reason,
+        }
+
+
+def low_budget_taus(
+    data: ResponseData,
+    method_ids: Sequence[str],
+    draws: Sequence[np.ndarray],
+    targets: dict[str, dict[str, np.ndarray | None]],
+    target_reasons: dict[str, dict[str, str | None]],
+) -> dict[tuple[str, str], TauSample]:
+    """Rank every draw with every method and compare with each target ranking.
+
+    ``targets[name][method]`` is the reference ranks for that method (None when
+    the reference itself could not be computed, with the reason in
+    ``target_reasons``).  Draws are the outer loop so that each subsample's
+    reductions are computed once and shared by all methods.
+    """
+    samples = {(m, t): TauSample() for m in method_ids for t in targets}
+    for (m, t), s in samples.items():
+        if targets[t][m] is None:
+            s.target_missing = f"no {t} target: {target_reasons[t][m]}"
+    for idx in draws:
+        sub = data.subset(trials=idx)
+        for m in method_ids:
+            start = time.perf_counter()
+            ranks, reason, n_warn = safe_ranks(sub, m)
+            took = time.perf_counter() - start
+            for t in targets:
+                s = samples[(m, t)]
+                s.warnings += n_warn
+                s.seconds += took
+                s.add(ranks, targets[t][m], reason)
+    return samples
+
+
+def full_rankings(
+    data: ResponseData, method_ids: Sequence[str]
+) -> tuple[dict[str, np.ndarray | None], dict[str, str | None]]:
+    """Every method's ranking on the full data, with the reasons of failures."""
+    ranks: dict[str, np.ndarray | None] = {}
+    reasons: dict[str, str | None] = {}
+    for m in method_ids:
+        ranks[m], reasons[m], _ = safe_ranks(data, m)
+    return ranks, reasons
+
+
+def gold_ranks(data: ResponseData, gold: str) -> np.ndarray:
+    """The gold-standard ranking (default Bayes_U@N) on the full data; it must exist."""
+    ranks, reason, _ = safe_ranks(data, gold)
+    if ranks is None:
+        raise DataError(f"the gold-standard method {gold!r} cannot rank these data: {reason}")
+    return ranks
