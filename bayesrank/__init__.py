@@ -36,6 +36,7 @@ _LAZY = {
     "NormalPosterior": "bayesrank.posterior",
     "closed_form": "bayesrank.posterior",
     "compare": "bayesrank.posterior",
+    "run_study": "bayesrank.study",
 }
 
 __all__ = [

@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--protocol", default="gold,stability",
                    help="comma-separated: gold, stability, convergence, bootstrap, prior")
     p.add_argument("--methods", default=None,
-                   help="comma-separated method identifiers (default: the paper's 72)")
+                   help="comma-separated method identifiers, or paper (default: the paper's "
+                   "72), fast (the paper's minus the 6 slowest) or all")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n-trials", type=int, default=1, help="trials per low-budget draw")
     p.add_argument("--draws", type=int, default=None,

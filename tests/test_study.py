@@ -72,6 +72,18 @@ def test_multi_trial_draws_disjoint_blocks_and_random_subsets():
     assert study.default_budgets(64) == (1, 2, 4, 8, 16, 32, 64)
 
 
+def test_named_method_sets():
+    paper = study.resolve_methods(None)
+    assert len(paper) == 72 and study.resolve_methods("paper") == paper
+    fast = study.resolve_methods("fast")
+    assert len(fast) == 72 - len(study.SLOW_METHODS)
+    assert set(fast) | set(study.SLOW_METHODS) == set(paper)
+    assert set(paper) < set(study.resolve_methods("all"))
+    assert study.resolve_methods("avg, borda") == ["avg", "borda"]
+    with pytest.raises(ValueError, match="listed twice"):
+        study.resolve_methods(["avg", "avg"])
+
+
 # -- gold-standard agreement ------------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ tidy :class:`pandas.DataFrame`; :func:`run_study` runs several with one seed and
 returns a :class:`StudyResult` (``.summary()``, ``.to_csv(dir)``).
 """
 
-from bayesrank.study._core import default_budgets, trial_draws
+from bayesrank.study._core import SLOW_METHODS, default_budgets, resolve_methods, trial_draws
 from bayesrank.study.categorical import categorical_schemes
 from bayesrank.study.priors import (
     greedy_sampling_alignment,
@@ -29,6 +29,7 @@ from bayesrank.study.result import PROTOCOLS, StudyResult, run_study
 
 __all__ = [
     "PROTOCOLS",
+    "SLOW_METHODS",
     "StudyResult",
     "categorical_schemes",
     "convergence",
@@ -39,6 +40,7 @@ __all__ = [
     "model_subsets",
     "prior_diagnostics",
     "prior_effect",
+    "resolve_methods",
     "run_study",
     "stability",
     "std_reduction",
