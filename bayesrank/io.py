@@ -21,6 +21,7 @@ so a failed write never leaves a half-written file.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 import zipfile
 from collections.abc import Callable, Mapping
@@ -282,8 +283,22 @@ def load(
     )
 
 
+def _mode_for(target: Path) -> int:
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Path:
-    """Call ``writer(tmp_path)`` and rename the result onto ``path`` only on success."""
+    """Call ``writer(tmp_path)`` and rename the result onto ``path`` only on success.
+
+    The file gets the permissions a plain ``open(path, "w")`` would give it
+    (those of the file it replaces, else 0o666 less the umask), not
+    ``mkstemp``'s owner-only 0o600.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix,
@@ -292,6 +307,7 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Pat
     tmp = Path(tmp_name)
     try:
         writer(tmp)
+        os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)

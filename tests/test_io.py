@@ -163,3 +163,19 @@ def test_failed_write_leaves_no_file(tmp_path: Path):
     with pytest.raises(DataError):
         save(d, target)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_written_files_get_ordinary_permissions(tmp_path: Path):
+    """Atomic writes go through mkstemp (mode 0o600); the result must not stay owner-only."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        target = save(ResponseData(np.ones((2, 3, 2), dtype=int)), tmp_path / "d.npz")
+        assert stat.S_IMODE(target.stat().st_mode) == 0o644
+        target.chmod(0o640)  # replacing an existing file keeps its mode
+        save(ResponseData(np.zeros((2, 3, 2), dtype=int)), target)
+        assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
