@@ -10,7 +10,8 @@ The peer, measured in the same run, is a straightforward PyMC model of the
 same likelihood (same sufficient statistics) with a naive parameterisation:
 every location and scale floats freely under wide normal priors (no zero-sum
 constraints, no reparameterisation), sampled by default ``pm.sample``.  For
-Bayes@N the peer is its Dirichlet model under default ``pm.sample``.
+Bayes@N the peer is its Dirichlet model under default ``pm.sample``; for the
+3PL it has the default 3PL's beta-binomial likelihood (PyMC's BetaBinomial).
 
 Targets (issue #4): >= 10x the peer's min-ESS(theta)/s for every model;
 Rasch >= 200 min-ESS/s after compilation on 2 CPU cores.
@@ -72,10 +73,14 @@ def naive_model(name: str, data: bayesrank.ResponseData) -> pm.Model:
             if name != "rasch":
                 a = pm.LogNormal("a", 0.0, 0.5, dims="question")
                 logit = a * logit
-            if name == "3pl":
+            if name == "3pl":  # our default 3PL's likelihood: beta-binomial cells
                 c = pm.Beta("c", 1.0, 19.0, dims="question")
                 prob = c + (1 - c) * pm.math.sigmoid(logit)
-                pm.Binomial("k", n=red.trials, p=prob, observed=red.successes)
+                phi = pm.HalfNormal("inv_sqrt_phi", 1.0) ** -2
+                pm.BetaBinomial(
+                    "k", n=red.trials, alpha=prob * phi, beta=(1 - prob) * phi,
+                    observed=red.successes,
+                )
             else:
                 pm.Binomial("k", n=red.trials, logit_p=logit, observed=red.successes)
         elif name in ("bradley_terry", "davidson"):
