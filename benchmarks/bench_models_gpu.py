@@ -63,7 +63,8 @@ def main() -> None:
         warnings.simplefilter("ignore")
         for b in sizes:
             t0 = time.perf_counter()
-            posts = fit_many(pool[:b], args.model, random_seed=1, log_likelihood=False, **settings)
+            posts = fit_many(pool[:b], args.model, sampler="numpyro", random_seed=1,
+                             log_likelihood=False, **settings)
             wall = time.perf_counter() - t0
             t = posts[0].timings
             rows.append({

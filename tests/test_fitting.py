@@ -131,7 +131,7 @@ def test_summarize_reads_an_inference_data():
 @pytest.mark.filterwarnings("ignore::bayesrank.diagnostics.SamplingWarning")
 def test_fit_many_fits_each_dataset_in_one_batch():
     datasets = [small_data(seed=s) for s in range(3)]
-    posts = fit_many(datasets, "rasch", random_seed=5, **QUICK)
+    posts = fit_many(datasets, "rasch", sampler="numpyro", random_seed=5, **QUICK)
     assert len(posts) == 3
     assert all(p.sampler == "numpyro" and p.timings["batch_size"] == 3 for p in posts)
     means = [p.theta.mean(("chain", "draw")).values for p in posts]
@@ -142,9 +142,27 @@ def test_fit_many_fits_each_dataset_in_one_batch():
         ranking = bayesrank.scores_to_ranks(p.theta.mean(("chain", "draw")).values)
         assert bayesrank.kendall_tau(ranking, bayesrank.scores_to_ranks(d.R.sum((1, 2)))) > 0
     with pytest.raises(DataError, match="equal shape"):
-        fit_many([small_data(M=6), small_data(M=7)], "rasch", **QUICK)
+        fit_many([small_data(M=6), small_data(M=7)], "rasch", sampler="numpyro", **QUICK)
     with pytest.raises(ValueError, match="at least one"):
         fit_many([], "rasch")
+
+
+def test_fit_many_on_a_cpu_fits_one_by_one_with_the_default_sampler(recwarn):
+    """Without a GPU the vectorised batch is slower than nutpie per dataset (docs/samplers.md)."""
+    import jax
+
+    from bayesrank.diagnostics import SamplingWarning
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("JAX sees an accelerator: the default is the vectorised batch")
+    datasets = [small_data(seed=s) for s in range(2)] + [small_data(M=7)]  # shapes may differ
+    posts = fit_many(datasets, "rasch", random_seed=5, warn=False, **QUICK)
+    assert [p.sampler for p in posts] == ["nutpie"] * 3
+    assert not [w for w in recwarn if issubclass(w.category, SamplingWarning)]
+    again = fit_many(datasets[:1], "rasch", random_seed=5, warn=False, **QUICK)
+    np.testing.assert_array_equal(again[0].theta.values, posts[0].theta.values)
+    assert not np.allclose(posts[0].theta.mean().values, posts[1].theta.mean().values)
+    assert posts[2].idata.posterior.sizes["question"] == 7
 
 
 def test_arrays_and_model_options_pass_through():
@@ -188,7 +206,7 @@ def test_bad_input_errors_name_the_fix(monkeypatch):
     with pytest.raises(MissingDependencyError, match=r"pip install 'bayesrank\[nutpie\]'"):
         fit(data, "rasch", sampler="nutpie")
     with pytest.raises(MissingDependencyError):
-        fit_many([data], "rasch")
+        fit_many([data], "rasch", sampler="numpyro")
     assert isinstance(MissingDependencyError("x"), ImportError)
 
 

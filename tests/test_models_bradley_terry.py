@@ -46,7 +46,9 @@ def test_bradley_terry_simulation_based_calibration():
         data, _, _ = pairwise_data(rng, theta, 8)
         truths.append(theta)
         datasets.append(data)
-    posts = fit_many(datasets, "bradley_terry", draws=400, tune=400, chains=2, random_seed=3)
+    posts = fit_many(
+        datasets, "bradley_terry", sampler="numpyro", draws=400, tune=400, chains=2, random_seed=3
+    )
     ranks, hits = [], []
     for theta, post in zip(truths, posts, strict=True):
         draws = post.theta_draws()

@@ -152,4 +152,4 @@ def test_edge_cases_and_errors():
     with pytest.raises(DataError, match="binary"):
         dl.build(np.random.default_rng(0).integers(0, 3, (3, 2, 2)))
     with pytest.raises(ValueError, match="batch"):
-        fit_many([R, R], "davidson_luce")
+        fit_many([R, R], "davidson_luce", sampler="numpyro")

@@ -82,14 +82,15 @@ def test_fit_bar_on_stderr_when_asked_silent_otherwise_same_draws(capfd, monkeyp
 
     # fit_many passes progressbar=False through (one dataset: the program above, reused)
     monkeypatch.setattr(fitting, "default_progressbar", lambda: True)
-    fit_many([data], "rasch", progressbar=False, **RUN)
+    fit_many([data], "rasch", sampler="numpyro", progressbar=False, **RUN)
     assert_silent(*capfd.readouterr())
     assert reports == []
 
 
 def test_fit_many_shows_one_bar_for_the_whole_batch(capfd, monkeypatch, reports):
     monkeypatch.setattr(fitting, "default_progressbar", lambda: True)
-    fit_many([tensor(3), tensor(4)], "rasch", **RUN)  # progressbar=None: the default
+    # progressbar=None: the default
+    fit_many([tensor(3), tensor(4)], "rasch", sampler="numpyro", **RUN)
     err = capfd.readouterr().err
     # only this test samples 2 datasets with a bar, so its program is compiled here, first
     assert err.index("Compiling NUTS (2 datasets x 3 chains)") < err.index(f"{TOTAL}/{TOTAL}")
