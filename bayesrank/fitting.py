@@ -289,10 +289,10 @@ def fit_many(
 
     _check_draws(draws, tune, chains)
     spec = get_model(model)
+    if not len(datasets):
+        raise ValueError("fit_many needs at least one dataset")
     chosen = _batch_sampler(model, sampler)
     if chosen != "numpyro":
-        if not datasets:
-            raise ValueError("fit_many needs at least one dataset")
         seeds = np.random.SeedSequence(seed_or_new(random_seed)).generate_state(len(datasets))
         with warnings.catch_warnings():
             if not warn:
@@ -307,8 +307,6 @@ def fit_many(
     if not spec.batchable:
         raise ValueError(f"model {model!r} cannot be fitted in a batch; call fit() per dataset")
     data = [as_response_data(x) for x in datasets]
-    if not data:
-        raise ValueError("fit_many needs at least one dataset")
     models = [spec.build(d, **model_options) for d in data]
     observed_var = spec.observed_var(models[0])
     wanted = (observed_var,) if log_likelihood else ()
