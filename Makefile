@@ -1,5 +1,12 @@
-# Every target sets up its own virtual environment on a fresh machine (Python 3.11 + make).
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# Every target sets up its own virtual environment on a fresh machine (Python >= 3.12 + make).
+# The first interpreter that runs and is >= 3.12: python3.12 .. python3.14, python3, then any
+# pyenv-installed 3.12+ (a pyenv shim exists for every installed version but runs only the
+# selected ones).
+FIND_PYTHON := for c in python3.12 python3.13 python3.14 python3 \
+	$$(ls -d $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -V); do \
+	if $$c -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then \
+	command -v $$c; exit 0; fi; done; exit 1
+PYTHON ?= $(shell $(FIND_PYTHON))
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
@@ -7,9 +14,10 @@ STAMP  := $(VENV)/.installed-stamp
 .PHONY: demo test bench lint clean
 
 $(STAMP): pyproject.toml
+	@test -n "$(PYTHON)" || { echo "bayesrank needs Python >= 3.12 (python3.12 or newer)" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev,jax,nutpie]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,jax,nutpie,cluster]"
 	touch $(STAMP)
 
 ## demo: the main job on the bundled (simulated) example: leaderboard + HTML report

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayesrank.datatree import group, has_group
 from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
@@ -45,13 +46,15 @@ def pointwise_log_likelihood(posterior: Posterior) -> xr.DataArray:
 
     Read from the ``log_likelihood`` group when present, otherwise computed
     with :func:`pymc.compute_log_likelihood` from the posterior's ``pymc_model``
-    (and stored in its InferenceData).
+    (the posterior itself is not changed).
     """
     var = posterior.observed_var
     idata = posterior.idata
     if var is None:
         raise ValueError(f"posterior of {posterior.model!r} has no observed_var")
-    if "log_likelihood" not in idata.groups() or var not in idata.log_likelihood:
+    if has_group(idata, "log_likelihood") and var in idata["log_likelihood"]:
+        return idata["log_likelihood"][var]
+    else:
         if posterior.pymc_model is None:
             raise ValueError(
                 f"posterior of {posterior.model!r} has no log_likelihood[{var!r}] and no "
@@ -62,12 +65,8 @@ def pointwise_log_likelihood(posterior: Posterior) -> xr.DataArray:
         loglik = pm.compute_log_likelihood(
             idata, model=posterior.pymc_model, var_names=[var], extend_inferencedata=False,
             progressbar=False,
-        )  # a Dataset holding the new group
-        if "log_likelihood" in idata.groups():
-            idata.log_likelihood[var] = loglik[var]
-        else:
-            idata.add_groups({"log_likelihood": loglik})
-    return idata.log_likelihood[var]
+        )
+        return loglik[var]
 
 
 def _same_data(a, b) -> bool:
@@ -100,11 +99,26 @@ def compare(
     Returns
     -------
     pandas.DataFrame
-        :func:`arviz.compare`'s table (``elpd_loo``, ``p_loo``, ``elpd_diff``,
-        ``weight``, ``se``, ``dse``, ``warning``, ...) plus ``n_pareto_k_high``
-        (count of observations with k > threshold), ``max_pareto_k``,
-        ``observation_unit`` and ``n_observations``.  ``attrs`` repeat the unit
-        and threshold.  A :class:`UserWarning` names models with high Pareto k.
+        bayesrank's comparison table, one row per model (index ``model``), best first:
+
+        ``rank``
+            1 = highest ELPD.
+        ``elpd_loo``, ``se``
+            PSIS-LOO expected log pointwise predictive density and its standard error.
+        ``elpd_diff``, ``diff_se``
+            Difference to the best model (<= 0) and the standard error of the
+            pointwise differences.
+        ``p_loo``
+            Effective number of parameters.
+        ``weight``
+            Model weight (``method``, stacking by default; sums to 1).
+        ``n_pareto_k_high``, ``max_pareto_k``
+            Observations with Pareto k above the threshold, and the largest k.
+        ``observation_unit``, ``n_observations``
+            What one LOO observation is and how many there are.
+
+        ``attrs`` repeat the unit and threshold.  A :class:`UserWarning` names
+        models with high Pareto k.
     """
     if len(posteriors) < 2:
         raise ValueError("compare needs at least two posteriors")
@@ -122,14 +136,14 @@ def compare(
         loglik = pointwise_log_likelihood(post)
         unit_dims = tuple(d for d in loglik.dims if d not in ("chain", "draw"))
         units[name] = (unit_dims, tuple(loglik.sizes[d] for d in unit_dims))
-        single = az.InferenceData(
-            posterior=post.idata.posterior[["theta"]],
-            log_likelihood=loglik.to_dataset(name="obs"),
+        single = xr.DataTree.from_dict(
+            {"posterior": group(post.idata, "posterior"),
+             "log_likelihood": loglik.to_dataset(name="obs")}
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # re-raised below, with a count
             elpd = az.loo(single, pointwise=True, var_name="obs")
-        k = np.asarray(elpd.pareto_k)
+        k = np.asarray(elpd.pareto_k).ravel()
         high_k[name] = (int((k > pareto_k_threshold).sum()), float(np.nanmax(k)))
         elpds[name] = elpd
     distinct = set(units.values())
@@ -142,12 +156,24 @@ def compare(
         )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ArviZ/pandas chatter; Pareto-k is reported below
-        table = az.compare(elpds, ic="loo", method=method)
+        arviz_table = az.compare(elpds, method=method, round_to="none")
     unit_dims, unit_shape = units[items[0][0]]
-    table["n_pareto_k_high"] = [high_k[n][0] for n in table.index]
-    table["max_pareto_k"] = [high_k[n][1] for n in table.index]
-    table["observation_unit"] = observation_unit(unit_dims)
-    table["n_observations"] = int(np.prod(unit_shape))
+    table = pd.DataFrame(
+        {
+            "rank": arviz_table["rank"].astype(int) + 1,
+            "elpd_loo": arviz_table["elpd"].astype(float),
+            "se": arviz_table["se"].astype(float),
+            "elpd_diff": arviz_table["elpd_diff"].astype(float),
+            "diff_se": arviz_table["dse"].astype(float),
+            "p_loo": arviz_table["p"].astype(float),
+            "weight": arviz_table["weight"].astype(float),
+            "n_pareto_k_high": [high_k[n][0] for n in arviz_table.index],
+            "max_pareto_k": [high_k[n][1] for n in arviz_table.index],
+            "observation_unit": observation_unit(unit_dims),
+            "n_observations": int(np.prod(unit_shape)),
+        },
+        index=pd.Index([str(n) for n in arviz_table.index], name="model"),
+    )
     table.attrs.update(
         observation_unit=observation_unit(unit_dims),
         pareto_k_threshold=pareto_k_threshold,

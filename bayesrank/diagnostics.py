@@ -1,6 +1,6 @@
 """Convergence diagnostics of a fit: R-hat, bulk/tail ESS, divergences, E-BFMI.
 
-:func:`summarize` turns an InferenceData into one tidy row per posterior
+:func:`summarize` turns a fit's DataTree into one tidy row per posterior
 variable (worst element over its coordinates); :func:`check` warns with a
 :class:`SamplingWarning` naming what failed.  Thresholds follow Vehtari et al.
 (2021): R-hat <= 1.01, bulk and tail ESS >= 400, no divergent transition,
@@ -15,6 +15,9 @@ from collections.abc import Sequence
 import arviz as az
 import numpy as np
 import pandas as pd
+import xarray as xr
+
+from bayesrank.datatree import group, has_group
 
 __all__ = ["SamplingWarning", "summarize", "check", "RHAT_MAX", "ESS_MIN", "BFMI_MIN"]
 
@@ -31,7 +34,7 @@ def _worst(ds, reduce) -> dict[str, float]:
     return {name: float(reduce(ds[name].values)) for name in ds.data_vars}
 
 
-def summarize(idata: az.InferenceData, var_names: Sequence[str] | None = None) -> pd.DataFrame:
+def summarize(idata: xr.DataTree, var_names: Sequence[str] | None = None) -> pd.DataFrame:
     """Worst-element diagnostics of each posterior variable.
 
     Returns
@@ -42,7 +45,7 @@ def summarize(idata: az.InferenceData, var_names: Sequence[str] | None = None) -
         ``attrs["divergences"]`` (int), ``attrs["bfmi"]`` (per chain),
         ``attrs["draws"]`` (chains x draws).
     """
-    post = idata.posterior
+    post = group(idata, "posterior")
     names = list(post.data_vars) if var_names is None else list(var_names)
     post = post[names]
     nan_max = lambda a: np.nanmax(a) if np.size(a) and not np.all(np.isnan(a)) else np.nan  # noqa: E731
@@ -64,14 +67,14 @@ def summarize(idata: az.InferenceData, var_names: Sequence[str] | None = None) -
     frame["passed"] = ~(
         (frame["r_hat"] > RHAT_MAX) | (frame["ess_bulk"] < ESS_MIN) | (frame["ess_tail"] < ESS_MIN)
     )
-    stats = idata.get("sample_stats")
     divergences = 0
     bfmi = np.array([])
-    if stats is not None:
+    if has_group(idata, "sample_stats"):
+        stats = group(idata, "sample_stats")
         if "diverging" in stats:
             divergences = int(stats["diverging"].values.sum())
-        if "energy" in stats:
-            bfmi = np.asarray(az.bfmi(idata))
+        if "energy" in stats and stats.sizes.get("draw", 0) > 1:
+            bfmi = np.asarray(az.bfmi(stats[["energy"]])["energy"].values)
     frame.attrs["divergences"] = divergences
     frame.attrs["bfmi"] = bfmi.tolist()
     frame.attrs["draws"] = int(post.sizes["chain"] * post.sizes["draw"])

@@ -17,11 +17,12 @@ from collections.abc import Sequence
 from importlib.util import find_spec
 from typing import Any
 
-import arviz as az
 import numpy as np
 import pymc as pm
+import xarray as xr
 
 from bayesrank.data import ResponseData, as_response_data
+from bayesrank.datatree import from_arrays, group, has_group, with_groups
 from bayesrank.diagnostics import SamplingWarning, check, summarize
 from bayesrank.errors import DataError
 from bayesrank.posterior import Posterior
@@ -101,16 +102,17 @@ def _tag(spec: Any, options: dict[str, Any]) -> tuple | None:
     return (spec.name, repr(sorted({**spec.defaults, **options}.items())))
 
 
-def _add_observed(idata: az.InferenceData, model: pm.Model) -> None:
+def _add_observed(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
     from pymc.backends.arviz import coords_and_dims_for_inferencedata, find_observations
 
     coords, dims = coords_and_dims_for_inferencedata(model)
     observed = {k: np.asarray(v) for k, v in find_observations(model).items()}
-    idata.extend(az.from_dict(observed_data=observed, coords=coords, dims=dims))
+    observed_tree = from_arrays({"observed_data": observed}, coords=coords, dims=dims)
+    return with_groups(idata, observed_data=group(observed_tree, "observed_data"))
 
 
 def _finish(
-    idata: az.InferenceData,
+    idata: xr.DataTree,
     data: ResponseData,
     name: str,
     pymc_model: pm.Model,
@@ -120,8 +122,10 @@ def _finish(
     timings: dict[str, float],
     warn: bool = True,
 ) -> Posterior:
-    _add_observed(idata, pymc_model)
-    idata.posterior.attrs.update({"bayesrank_model": name, "sampler": sampler, "random_seed": seed})
+    idata = _add_observed(idata, pymc_model)
+    posterior = group(idata, "posterior")
+    posterior.attrs.update({"bayesrank_model": name, "sampler": sampler, "random_seed": seed})
+    idata = with_groups(idata, posterior=posterior)
     # exact i.i.d. draws need no convergence check of every cell; theta's row confirms it
     diagnostics = summarize(idata, ["theta"] if sampler == "conjugate" else None)
     if warn:
@@ -214,17 +218,19 @@ def fit(
         log_likelihood=(observed_var,) if log_likelihood else (),
         key=structure_key(pymc_model, _tag(spec, model_options)),
     )
-    if log_likelihood and "log_likelihood" not in idata.groups():
+    if log_likelihood and not has_group(idata, "log_likelihood"):
         import time
 
         t0 = time.perf_counter()
-        pm.compute_log_likelihood(
+        loglik = pm.compute_log_likelihood(
             idata,
             var_names=[observed_var],
             model=pymc_model,
-            extend_inferencedata=True,
+            extend_inferencedata=False,
             progressbar=False,
         )
+        idata = with_groups(idata, log_likelihood=group(loglik, "log_likelihood")
+                            if isinstance(loglik, xr.DataTree) else loglik)
         timings["log_likelihood"] = time.perf_counter() - t0
     return _finish(idata, d, model, pymc_model, observed_var, chosen, seed, timings)
 

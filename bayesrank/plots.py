@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import xarray as xr
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
     from bayesrank.posterior import RankAnalytics
     from bayesrank.ppc import PPCResult
@@ -22,6 +24,7 @@ __all__ = [
     "plot_superiority",
     "plot_rank_distribution",
     "plot_ppc_statistics",
+    "plot_ppc_rootogram",
     "figure_size",
 ]
 
@@ -168,3 +171,45 @@ def plot_ppc_statistics(result: PPCResult, *, axes: Any = None) -> Any:
         ax.set_title(f"per-model {name.replace('_', ' ')}", fontsize=10)
         ax.legend(fontsize=7, frameon=False)
     return axes
+
+
+def plot_ppc_rootogram(result: PPCResult) -> Figure:
+    """Hanging rootogram of observed vs replicated cell counts, all cells pooled.
+
+    Drawn by :func:`arviz.plot_ppc_rootogram` (arviz-plots) from the check's
+    DataTree (``result.idata``); every non-sample dimension of the observed
+    variable is stacked into one ``cell`` dimension, since the counts of all
+    model-question cells share one support ``0..N``.
+    """
+    import arviz as az
+
+    from bayesrank.datatree import group
+
+    if result.idata is None:
+        raise ValueError("this PPCResult carries no replicated data (result.idata is None)")
+    var = result.observed_var
+    predictive = group(result.idata, "posterior_predictive")[[var]]
+    observed = group(result.idata, "observed_data")[[var]]
+    cell_dims = [d for d in observed[var].dims]
+    pooled = xr.DataTree.from_dict(
+        {
+            "posterior_predictive": _pool_cells(predictive, cell_dims),
+            "observed_data": _pool_cells(observed, cell_dims),
+        }
+    )
+    collection = az.plot_ppc_rootogram(pooled, var_names=[var], backend="matplotlib")
+    fig = collection.viz["figure"].item()
+    fig.axes[0].set_title(f"Observed vs replicated {var} per cell (all cells pooled)",
+                          fontsize=10)
+    return fig
+
+
+def _pool_cells(ds: xr.Dataset, cell_dims: list[str]) -> xr.Dataset:
+    stacked = ds.stack(cell=cell_dims)
+    stacked = stacked.drop_vars([c for c in stacked.coords if c not in ("chain", "draw")])
+    # counts stored as floats (PyMC data containers) are integers: a rootogram needs them so
+    for name, values in stacked.data_vars.items():
+        if not np.array_equal(values, np.round(values)):
+            raise ValueError(f"{name!r} holds non-integer values; a rootogram needs counts")
+        stacked[name] = values.astype(np.int64)
+    return stacked

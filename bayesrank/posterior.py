@@ -29,6 +29,7 @@ from scipy import special
 
 from bayesrank import uncertainty as unc
 from bayesrank.data import ResponseData
+from bayesrank.datatree import from_arrays, has_group
 from bayesrank.ranking import Ranking
 
 if TYPE_CHECKING:
@@ -253,11 +254,11 @@ class RankAnalytics:
 
 
 class Posterior(RankAnalytics):
-    """Posterior of a ranking model: an :class:`arviz.InferenceData` plus its data.
+    """Posterior of a ranking model: an ArviZ :class:`xarray.DataTree` plus its data.
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : xarray.DataTree
         Must hold ``posterior["theta"]`` with dims ``(chain, draw, llm)``
         (larger is better).
     data : ResponseData
@@ -285,7 +286,7 @@ class Posterior(RankAnalytics):
 
     def __init__(
         self,
-        idata: az.InferenceData,
+        idata: xr.DataTree,
         data: ResponseData,
         model: str,
         *,
@@ -295,7 +296,7 @@ class Posterior(RankAnalytics):
         diagnostics: Any = None,
         timings: dict[str, float] | None = None,
     ) -> None:
-        if "posterior" not in idata.groups() or "theta" not in idata.posterior:
+        if not has_group(idata, "posterior") or "theta" not in idata["posterior"]:
             raise ValueError("idata must hold posterior['theta'] with dims (chain, draw, llm)")
         dims = tuple(idata.posterior["theta"].dims)
         if dims != ("chain", "draw", "llm") and sorted(dims) != ["chain", "draw", "llm"]:
@@ -344,8 +345,8 @@ class Posterior(RankAnalytics):
 
     def _interval(self, prob: float, kind: str) -> tuple[np.ndarray, np.ndarray]:
         if kind == "hdi":
-            hdi = az.hdi(self.theta, hdi_prob=prob)
-            values = hdi["theta"].transpose("llm", "hdi").values
+            hdi = az.hdi(self.theta, prob=prob)
+            values = hdi.transpose("llm", "ci_bound").values
             return values[:, 0], values[:, 1]
         x = self._chain_draws.reshape(-1, self._chain_draws.shape[-1])
         tail = (1 - prob) / 2
@@ -383,9 +384,11 @@ class Posterior(RankAnalytics):
             alpha: float = 0.05) -> PPCResult:
         """Posterior-predictive check on the observed scale (counts per model-question cell).
 
-        Adds a ``posterior_predictive`` group to :attr:`idata` (usable by
-        :func:`arviz.plot_ppc`) and returns test statistics with Bayesian
-        p-values; see :func:`bayesrank.ppc.posterior_predictive_check`.
+        Returns test statistics with Bayesian p-values and, as
+        ``result.idata``, a copy of :attr:`idata` with the
+        ``posterior_predictive`` group (for :func:`arviz.plot_ppc_dist`);
+        this posterior is not changed.  See
+        :func:`bayesrank.ppc.posterior_predictive_check`.
         """
         from bayesrank.ppc import posterior_predictive_check
 
@@ -474,8 +477,8 @@ class NormalPosterior(RankAnalytics):
         """
         rng = np.random.default_rng(random_seed)
         theta = self.mu + self.sigma * rng.standard_normal((chains, draws, self.mu.size))
-        idata = az.from_dict(
-            posterior={"theta": theta},
+        idata = from_arrays(
+            {"posterior": {"theta": theta}},
             coords={"llm": list(self.models)},
             dims={"theta": ["llm"]},
         )

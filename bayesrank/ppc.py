@@ -1,9 +1,10 @@
 """Posterior-predictive checks of ranking models on the observed scale.
 
 Replicated data ``y_rep`` are drawn from the fitted generative model (PyMC's
-``sample_posterior_predictive`` on a thinned set of posterior draws) and stored
-as the ``posterior_predictive`` group of the posterior's InferenceData, next to
-``observed_data``, so :func:`arviz.plot_ppc` works on it.
+``sample_posterior_predictive`` on a thinned set of posterior draws) and
+returned as the ``posterior_predictive`` group of a copy of the posterior's
+DataTree, next to ``observed_data``, so :func:`arviz.plot_ppc_dist` works on
+it (``PPCResult.idata``).  The posterior itself is never changed.
 
 For cell-count likelihoods -- binomial ``k`` (dims ``llm, question``) or
 multinomial ``counts`` (dims ``llm, question, category``) -- the cell score is
@@ -35,6 +36,8 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -42,6 +45,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayesrank.datatree import group, has_group, with_groups
 from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
@@ -73,6 +77,9 @@ class PPCResult:
     alpha : float
     notes : list of str
         Plain-language findings (also used by the HTML report).
+    idata : xarray.DataTree or None
+        The posterior's tree with the ``posterior_predictive`` and
+        ``observed_data`` groups, for ArviZ plots (``arviz.plot_ppc_dist``).
     """
 
     statistics: pd.DataFrame
@@ -81,6 +88,7 @@ class PPCResult:
     observed_var: str
     alpha: float
     notes: list[str] = field(default_factory=list)
+    idata: xr.DataTree | None = field(default=None, repr=False)
 
     @property
     def flagged(self) -> pd.DataFrame:
@@ -95,9 +103,9 @@ class PPCResult:
     def summary(self) -> pd.DataFrame:
         """Per statistic: number of targets, number flagged, and the overall p-value."""
         rows = []
-        for name, group in self.statistics.groupby("statistic", sort=False):
-            per_target = group[group["target"] != "all"]
-            overall = group[group["target"] == "all"]
+        for name, rows_of in self.statistics.groupby("statistic", sort=False):
+            per_target = rows_of[rows_of["target"] != "all"]
+            overall = rows_of[rows_of["target"] == "all"]
             has_overall = len(overall) > 0
             rows.append(
                 {
@@ -168,7 +176,7 @@ def _cell_scores(values: xr.DataArray, weights: np.ndarray) -> np.ndarray:
 
 
 def _thinned_posterior(posterior: Posterior, num_draws: int | None) -> xr.Dataset:
-    post = posterior.idata.posterior
+    post = group(posterior.idata, "posterior")
     if num_draws is None:
         return post
     if num_draws < 1:
@@ -180,22 +188,36 @@ def _thinned_posterior(posterior: Posterior, num_draws: int | None) -> xr.Datase
 
 def _observed_values(posterior: Posterior, var: str) -> xr.DataArray:
     idata = posterior.idata
-    if "observed_data" in idata.groups() and var in idata.observed_data:
-        return idata.observed_data[var]
+    if has_group(idata, "observed_data") and var in idata["observed_data"]:
+        return idata["observed_data"][var]
     model = posterior.pymc_model
     value = model.rvs_to_values[model[var]]
     array = value.get_value() if hasattr(value, "get_value") else value.eval()
     return xr.DataArray(np.asarray(array), dims=model.named_vars_to_dims.get(var), name=var)
 
 
+@contextmanager
+def _without_pymc_info() -> Iterator[None]:
+    """PyMC logs "Sampling: [k]" at INFO for every predictive draw; hold that back here only."""
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def replicate(
     posterior: Posterior, *, num_draws: int | None = 500, random_seed: int | None = 0
-) -> xr.DataArray:
-    """Draw replicated data and store them in ``posterior.idata.posterior_predictive``.
+) -> xr.DataTree:
+    """Replicated data from the posterior's generative model, as a new DataTree.
 
     Uses the posterior's ``pymc_model`` on a thinned posterior (every k-th draw
-    of every chain, about ``num_draws`` in total).  Also makes sure
-    ``observed_data`` holds the observed variable, so ``az.plot_ppc`` works.
+    of every chain, about ``num_draws`` in total).  Returns a copy of
+    ``posterior.idata`` with a ``posterior_predictive`` group and an
+    ``observed_data`` group holding the observed variable, ready for
+    :func:`arviz.plot_ppc_dist`; the posterior itself is left unchanged.
     """
     import pymc as pm
 
@@ -206,29 +228,21 @@ def replicate(
             "pymc_model/observed_var (fit it with bayesrank.fit, or pass them to Posterior)"
         )
     thinned = _thinned_posterior(posterior, num_draws)
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    logger.setLevel(max(level, logging.WARNING))  # no "Sampling: [k]" chatter
-    try:
+    with _without_pymc_info():
         predictive = pm.sample_posterior_predictive(
-            thinned,
+            xr.DataTree.from_dict({"posterior": thinned}),
             model=posterior.pymc_model,
             var_names=[var],
             random_seed=random_seed,
             progressbar=False,
             extend_inferencedata=False,
         )
-    finally:
-        logger.setLevel(level)
-    idata = posterior.idata
-    groups = {"posterior_predictive": predictive.posterior_predictive}
-    if "observed_data" not in idata.groups() or var not in idata.observed_data:
+    groups = {"posterior_predictive": group(predictive, "posterior_predictive")}
+    if not has_group(posterior.idata, "observed_data") or var not in posterior.idata[
+        "observed_data"
+    ]:
         groups["observed_data"] = _observed_values(posterior, var).to_dataset(name=var)
-    for name, dataset in groups.items():
-        if name in idata.groups():
-            delattr(idata, name)
-        idata.add_groups({name: dataset})
-    return idata.posterior_predictive[var]
+    return with_groups(posterior.idata, **groups)
 
 
 def posterior_predictive_check(
@@ -259,17 +273,18 @@ def posterior_predictive_check(
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
     data = posterior.data
-    rep_values = replicate(posterior, num_draws=num_draws, random_seed=random_seed)
+    tree = replicate(posterior, num_draws=num_draws, random_seed=random_seed)
     var = posterior.observed_var
+    rep_values = tree["posterior_predictive"][var]
     if not set(_CELL_DIMS) <= set(rep_values.dims):
         raise DataError(
             f"posterior-predictive statistics need cell counts with dims (llm, question); "
-            f"{posterior.model!r} observes {var!r} with dims {rep_values.dims}. The "
-            "posterior_predictive group was added; inspect it with arviz.plot_ppc."
+            f"{posterior.model!r} observes {var!r} with dims {rep_values.dims}; inspect "
+            "the replicated data from bayesrank.ppc.replicate(posterior) with arviz.plot_ppc_dist."
         )
     weights = data.weights
     trials = data.reductions.trials
-    obs_values = posterior.idata.observed_data[var]
+    obs_values = tree["observed_data"][var]
     obs_score = _cell_scores(obs_values, weights)
     if obs_score.shape != trials.shape:
         raise DataError(
@@ -313,7 +328,7 @@ def posterior_predictive_check(
     table["flagged"] = (table["p_value"] < alpha / 2) | (table["p_value"] > 1 - alpha / 2)
     table["direction"] = np.where(table["p_value"] < 0.5, "higher", "lower")
     notes = _notes(table, alpha, posterior.model)
-    return PPCResult(table, replicated, observed, var, alpha, notes)
+    return PPCResult(table, replicated, observed, var, alpha, notes, tree)
 
 
 def _notes(table: pd.DataFrame, alpha: float, model: str) -> list[str]:

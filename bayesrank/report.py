@@ -273,25 +273,17 @@ def _ppc_section(post: RankAnalytics, ppc_draws: int, random_seed: int | None,
         "solve rates vary; values above the replicated range (p near 0) are over-dispersion, "
         "typical when models are unusually strong or weak on particular questions.</p>"
     )
-    counts = _counts_ppc_figure(post, result.observed_var)
+    counts = _counts_ppc_figure(result)
     return (explanation + notes + _table_html(summary, name_columns=("statistic",),
                                               table_id="ppc-summary")
             + _figure_html(fig, "posterior-predictive test statistics") + counts)
 
 
-def _counts_ppc_figure(post: Posterior, var: str) -> str:
-    import arviz as az
-    from matplotlib.figure import Figure
+def _counts_ppc_figure(result: Any) -> str:
+    from bayesrank.plots import plot_ppc_rootogram
 
-    try:
-        fig = Figure(figsize=(7, 3.2), layout="constrained")
-        ax = fig.subplots()
-        az.plot_ppc(post.idata, var_names=[var], num_pp_samples=40, random_seed=0, ax=ax,
-                    legend=True)
-        ax.set_title(f"Observed vs replicated {var} (all cells pooled)", fontsize=10)
-        return _figure_html(fig, "arviz posterior predictive plot")
-    except Exception as exc:  # a plot failure must not cost the whole report
-        return f'<p class="note">arviz.plot_ppc failed: {_esc(exc)}</p>'
+    fig = plot_ppc_rootogram(result)
+    return _figure_html(fig, "posterior predictive rootogram of the cell counts")
 
 
 def _plot(function: Any, kind: str, post: RankAnalytics, alt: str, **options: Any) -> str:

@@ -3,7 +3,7 @@
 ``"conjugate"`` draws the Bayes@N model's Dirichlet posterior exactly
 (i.i.d.); it applies to that model only.
 
-Each back end takes a built ``pm.Model`` and returns an InferenceData with
+Each back end takes a built ``pm.Model`` and returns an ArviZ DataTree with
 ``posterior`` (model variables only, no transformed copies) and
 ``sample_stats`` (at least ``diverging``, ``energy``, ``lp``), plus wall-clock
 ``compile`` and ``sample`` seconds.  Same seed, same draws.
@@ -19,10 +19,11 @@ from collections.abc import Callable, Hashable
 from importlib.util import find_spec
 from typing import Any
 
-import arviz as az
 import numpy as np
 import pymc as pm
+import xarray as xr
 
+from bayesrank.datatree import from_arrays, group, with_groups, without_groups
 from bayesrank.errors import MissingDependencyError
 
 __all__ = ["SAMPLERS", "require", "sample", "default_progressbar", "clear_cache", "structure_key"]
@@ -101,14 +102,15 @@ def structure_key(model: pm.Model, tag: Hashable | None) -> Hashable | None:
     return (tag, shapes, variables)
 
 
-def _relabel(idata: az.InferenceData, model: pm.Model) -> az.InferenceData:
+def _relabel(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
     """Coordinates of ``model`` on every group (a reused compiled model carries old labels)."""
-    for group in idata.groups():
-        ds = idata[group]
+    relabelled = {}
+    for name in idata.children:
+        ds = group(idata, name)
         labels = {d: list(model.coords[d]) for d in ds.dims if d in model.coords}
         if labels:
-            setattr(idata, group, ds.assign_coords(labels))
-    return idata
+            relabelled[name] = ds.assign_coords(labels)
+    return with_groups(idata, **relabelled)
 
 
 def model_var_names(model: pm.Model) -> list[str]:
@@ -116,10 +118,10 @@ def model_var_names(model: pm.Model) -> list[str]:
     return [v.name for v in model.free_RVs] + [v.name for v in model.deterministics]
 
 
-def _keep_model_vars(idata: az.InferenceData, model: pm.Model) -> az.InferenceData:
-    keep = [n for n in model_var_names(model) if n in idata.posterior]
-    idata.posterior = idata.posterior[keep]
-    return idata
+def _keep_model_vars(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
+    posterior = group(idata, "posterior")
+    keep = [n for n in model_var_names(model) if n in posterior]
+    return with_groups(idata, posterior=posterior[keep])
 
 
 def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_accept, key=None):
@@ -147,9 +149,10 @@ def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_acce
         target_accept=target_accept,
     )
     t2 = time.perf_counter()
-    stats = idata.sample_stats
+    stats = group(idata, "sample_stats")
     if "logp" in stats and "lp" not in stats:
-        idata.sample_stats = stats.rename({"logp": "lp", "depth": "tree_depth"})
+        renames = {k: v for k, v in {"logp": "lp", "depth": "tree_depth"}.items() if k in stats}
+        idata = with_groups(idata, sample_stats=stats.rename(renames))
     idata = _relabel(_keep_model_vars(idata, model), model)
     return idata, {"compile": t1 - t0, "sample": t2 - t1}
 
@@ -164,6 +167,7 @@ def _sample_pymc(model, *, draws, tune, chains, seed, progressbar, target_accept
     t1 = time.perf_counter()
     with model:
         idata = pm.sample(
+            nuts_sampler="pymc",
             draws=draws,
             tune=tune,
             chains=chains,
@@ -174,12 +178,11 @@ def _sample_pymc(model, *, draws, tune, chains, seed, progressbar, target_accept
             progressbar=progressbar,
             quiet=not progressbar,
             compute_convergence_checks=False,
-            idata_kwargs={"log_likelihood": False},
+            # forking a process that has started JAX's threads can deadlock
+            mp_ctx="forkserver" if "jax" in sys.modules else None,
         )
     t2 = time.perf_counter()
-    for group in ("observed_data", "constant_data"):
-        if group in idata.groups():
-            delattr(idata, group)
+    idata = without_groups(idata, "observed_data", "constant_data")
     return _keep_model_vars(idata, model), {"compile": t1 - t0, "sample": t2 - t1}
 
 
@@ -194,25 +197,27 @@ def _sample_conjugate(model, *, draws, tune, chains, seed, progressbar, target_a
     posterior = conjugate_draws(model, draws=draws, chains=chains, seed=seed)
     t1 = time.perf_counter()
     coords, dims = coords_and_dims_for_inferencedata(model)
-    idata = az.from_dict(
-        posterior=posterior,
-        sample_stats={"diverging": np.zeros((chains, draws), dtype=bool)},
+    idata = from_arrays(
+        {"posterior": posterior,
+         "sample_stats": {"diverging": np.zeros((chains, draws), dtype=bool)}},
         coords=coords,
         dims=dims,
     )
     return idata, {"compile": 0.0, "sample": t1 - t0}
 
 
-def jax_inference_data(model: pm.Model, result: dict[str, Any]) -> az.InferenceData:
-    """InferenceData (posterior, sample_stats, log_likelihood) from one :func:`run_nuts` result."""
+def jax_inference_data(model: pm.Model, result: dict[str, Any]) -> xr.DataTree:
+    """DataTree (posterior, sample_stats, log_likelihood) from one :func:`run_nuts` result."""
     from pymc.backends.arviz import coords_and_dims_for_inferencedata
 
     coords, dims = coords_and_dims_for_inferencedata(model)
     keep = model_var_names(model)
-    return az.from_dict(
-        posterior={k: v for k, v in result["posterior"].items() if k in keep},
-        sample_stats=result["sample_stats"],
-        log_likelihood=result["log_likelihood"] or None,
+    return from_arrays(
+        {
+            "posterior": {k: v for k, v in result["posterior"].items() if k in keep},
+            "sample_stats": result["sample_stats"],
+            "log_likelihood": result["log_likelihood"] or {},
+        },
         coords=coords,
         dims=dims,
     )
@@ -256,7 +261,7 @@ def sample(
     target_accept: float = 0.8,
     log_likelihood: tuple[str, ...] = (),
     key: Hashable | None = None,
-) -> tuple[az.InferenceData, dict[str, float]]:
+) -> tuple[xr.DataTree, dict[str, float]]:
     """Draw from the posterior of ``model`` with ``sampler``.
 
     ``log_likelihood`` names observed variables whose pointwise log-likelihood

@@ -54,7 +54,7 @@ def naive_analytics(theta: np.ndarray) -> None:
             ind = (theta[..., i] > theta[..., j]).astype(float)
             az.mcse(xr.Dataset({"x": (("chain", "draw"), ind)}), method="mean")
     np.quantile(x, [0.05, 0.5, 0.95], axis=0)
-    az.hdi(xr.Dataset({"theta": (("chain", "draw", "llm"), theta)}), hdi_prob=0.9)
+    az.hdi(xr.Dataset({"theta": (("chain", "draw", "llm"), theta)}), prob=0.9)
     dist.sum()
 
 

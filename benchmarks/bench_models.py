@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
+import xarray as xr
 from bayesrank.models import davidson_luce as dl
 from bayesrank.models.bradley_terry import pairs_of
 
@@ -119,8 +120,8 @@ def naive_model(name: str, data: bayesrank.ResponseData) -> pm.Model:
     return model
 
 
-def ess_summary(idata: az.InferenceData) -> tuple[float, float]:
-    post = idata.posterior
+def ess_summary(idata: xr.DataTree) -> tuple[float, float]:
+    post = idata["posterior"].to_dataset()
     names = [v for v in post.data_vars if not v.endswith("__")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -138,6 +139,7 @@ def run_naive(name, data, draws, seed):
     t1 = time.perf_counter()
     with model:
         idata = pm.sample(
+            nuts_sampler="pymc",  # PyMC 6 would pick nutpie when installed: the peer stays PyMC
             draws=draws, tune=draws, chains=4, cores=min(4, os.cpu_count() or 1),
             random_seed=seed, progressbar=False, compute_convergence_checks=False,
         )

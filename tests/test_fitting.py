@@ -72,7 +72,7 @@ def test_inference_data_holds_every_group_with_coords():
     data = small_data(seed=3)
     post = fit(data, "rasch", draws=400, chains=2, random_seed=3)
     idata = post.idata
-    assert {"posterior", "sample_stats", "observed_data", "log_likelihood"} <= set(idata.groups())
+    assert {"posterior", "sample_stats", "observed_data", "log_likelihood"} <= set(idata.children)
     assert list(idata.posterior["llm"].values) == list(data.models)
     assert list(idata.posterior["question"].values) == list(data.questions)
     assert idata.log_likelihood["k"].dims == ("chain", "draw", "llm", "question")
@@ -120,8 +120,12 @@ def test_summarize_reads_an_inference_data():
 
     rng = np.random.default_rng(0)
     idata = az.from_dict(
-        posterior={"theta": rng.normal(size=(4, 500, 3)), "stuck": np.ones((4, 500))},
-        sample_stats={"diverging": np.zeros((4, 500), bool), "energy": rng.normal(size=(4, 500))},
+        {
+            "posterior": {"theta": rng.normal(size=(4, 500, 3)), "stuck": np.ones((4, 500))},
+            "sample_stats": {
+                "diverging": np.zeros((4, 500), bool), "energy": rng.normal(size=(4, 500))
+            },
+        }
     )
     frame = summarize(idata)
     assert frame.loc["theta", "passed"] and frame.loc["theta", "r_hat"] < 1.01

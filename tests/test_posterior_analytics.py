@@ -17,11 +17,15 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 from scipy import stats
 
+from bayesrank import compare
+from bayesrank.comparison import pointwise_log_likelihood
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
-from bayesrank.posterior import NormalPosterior, Posterior, closed_form, compare
+from bayesrank.plots import plot_ppc_rootogram
+from bayesrank.posterior import NormalPosterior, Posterior, closed_form
 from bayesrank.ppc import bayesian_p_values
 from bayesrank.ranks import scores_to_ranks
 from bayesrank.uncertainty import (
@@ -39,7 +43,7 @@ def posterior_from_draws(theta: np.ndarray, data: ResponseData | None = None) ->
     """Posterior around draws of shape (chain, draw, L)."""
     L = theta.shape[-1]
     names = list(data.models) if data is not None else [f"m{i}" for i in range(L)]
-    idata = az.from_dict(posterior={"theta": theta}, coords={"llm": names},
+    idata = az.from_dict({"posterior": {"theta": theta}}, coords={"llm": names},
                          dims={"theta": ["llm"]})
     return Posterior(idata, data, "test")
 
@@ -104,7 +108,7 @@ def test_credible_intervals_match_quantiles_and_arviz_hdi(skewed_posterior):
     np.testing.assert_allclose(eti["upper"], np.quantile(x, 0.9, axis=0))
     assert list(eti.index) == list(skewed_posterior.models) and eti.index.name == "llm"
     hdi = skewed_posterior.credible_intervals(0.8, "hdi")
-    ref = az.hdi(skewed_posterior.idata, hdi_prob=0.8)["theta"].values
+    ref = az.hdi(skewed_posterior.theta, prob=0.8).transpose("llm", "ci_bound").values
     np.testing.assert_allclose(hdi[["lower", "upper"]].to_numpy(), ref)
     # right-skewed draws: the HDI is the shorter interval and sits further left
     assert np.all(hdi["upper"] - hdi["lower"] <= eti["upper"] - eti["lower"] + 1e-12)
@@ -362,7 +366,8 @@ def fit(data: ResponseData, likelihood: str, seed: int = 0) -> Posterior:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             idata = pm.sample(draws=400, tune=400, chains=2, cores=1, random_seed=seed,
-                              progressbar=False, compute_convergence_checks=False)
+                              nuts_sampler="pymc", progressbar=False,
+                              compute_convergence_checks=False)
     return Posterior(idata, data, likelihood, pymc_model=model, observed_var="k")
 
 
@@ -404,7 +409,8 @@ def test_ppc_does_not_flag_rasch_data(rasch_fit):
     assert np.all(overall["p_value"].between(0.05, 0.95)), overall
     assert not overall["flagged"].any()
     assert any("No misfit" in note for note in result.notes)
-    pp = rasch_fit.idata.posterior_predictive["k"]
+    assert "posterior_predictive" not in rasch_fit.idata.children  # the fit is left unchanged
+    pp = result.idata["posterior_predictive"]["k"]
     assert pp.dims == ("chain", "draw", "llm", "question")
     assert pp.sizes["chain"] * pp.sizes["draw"] >= 400
     # replicated accuracies are centred on the observed ones (the model fits them)
@@ -423,17 +429,18 @@ def test_ppc_flags_over_dispersion_from_item_by_model_interaction(interaction_ra
     assert observed > result.replicated["model_dispersion"].sel(target="all").max().item()
 
 
-def test_ppc_group_works_with_arviz_plot_ppc(rasch_fit):
+def test_ppc_tree_works_with_arviz_plots(rasch_fit):
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    if "posterior_predictive" not in rasch_fit.idata.groups():
-        rasch_fit.ppc(num_draws=100)
-    ax = az.plot_ppc(rasch_fit.idata, var_names=["k"], num_pp_samples=20, random_seed=0)
-    assert np.size(ax) >= 1
-    plt.close("all")
+    result = rasch_fit.ppc(num_draws=100)
+    collection = az.plot_ppc_dist(result.idata, var_names=["k"], num_samples=20,
+                                  backend="matplotlib")
+    assert collection.viz["figure"].item().axes
+    fig = plot_ppc_rootogram(result)
+    (ax,) = fig.axes
+    assert "pooled" in ax.get_title() and ax.get_lines()
 
 
 def test_ppc_needs_the_generative_model(skewed_posterior):
@@ -456,7 +463,9 @@ def test_loo_prefers_the_overdispersed_model_and_reports_pareto_k(interaction_da
         table = compare({"rasch": interaction_rasch_fit, "beta_binomial": beta_binomial})
     assert table.index[0] == "beta_binomial"
     rasch = table.loc["rasch"]
-    assert rasch["elpd_diff"] > 4 * rasch["dse"]
+    assert rasch["elpd_diff"] < -4 * rasch["diff_se"]
+    assert list(table["rank"]) == [1, 2] and np.isclose(table["weight"].sum(), 1.0)
+    assert {"elpd_loo", "se", "p_loo", "max_pareto_k"} <= set(table.columns)
     assert (table["observation_unit"] == "model-question cell").all()
     assert (table["n_observations"] == 6 * 25).all()
     assert table.attrs["observation_unit"] == "model-question cell"
@@ -464,7 +473,12 @@ def test_loo_prefers_the_overdispersed_model_and_reports_pareto_k(interaction_da
     for name, post in [("rasch", interaction_rasch_fit), ("beta_binomial", beta_binomial)]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            loo = az.loo(post.idata, pointwise=True, var_name="k")
+            tree = xr.DataTree.from_dict({
+                "posterior": post.idata["posterior"].to_dataset(),
+                "log_likelihood": pointwise_log_likelihood(post).to_dataset(name="k"),
+            })
+            loo = az.loo(tree, pointwise=True, var_name="k")
+        assert "log_likelihood" not in post.idata.children  # compare() left the fit unchanged
         assert table.loc[name, "n_pareto_k_high"] == int((loo.pareto_k.values > 0.7).sum())
     if table["n_pareto_k_high"].sum():
         assert any("Pareto k" in str(w.message) for w in caught)
@@ -476,8 +490,10 @@ def test_compare_refuses_different_data_or_units(rasch_fit, interaction_rasch_fi
     rng = np.random.default_rng(0)
     L = rasch_fit.data.L
     pairs = az.from_dict(
-        posterior={"theta": rng.standard_normal((2, 400, L))},
-        log_likelihood={"pairs": rng.standard_normal((2, 400, L, L)) - 3},
+        {
+            "posterior": {"theta": rng.standard_normal((2, 400, L))},
+            "log_likelihood": {"pairs": rng.standard_normal((2, 400, L, L)) - 3},
+        },
         coords={"llm": list(rasch_fit.models), "llm_other": list(rasch_fit.models)},
         dims={"theta": ["llm"], "pairs": ["llm", "llm_other"]},
     )

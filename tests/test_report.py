@@ -176,7 +176,7 @@ def test_diagnostics_warn_in_plain_language(tmp_path, data):
     rng = np.random.default_rng(0)
     theta = rng.normal(size=(2, 200, data.L))
     theta[1] += 3.0
-    idata = az.from_dict(posterior={"theta": theta}, coords={"llm": list(data.models)},
+    idata = az.from_dict({"posterior": {"theta": theta}}, coords={"llm": list(data.models)},
                          dims={"theta": ["llm"]})
     bad = Posterior(idata, data, "stuck")
     out = tmp_path / "bad.html"
