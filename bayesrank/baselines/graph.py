@@ -37,7 +37,6 @@ from scipy.special import logsumexp
 from bayesrank.data import ResponseData
 from bayesrank.errors import DisconnectedGraphError, NotIdentifiedError
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "win_probabilities",
@@ -58,7 +57,6 @@ __all__ = [
 ]
 
 Solver = Literal["exact", "power"]
-_FAMILY = "Graph/game"
 
 
 # ---------------------------------------------------------------------------------------
@@ -780,48 +778,3 @@ def hodge_rank(
             "the potentials of its components are not comparable"
         ) from None
     return scores, (diagnostics if return_diagnostics else {})
-
-
-# ---------------------------------------------------------------------------------------
-# Registry: the paper's identifiers (App. "Ranking Method APIs and Hyperparameters")
-# ---------------------------------------------------------------------------------------
-register("pagerank", pagerank, _FAMILY, damping=0.85, max_iter=100, tol=1e-12)
-register("spectral", spectral, _FAMILY, max_iter=10_000, tol=1e-12)
-register(
-    "alpharank", alpharank, _FAMILY, alpha=1.0, population_size=50, max_iter=100_000, tol=1e-12
-)
-for _score in ("vs_equilibrium", "advantage_vs_equilibrium"):
-    register(
-        f"nash_{_score}",
-        nash,
-        _FAMILY,
-        n_iter=100,
-        temperature=0.1,
-        solver="lp",
-        score_type=_score,
-        return_equilibrium=False,
-    )
-for _ties in ("ignore", "half"):
-    register(
-        f"rank_centrality_tie_{_ties}",
-        rank_centrality,
-        _FAMILY,
-        tie_handling=_ties,
-        smoothing=0.0,
-        teleport=0.0,
-        max_iter=10_000,
-        tol=1e-12,
-    )
-for _cmp in ("prob_diff", "sign"):
-    register(f"serial_rank_{_cmp}", serial_rank, _FAMILY, comparison=_cmp)
-for _stat in ("binary", "log_odds"):
-    for _weight in ("total", "decisive", "uniform"):
-        register(
-            f"hodge_rank_{_stat}_{_weight}",
-            hodge_rank,
-            _FAMILY,
-            pairwise_stat=_stat,
-            weight_method=_weight,
-            return_diagnostics=False,
-            **({"epsilon": 0.5} if _stat == "log_odds" else {}),
-        )

@@ -57,7 +57,6 @@ from scipy.special import expit, gammaln, log_expit
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, NotIdentifiedError
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "IrtFit",
@@ -76,7 +75,6 @@ __all__ = [
 ]
 
 IrtModel = Literal["1pl", "2pl", "3pl"]
-_FAMILY = "IRT"
 # 3PL guessing logits tried as starts: the paper's c = 0.25 and c = 0.5 sigmoid(-3) ~ 0.024
 _GUESSING_STARTS = (0.0, -3.0)
 _DIVERGED = 50.0  # |ability| beyond this on the logit scale: the iterations run off
@@ -1237,49 +1235,3 @@ def dynamic_irt(
     if return_item_params:
         details = {"difficulty": fit.difficulty, "baseline": fit.ability, "slope": slope}
     return scores, details
-
-
-# ---------------------------------------------------------------------------------------
-# Registry: the paper's identifiers (App. "Ranking Method APIs and Hyperparameters")
-# ---------------------------------------------------------------------------------------
-register("rasch", rasch, _FAMILY, max_iter=500, return_item_params=False)
-register("rasch_map", rasch, _FAMILY, prior=1.0, max_iter=500, return_item_params=False)
-register("rasch_2pl", rasch_2pl, _FAMILY, max_iter=500, return_item_params=False)
-register("rasch_2pl_map", rasch_2pl, _FAMILY, prior=1.0, max_iter=500, return_item_params=False)
-register("rasch_3pl", rasch_3pl, _FAMILY, max_iter=500, fix_guessing=None, return_item_params=False)
-register(
-    "rasch_3pl_map",
-    rasch_3pl,
-    _FAMILY,
-    prior=1.0,
-    max_iter=500,
-    fix_guessing=None,
-    return_item_params=False,
-)
-register(
-    "rasch_mml",
-    rasch_mml,
-    _FAMILY,
-    max_iter=100,
-    em_iter=20,
-    n_quadrature=21,
-    return_item_params=False,
-)
-register(
-    "rasch_mml_credible",
-    rasch_mml,
-    _FAMILY,
-    quantile=0.05,
-    max_iter=100,
-    em_iter=20,
-    n_quadrature=21,
-)
-for _variant in ("linear", "growth"):
-    register(
-        f"dynamic_irt_{_variant}",
-        dynamic_irt,
-        _FAMILY,
-        variant=_variant,
-        max_iter=500,
-        return_item_params=False,
-    )

@@ -57,7 +57,6 @@ from bayesrank.baselines.paired import (
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, NotIdentifiedError
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "elementary_symmetric",
@@ -787,12 +786,3 @@ def davidson_luce_map(
     """Davidson–Luce MAP with ``theta_i ~ N(0, prior)`` (``delta`` by ML)."""
     return davidson_luce.__wrapped_rule__(data, prior=prior, max_iter=max_iter,
                                           max_tie_order=max_tie_order)
-
-
-register("plackett_luce", plackett_luce, "luce", max_iter=500, tol=1e-8)
-register("plackett_luce_map", plackett_luce_map, "luce", prior=1.0, max_iter=500)
-register("bradley_terry_luce", bradley_terry_luce, "luce", max_iter=500)
-register("bradley_terry_luce_map", bradley_terry_luce_map, "luce", prior=1.0, max_iter=500)
-register("davidson_luce", davidson_luce, "luce", in_paper=False, max_iter=500)
-register("davidson_luce_map", davidson_luce_map, "luce", in_paper=False, prior=1.0,
-         max_iter=500)

@@ -32,7 +32,6 @@ from bayesrank.bayes_at_n import bayes_at_n
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "avg",
@@ -265,20 +264,3 @@ def thompson(
     group = group.ravel()
     mean_rank = (np.bincount(group, mean_rank) / np.bincount(group))[group]
     return -mean_rank, {"posterior": np.stack([a, b], axis=1)}
-
-
-register("avg", avg, "metrics")
-register("inverse_difficulty", inverse_difficulty, "metrics", clip_range=(0.01, 0.99))
-register("pass_at_k_2", pass_at_k, "metrics", k=2)
-register("pass_hat_k_2", pass_hat_k, "metrics", k=2)
-register("mg_pass_at_k_2", mg_pass_at_k, "metrics", k=2)
-register("bayes", bayes, "metrics", R0=None, quantile=None)
-register("bayes_greedy", bayes, "metrics", R0="data", quantile=None)
-register("bayes_ci", bayes, "metrics", R0=None, quantile=0.05)
-register("thompson", thompson, "metrics", n_samples=10000, prior_alpha=1.0, prior_beta=1.0,
-         seed=42)
-# base rules by name, e.g. rank(data, "pass_at_k", k=8); not among the paper's identifiers
-register("pass_at_k", pass_at_k, "metrics", in_paper=False, k=2)
-register("pass_hat_k", pass_hat_k, "metrics", in_paper=False, k=2)
-register("mg_pass_at_k", mg_pass_at_k, "metrics", in_paper=False, k=2)
-register("g_pass_at_k_tau", g_pass_at_k_tau, "metrics", in_paper=False, k=4, tau=0.75)

@@ -54,7 +54,6 @@ from scipy.special import expit, log_expit
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "bt_loglik",
@@ -734,14 +733,3 @@ def rao_kupper_map(
     return rao_kupper.__wrapped_rule__(
         data, tie_strength=tie_strength, prior=prior, max_iter=max_iter
     )
-
-
-register("bradley_terry", bradley_terry, "paired", max_iter=500)
-register("bradley_terry_map", bradley_terry_map, "paired", prior=1.0, max_iter=500)
-register("bradley_terry_davidson", bradley_terry_davidson, "paired", max_iter=500)
-register("bradley_terry_davidson_map", bradley_terry_davidson_map, "paired", prior=1.0,
-         max_iter=500)
-register("rao_kupper", rao_kupper, "paired", tie_strength=1.1, max_iter=500)
-register("rao_kupper_map", rao_kupper_map, "paired", tie_strength=1.1, prior=1.0, max_iter=500)
-register("bayesian_mcmc", bayesian_mcmc, "paired", n_samples=5000, burnin=1000, prior_var=1.0,
-         seed=42)

@@ -32,7 +32,6 @@ import numpy as np
 
 from bayesrank.data import ResponseData
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "TIE_HANDLING",
@@ -342,20 +341,3 @@ def trueskill(
         outcomes, present, data.M, mu_initial, sigma_initial, beta, tau, draw_margin, code
     )
     return mu, {"sigma": sigma}
-
-
-# --------------------------------------------------------------------------------------
-# Registry: the paper's identifiers (App. "Ranking Method APIs", Pairwise rating)
-# --------------------------------------------------------------------------------------
-_FAMILY = "Pairwise rating"
-
-for _policy in TIE_HANDLING:
-    register(f"elo_tie_{_policy}", elo, _FAMILY, K=0.05, initial_rating=1500.0,
-             tie_handling=_policy)
-    register(f"glicko_tie_{_policy}", glicko, _FAMILY, initial_rating=1500.0,
-             initial_rd=350.0, c=0.0, rd_max=350.0, tie_handling=_policy,
-             return_deviation=False)
-register("trueskill", trueskill, _FAMILY, mu_initial=25.0, sigma_initial=8.333333333333334,
-         beta=4.166666666666667, tau=0.00333333333)
-register("elo", elo, _FAMILY, in_paper=False)
-register("glicko", glicko, _FAMILY, in_paper=False)

@@ -37,7 +37,6 @@ from scipy.sparse import csgraph
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "TIE_POLICIES",
@@ -719,27 +718,3 @@ def majority_judgment(data: ResponseData, *, return_scores: bool = False) -> np.
             "have no observed trial"
         )
     return majority_judgment_scores(utility)
-
-
-# --------------------------------------------------------------------------------------
-# Registry: the paper's identifiers (App. "Ranking Method APIs", Voting rules)
-# --------------------------------------------------------------------------------------
-_FAMILY = "Voting rules"
-
-for _rule in (borda, copeland, win_rate, majority_judgment):
-    register(_rule.__name__, _rule, _FAMILY, return_scores=False)
-for _variant, _policy in itertools.product(("margin", "winning_votes"), TIE_POLICIES):
-    register(f"minimax_variant_{_variant}_tie_{_policy}", minimax, _FAMILY, variant=_variant,
-             tie_policy=_policy)
-    register(f"ranked_pairs_strength_{_variant}_tie_{_policy}", ranked_pairs, _FAMILY,
-             strength=_variant, tie_policy=_policy)
-for _policy in TIE_POLICIES:
-    register(f"schulze_tie_{_policy}", schulze, _FAMILY, tie_policy=_policy)
-    register(f"kemeny_young_tie_{_policy}", kemeny_young, _FAMILY, tie_policy=_policy,
-             time_limit=None)
-for _ties in ("average", "max"):
-    register(f"nanson_rank_ties_{_ties}", nanson, _FAMILY, rank_ties=_ties)
-    register(f"baldwin_rank_ties_{_ties}", baldwin, _FAMILY, rank_ties=_ties)
-for _rule in (minimax, schulze, ranked_pairs, kemeny_young, nanson, baldwin):
-    register(_rule.__name__, _rule, _FAMILY, in_paper=False)
-register("schulze_margin", schulze, _FAMILY, in_paper=False, strength="margin")
