@@ -150,12 +150,12 @@ _IRT = _family("irt", "IRT", [
 
 _PAIRED = _family("paired", "paired", [
     ("bradley_terry", paired.bradley_terry, {"max_iter": 500}),
-    ("bradley_terry_map", paired.bradley_terry_map, {"prior": 1.0, "max_iter": 500}),
+    ("bradley_terry_map", paired.bradley_terry, {"prior": 1.0, "max_iter": 500}),
     ("bradley_terry_davidson", paired.bradley_terry_davidson, {"max_iter": 500}),
-    ("bradley_terry_davidson_map", paired.bradley_terry_davidson_map,
+    ("bradley_terry_davidson_map", paired.bradley_terry_davidson,
      {"prior": 1.0, "max_iter": 500}),
     ("rao_kupper", paired.rao_kupper, {"tie_strength": 1.1, "max_iter": 500}),
-    ("rao_kupper_map", paired.rao_kupper_map,
+    ("rao_kupper_map", paired.rao_kupper,
      {"tie_strength": 1.1, "prior": 1.0, "max_iter": 500}),
     ("bayesian_mcmc", paired.bayesian_mcmc,
      {"n_samples": 5000, "burnin": 1000, "prior_var": 1.0, "seed": 42}),
@@ -163,12 +163,12 @@ _PAIRED = _family("paired", "paired", [
 
 _LUCE = _family("luce", "luce", [
     ("plackett_luce", luce.plackett_luce, {"max_iter": 500, "tol": 1e-8}),
-    ("plackett_luce_map", luce.plackett_luce_map, {"prior": 1.0, "max_iter": 500}),
+    ("plackett_luce_map", luce.plackett_luce, {"prior": 1.0, "max_iter": 500}),
     ("bradley_terry_luce", luce.bradley_terry_luce, {"max_iter": 500}),
-    ("bradley_terry_luce_map", luce.bradley_terry_luce_map, {"prior": 1.0, "max_iter": 500}),
+    ("bradley_terry_luce_map", luce.bradley_terry_luce, {"prior": 1.0, "max_iter": 500}),
 ], extra=[
     ("davidson_luce", luce.davidson_luce, {"max_iter": 500}),
-    ("davidson_luce_map", luce.davidson_luce_map, {"prior": 1.0, "max_iter": 500}),
+    ("davidson_luce_map", luce.davidson_luce, {"prior": 1.0, "max_iter": 500}),
 ])
 
 _METRICS = _family("metrics", "metrics", [

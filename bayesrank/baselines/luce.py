@@ -68,11 +68,8 @@ __all__ = [
     "pl_log_strengths",
     "pl_rankings_log_strengths",
     "plackett_luce",
-    "plackett_luce_map",
     "bradley_terry_luce",
-    "bradley_terry_luce_map",
     "davidson_luce",
-    "davidson_luce_map",
 ]
 
 _LOG_CAP = 30.0
@@ -691,32 +688,30 @@ def _strengths(theta: np.ndarray) -> np.ndarray:
 
 
 @ranking_method
-def plackett_luce(data: ResponseData, *, max_iter: int = 500, tol: float = 1e-8):
-    """Plackett–Luce on the pairwise win matrix by MM (Hunter 2004); scores ``pi``, sum 1.
+def plackett_luce(
+    data: ResponseData, *, prior: float | None = None, max_iter: int = 500, tol: float = 1e-8
+):
+    """Plackett–Luce on the pairwise win matrix ``W``: ML by MM (Hunter 2004) or MAP.
 
     In the binary setting PL on ``W`` is Bradley–Terry (paper), so the ranking equals
-    ``bradley_terry``'s; ML raises when the win graph is not strongly connected.
+    ``bradley_terry``'s.  ML (``prior=None``, identifier ``plackett_luce``) runs the MM
+    algorithm of :func:`pl_log_strengths` until ``tol`` and scores by ``pi`` normalised to
+    sum 1; it raises when the win graph is not strongly connected.  MAP (``prior`` a
+    Gaussian variance, ``plackett_luce_map`` uses 1.0) is the Bradley–Terry MAP of
+    :func:`~bayesrank.baselines.paired.bt_log_strengths` with ``theta_i ~ N(0, prior)``,
+    scored by ``exp(theta)`` with centred ``theta``; ``tol`` plays no role there.
     """
     W = data.reductions.wins
+    groups = exchangeable_groups(W)
+    if prior is not None:
+        theta = _average_groups(bt_log_strengths(W, prior=prior, max_iter=max_iter), groups)
+        return _strengths(theta), {"log_strengths": theta}
     if W.sum() > 0:
         check_identified(W > 0, method="plackett_luce", suggestion="plackett_luce_map",
                          labels=data.models)
-    theta = _average_groups(pl_log_strengths(W, max_iter=max_iter, tol=tol),
-                            exchangeable_groups(W))
+    theta = _average_groups(pl_log_strengths(W, max_iter=max_iter, tol=tol), groups)
     pi = np.exp(theta)
     return pi / pi.sum(), {"log_strengths": theta}
-
-
-@ranking_method
-def plackett_luce_map(data: ResponseData, *, prior: float = 1.0, max_iter: int = 500):
-    """Plackett–Luce MAP on ``W`` with ``theta_i ~ N(0, prior)``: the Bradley–Terry MAP.
-
-    Scores ``exp(theta)`` with centred ``theta``.
-    """
-    W = data.reductions.wins
-    theta = _average_groups(bt_log_strengths(W, prior=prior, max_iter=max_iter),
-                            exchangeable_groups(W))
-    return _strengths(theta), {"log_strengths": theta}
 
 
 def _setwise(data: ResponseData, what: str):
@@ -730,17 +725,12 @@ def bradley_terry_luce(data: ResponseData, *, prior: float | None = None, max_it
     """Bradley–Terry–Luce setwise choice (each winner vs the loser set); scores ``exp(theta)``.
 
     Binary data only.  ML (``prior=None``) raises when the choice graph (winner -> loser) is
-    not strongly connected; ``prior`` adds ``theta_i ~ N(0, prior)`` (MAP).
+    not strongly connected; ``prior`` adds ``theta_i ~ N(0, prior)`` (MAP; identifier
+    ``bradley_terry_luce_map`` uses 1.0).
     """
     U, V, c = _setwise(data, "bradley_terry_luce")
     theta = btl_log_strengths(U, V, c, prior=prior, max_iter=max_iter, labels=data.models)
     return _strengths(theta), {"log_strengths": theta}
-
-
-@ranking_method
-def bradley_terry_luce_map(data: ResponseData, *, prior: float = 1.0, max_iter: int = 500):
-    """Bradley–Terry–Luce MAP with ``theta_i ~ N(0, prior)``."""
-    return bradley_terry_luce.__wrapped_rule__(data, prior=prior, max_iter=max_iter)
 
 
 @ranking_method
@@ -757,7 +747,8 @@ def davidson_luce(
     winner-set size).  Because events where every present model ties are discarded, ``Z(S)``
     excludes that outcome (identical to the paper's ``Z`` on complete data with the default
     ``D``).  ``details["tie_prevalence"]`` holds ``delta_1..delta_D`` (``delta_1 = 1``; 0 for
-    orders never observed).
+    orders never observed).  ``prior=None`` is ML; a variance puts ``theta_i ~ N(0, prior)``
+    on log-strengths (MAP, ``davidson_luce_map`` uses 1.0; ``delta`` stays ML).
 
     On complete data the likelihood sees ``theta`` only through the winner shares
     ``A_i = sum_e c_e [i in U_e] / |U_e|`` and a symmetric concave term, so the ML and MAP
@@ -773,16 +764,3 @@ def davidson_luce(
         max_iter=max_iter, labels=data.models,
     )
     return _strengths(theta), {"log_strengths": theta, "tie_prevalence": delta}
-
-
-@ranking_method
-def davidson_luce_map(
-    data: ResponseData,
-    *,
-    prior: float = 1.0,
-    max_iter: int = 500,
-    max_tie_order: int | None = None,
-):
-    """Davidson–Luce MAP with ``theta_i ~ N(0, prior)`` (``delta`` by ML)."""
-    return davidson_luce.__wrapped_rule__(data, prior=prior, max_iter=max_iter,
-                                          max_tie_order=max_tie_order)

@@ -66,11 +66,8 @@ __all__ = [
     "check_identified",
     "exchangeable_groups",
     "bradley_terry",
-    "bradley_terry_map",
     "bradley_terry_davidson",
-    "bradley_terry_davidson_map",
     "rao_kupper",
-    "rao_kupper_map",
     "bayesian_mcmc",
 ]
 
@@ -629,9 +626,11 @@ def _strength_scores(theta: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray,
 def bradley_terry(data: ResponseData, *, prior: float | None = None, max_iter: int = 500):
     """Bradley–Terry strengths ``pi = exp(theta)`` by ML (``prior=None``) or MAP.
 
-    Ties (both right or both wrong) are ignored; ``W`` is ``data.reductions.wins``.  Scores
-    are the strengths with centred log-strengths (paper, Algorithm "Paired-comparison models").
-    ML raises when the win graph is not strongly connected (see module notes).
+    ``prior`` is the variance of the Gaussian prior ``theta_i ~ N(0, prior)`` on
+    log-strengths (identifier ``bradley_terry_map`` uses 1.0).  Ties (both right or both
+    wrong) are ignored; ``W`` is ``data.reductions.wins``.  Scores are the strengths with
+    centred log-strengths (paper, Algorithm "Paired-comparison models").  ML raises when
+    the win graph is not strongly connected (see module notes).
     """
     W = data.reductions.wins
     if prior is None and W.sum() > 0:
@@ -647,9 +646,11 @@ def bradley_terry_davidson(
 ):
     """Davidson (1970) tie model on wins ``W`` and ties ``T``; scores ``exp(theta)``.
 
-    ``details["tie_parameter"]`` is the ML estimate of ``nu``.  On complete binary data every
-    pair meets equally often and the likelihood sees ``theta`` only through net wins
-    ``sum_j (W_ij - W_ji)``, so the ranking equals the accuracy ranking (ties included).
+    ML (``prior=None``) or MAP with ``theta_i ~ N(0, prior)`` (``bradley_terry_davidson_map``
+    uses 1.0); ``nu`` carries no prior and ``details["tie_parameter"]`` is its ML
+    estimate.  On complete binary data every pair meets equally often and the likelihood
+    sees ``theta`` only through net wins ``sum_j (W_ij - W_ji)``, so the ranking equals the
+    accuracy ranking (ties included).
     """
     red = data.reductions
     W, T = red.wins, red.ties
@@ -671,7 +672,9 @@ def rao_kupper(
 ):
     """Rao–Kupper (1967) tie model with fixed ``kappa = tie_strength``; scores ``exp(theta)``.
 
-    ``tie_strength=None`` estimates ``kappa`` by ML instead.
+    ``tie_strength=None`` estimates ``kappa`` by ML instead.  ML (``prior=None``) raises when
+    the win-or-tie graph is not strongly connected; MAP puts ``theta_i ~ N(0, prior)`` on
+    log-strengths (``rao_kupper_map`` uses 1.0).
     """
     red = data.reductions
     W, T = red.wins, red.ties
@@ -707,29 +710,3 @@ def bayesian_mcmc(
     mean = _average_groups(draws.mean(axis=0), groups)
     return mean, {"posterior_sd": draws.std(axis=0, ddof=1) if n_samples > 1 else
                   np.zeros(data.L), "acceptance_rate": rate}
-
-
-@ranking_method
-def bradley_terry_map(data: ResponseData, *, prior: float = 1.0, max_iter: int = 500):
-    """Bradley–Terry MAP: Gaussian prior ``theta_i ~ N(0, prior)`` on log-strengths."""
-    return bradley_terry.__wrapped_rule__(data, prior=prior, max_iter=max_iter)
-
-
-@ranking_method
-def bradley_terry_davidson_map(data: ResponseData, *, prior: float = 1.0, max_iter: int = 500):
-    """Davidson tie model, MAP with ``theta_i ~ N(0, prior)`` (``nu`` by ML, as in the paper)."""
-    return bradley_terry_davidson.__wrapped_rule__(data, prior=prior, max_iter=max_iter)
-
-
-@ranking_method
-def rao_kupper_map(
-    data: ResponseData,
-    *,
-    tie_strength: float | None = 1.1,
-    prior: float = 1.0,
-    max_iter: int = 500,
-):
-    """Rao–Kupper tie model, MAP with ``theta_i ~ N(0, prior)`` on log-strengths."""
-    return rao_kupper.__wrapped_rule__(
-        data, tie_strength=tie_strength, prior=prior, max_iter=max_iter
-    )
