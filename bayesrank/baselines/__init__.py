@@ -190,8 +190,7 @@ _METRICS = _family("metrics", "metrics", [
 ])
 
 _ELO = {"K": 0.05, "initial_rating": 1500.0}
-_GLICKO = {"initial_rating": 1500.0, "initial_rd": 350.0, "c": 0.0, "rd_max": 350.0,
-           "return_deviation": False}
+_GLICKO = {"initial_rating": 1500.0, "initial_rd": 350.0, "c": 0.0, "rd_max": 350.0}
 _RATINGS = _family("ratings", "Pairwise rating", [
     ("elo_tie_skip", ratings.elo, {**_ELO, "tie_handling": "skip"}),
     ("glicko_tie_skip", ratings.glicko, {**_GLICKO, "tie_handling": "skip"}),
@@ -209,10 +208,10 @@ _RATINGS = _family("ratings", "Pairwise rating", [
 ])
 
 _VOTING = _family("voting", "Voting rules", [
-    ("borda", voting.borda, {"return_scores": False}),
-    ("copeland", voting.copeland, {"return_scores": False}),
-    ("win_rate", voting.win_rate, {"return_scores": False}),
-    ("majority_judgment", voting.majority_judgment, {"return_scores": False}),
+    ("borda", voting.borda, {}),
+    ("copeland", voting.copeland, {}),
+    ("win_rate", voting.win_rate, {}),
+    ("majority_judgment", voting.majority_judgment, {}),
     ("minimax_variant_margin_tie_ignore", voting.minimax,
      {"variant": "margin", "tie_policy": "ignore"}),
     ("ranked_pairs_strength_margin_tie_ignore", voting.ranked_pairs,

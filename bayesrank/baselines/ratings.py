@@ -219,7 +219,6 @@ def glicko(
     c: float = 0.0,
     rd_max: float = 350.0,
     tie_handling: str = "correct_draw_only",
-    return_deviation: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Glicko ratings, one rating period per question-trial (Glickman 1999; paper App. "Glicko").
 
@@ -236,9 +235,6 @@ def glicko(
     rd_max : float
         Upper bound of RD.
     tie_handling : {"skip", "draw", "correct_draw_only"}
-    return_deviation : bool
-        Accepted for the paper's identifiers; the final deviations are always
-        returned in ``details["rating_deviation"]``.
 
     Returns
     -------

@@ -611,23 +611,19 @@ def majority_judgment_scores(grades: Any) -> np.ndarray:
 # Rules over ResponseData (questions as voters)
 # --------------------------------------------------------------------------------------
 @ranking_method
-def borda(data: ResponseData, *, return_scores: bool = False) -> np.ndarray:
-    """Borda count, ``s_l = sum_m (L - r_lm)`` with tie-averaged ranks (paper App. "Borda").
-
-    ``return_scores`` is accepted for the paper's identifiers; the Ranking always
-    carries scores.
-    """
+def borda(data: ResponseData) -> np.ndarray:
+    """Borda count, ``s_l = sum_m (L - r_lm)`` with tie-averaged ranks (paper App. "Borda")."""
     return borda_scores(data.reductions.question_preferences)
 
 
 @ranking_method
-def copeland(data: ResponseData, *, return_scores: bool = False) -> np.ndarray:
+def copeland(data: ResponseData) -> np.ndarray:
     """Copeland, ``s_i = sum_j sign(W_ij - W_ji)`` (paper App. "Copeland")."""
     return copeland_scores(data.reductions.question_preferences)
 
 
 @ranking_method
-def win_rate(data: ResponseData, *, return_scores: bool = False) -> np.ndarray:
+def win_rate(data: ResponseData) -> np.ndarray:
     """Share of decisive question-level pairwise outcomes won (paper App. "Win rate")."""
     return win_rate_scores(question_counts(data)[0])
 
@@ -638,7 +634,6 @@ def minimax(
     *,
     variant: str = "margin",
     tie_policy: str = "half",
-    return_scores: bool = False,
 ) -> np.ndarray:
     """Minimax (Simpson-Kramer), see :func:`minimax_scores` (paper App. "Minimax")."""
     return minimax_scores(_data_preferences(data, tie_policy), variant)
@@ -650,7 +645,6 @@ def schulze(
     *,
     tie_policy: str = "half",
     strength: str = "winning_votes",
-    return_scores: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Schulze beatpath: i above j when ``p_ij > p_ji`` (paper App. "Schulze").
 
@@ -668,7 +662,6 @@ def ranked_pairs(
     *,
     strength: str = "margin",
     tie_policy: str = "half",
-    return_scores: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Ranked Pairs (Tideman), levels of the locked graph (paper App. "Ranked Pairs")."""
     locked = ranked_pairs_locked(_data_preferences(data, tie_policy), strength)
@@ -682,7 +675,6 @@ def kemeny_young(
     tie_policy: str = "half",
     time_limit: float | None = None,
     tie_aware: bool = True,
-    return_scores: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Exact Kemeny-Young ranking, see :func:`kemeny_young_scores` (paper App. "Kemeny--Young")."""
     return kemeny_young_scores(
@@ -691,25 +683,21 @@ def kemeny_young(
 
 
 @ranking_method
-def nanson(
-    data: ResponseData, *, rank_ties: str = "average", return_scores: bool = False
-) -> np.ndarray:
+def nanson(data: ResponseData, *, rank_ties: str = "average") -> np.ndarray:
     """Nanson's rule: drop models at or below the mean Borda score each round."""
     wins, ties = question_counts(data)
     return borda_elimination_scores(wins, ties, rule="nanson", rank_ties=rank_ties)
 
 
 @ranking_method
-def baldwin(
-    data: ResponseData, *, rank_ties: str = "average", return_scores: bool = False
-) -> np.ndarray:
+def baldwin(data: ResponseData, *, rank_ties: str = "average") -> np.ndarray:
     """Baldwin's rule: drop the model(s) with the lowest Borda score each round."""
     wins, ties = question_counts(data)
     return borda_elimination_scores(wins, ties, rule="baldwin", rank_ties=rank_ties)
 
 
 @ranking_method
-def majority_judgment(data: ResponseData, *, return_scores: bool = False) -> np.ndarray:
+def majority_judgment(data: ResponseData) -> np.ndarray:
     """Majority Judgment with per-question grades ``u_lm`` (= ``k_lm / N``; paper App.)."""
     utility = data.reductions.cell_utility
     if np.isnan(utility).any():
