@@ -54,6 +54,13 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, gammaln, log_expit
 
+from bayesrank.checks import (
+    check_choice,
+    check_finite,
+    check_in_interval,
+    check_int,
+    check_probability,
+)
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, NotIdentifiedError
 from bayesrank.ranking import ranking_method
@@ -636,21 +643,17 @@ def fit_irt(
         are separated (see module notes).
     """
     k, n = _counts(successes, trials)
-    if model not in ("1pl", "2pl", "3pl"):
-        raise ValueError(f"model must be '1pl', '2pl' or '3pl', got {model!r}")
+    check_choice("model", model, ("1pl", "2pl", "3pl"))
     if prior_var is not None and not (np.isfinite(prior_var) and prior_var > 0):
         raise ValueError(f"prior variance must be a positive number, got {prior_var!r}")
-    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    for name, value in (("reg_discrimination", reg_discrimination), ("reg_guessing", reg_guessing)):
-        if not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be >= 0, got {value!r}")
-    if not (0.0 < guessing_upper < 1.0):
-        raise ValueError(f"guessing_upper must lie in (0, 1), got {guessing_upper!r}")
-    if fix_guessing is not None and not (0.0 <= fix_guessing < 1.0):
-        raise ValueError(f"fix_guessing must lie in [0, 1), got {fix_guessing!r}")
+    max_iter = check_int("max_iter", max_iter)
+    check_finite("reg_discrimination", reg_discrimination, nonnegative=True)
+    check_finite("reg_guessing", reg_guessing, nonnegative=True)
+    check_in_interval("guessing_upper", guessing_upper, 0.0, 1.0, closed="neither")
+    if fix_guessing is not None:
+        check_in_interval("fix_guessing", fix_guessing, 0.0, 1.0, closed="left")
     if model == "3pl" and fix_guessing is None and reg_guessing == 0:
-        raise ValueError("reg_guessing must be > 0 when 3PL guessing is estimated")
+        raise DataError("reg_guessing must be > 0 when 3PL guessing is estimated")
     what = f"{model.upper()} {'MAP' if prior_var is not None else 'joint ML'}"
 
     L, M = k.shape
@@ -833,9 +836,8 @@ def normal_quadrature(n_points: int, sd: float = 1.0) -> tuple[np.ndarray, np.nd
     ``E[f(theta)] ~= sum_q w_q f(theta_q)`` with ``theta_q = sd * sqrt(2) x_q`` and
     ``w_q = h_q / sqrt(pi)`` from the physicists' rule ``(x_q, h_q)``.
     """
-    if isinstance(n_points, bool) or int(n_points) != n_points or n_points < 2:
-        raise ValueError(f"n_quadrature must be an integer >= 2, got {n_points!r}")
-    x, h = np.polynomial.hermite.hermgauss(int(n_points))
+    n_points = check_int("n_quadrature", n_points, minimum=2)
+    x, h = np.polynomial.hermite.hermgauss(n_points)
     return sd * np.sqrt(2.0) * x, h / np.sqrt(np.pi)
 
 
@@ -900,8 +902,7 @@ def posterior_quantile(posterior: np.ndarray, nodes: np.ndarray, q: float) -> np
     The paper scores ``rasch_mml_credible`` by this discrete-CDF quantile, so
     models whose posteriors cross ``q`` at the same node tie.
     """
-    if not (0.0 < q < 1.0):
-        raise ValueError(f"quantile must lie in (0, 1), got {q!r}")
+    q = check_probability("quantile", q)
     order = np.argsort(nodes)
     cdf = np.cumsum(posterior[:, order], axis=1)
     idx = np.minimum(np.argmax(cdf >= q * (1 - 1e-12), axis=1), nodes.size - 1)
@@ -993,12 +994,10 @@ def fit_rasch_mml(
     carry no information about abilities, so they are set aside.
     """
     k, n = _counts(successes, trials)
-    if isinstance(em_iter, bool) or int(em_iter) != em_iter or em_iter < 1:
-        raise ValueError(f"em_iter must be a positive integer, got {em_iter!r}")
-    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    if population_sd is not None and not (np.isfinite(population_sd) and population_sd > 0):
-        raise ValueError(f"population_sd must be positive or None, got {population_sd!r}")
+    em_iter = check_int("em_iter", em_iter)
+    max_iter = check_int("max_iter", max_iter)
+    if population_sd is not None:
+        population_sd = check_finite("population_sd", population_sd, positive=True)
     z, w = normal_quadrature(n_quadrature)
     keep = _informative_items(k, n)
     kk, nn = k[:, keep], n[:, keep]
@@ -1116,14 +1115,13 @@ def fit_growth_irt(
         raise DataError(f"mask shape {obs.shape} does not match responses {R.shape}")
     if np.any(((R != 0) & (R != 1)) & obs):
         raise DataError("the growth IRT model needs binary responses")
-    if not (np.isfinite(slope_reg) and slope_reg > 0):
-        raise ValueError(f"slope_reg must be > 0 (else slopes can diverge), got {slope_reg!r}")
+    slope_reg = check_finite("slope_reg", slope_reg, positive=True)
     if time_points is None:
         t = np.linspace(0.0, 1.0, N) if N > 1 else np.zeros(1)
     else:
         t = np.asarray(time_points, dtype=float)
         if t.shape != (N,) or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
-            raise ValueError(f"time_points must be {N} strictly increasing finite values")
+            raise DataError(f"time_points must be {N} strictly increasing finite values")
         t = (t - t[0]) / (t[-1] - t[0]) if N > 1 else np.zeros(1)
     Rf = np.where(obs, R, 0).astype(float)
     k = Rf.sum(axis=2)
@@ -1213,10 +1211,8 @@ def dynamic_irt(
     over the observed times.  ``return_item_params=True`` adds ``difficulty``
     and, for growth, ``baseline`` and ``slope`` to ``details``.
     """
-    if variant not in ("linear", "growth"):
-        raise ValueError(f"variant must be 'linear' or 'growth', got {variant!r}")
-    if score not in ("baseline", "final", "mean"):
-        raise ValueError(f"score must be 'baseline', 'final' or 'mean', got {score!r}")
+    check_choice("variant", variant, ("linear", "growth"))
+    check_choice("score", score, ("baseline", "final", "mean"))
     data.require_binary("dynamic IRT")
     if variant == "linear":
         k, n = data.reductions.successes, data.reductions.trials

@@ -48,12 +48,12 @@ from scipy.special import gammaln, logsumexp
 from bayesrank.baselines.paired import (
     _average_groups,
     _newton,
-    _positive_int,
     _prior_variance,
     bt_log_strengths,
     check_identified,
     exchangeable_groups,
 )
+from bayesrank.checks import check_finite, check_int
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, NotIdentifiedError
 from bayesrank.ranking import ranking_method
@@ -234,8 +234,7 @@ class _DLStats:
         size = S.sum(axis=1)
         order = U.sum(axis=1)
         cap = size - (1 if exclude_all_tied else 0)
-        D = int(cap.max()) if max_tie_order is None else _positive_int(max_tie_order,
-                                                                       "max_tie_order")
+        D = int(cap.max()) if max_tie_order is None else check_int("max_tie_order", max_tie_order)
         bad = order > np.minimum(D, cap)
         if (bad & (c > 0)).any():
             e = int(np.argmax(bad & (c > 0)))
@@ -400,7 +399,7 @@ def davidson_luce_log_strengths(
     """
     U, V, c = _events(winners, losers, counts)
     prior_var = _prior_variance(prior)
-    max_iter = _positive_int(max_iter, "max_iter")
+    max_iter = check_int("max_iter", max_iter)
     st = _DLStats(U, V, c, max_tie_order, exclude_all_tied)
     L, D = st.L, st.D
     if prior_var is None:
@@ -569,7 +568,7 @@ def btl_log_strengths(
     """
     st = _BTLEvents(*_events(winners, losers, counts))
     prior_var = _prior_variance(prior)
-    max_iter = _positive_int(max_iter, "max_iter")
+    max_iter = check_int("max_iter", max_iter)
     L = st.L
     if st.E == 0:
         return np.zeros(L)
@@ -602,9 +601,8 @@ def pl_log_strengths(W: np.ndarray, *, max_iter: int = 500, tol: float = 1e-8) -
     Returns centred log-strengths; raises when the win graph is not strongly connected.
     """
     W = np.asarray(W, dtype=float)
-    max_iter = _positive_int(max_iter, "max_iter")
-    if not (np.isfinite(tol) and tol > 0):
-        raise DataError(f"tol must be positive, got {tol}")
+    max_iter = check_int("max_iter", max_iter)
+    tol = check_finite("tol", tol, positive=True)
     L = W.shape[0]
     wins = W.sum(axis=1)
     if wins.sum() == 0:
@@ -650,7 +648,7 @@ def pl_rankings_log_strengths(
     if any(s.min() < 0 or s.max() >= L for s in seqs):
         raise DataError(f"ranking entries must be item indices in 0..{L - 1}")
     prior_var = _prior_variance(prior)
-    max_iter = _positive_int(max_iter, "max_iter")
+    max_iter = check_int("max_iter", max_iter)
     chosen, members = [], []
     for s in seqs:
         for k in range(s.size - 1):

@@ -51,6 +51,7 @@ from scipy import linalg
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, log_expit
 
+from bayesrank.checks import check_int
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
 from bayesrank.ranking import ranking_method
@@ -98,12 +99,6 @@ def _prior_variance(prior: float | None) -> float | None:
     if not np.isfinite(var) or var <= 0:
         raise DataError(f"prior variance must be positive and finite, got {prior!r}")
     return var
-
-
-def _positive_int(value: int, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise DataError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -463,7 +458,7 @@ def bt_log_strengths(
     """
     p = _pairs(W)
     prior_var = _prior_variance(prior)
-    max_iter = _positive_int(max_iter, "max_iter")
+    max_iter = check_int("max_iter", max_iter)
     if p.decisive == 0:
         return np.zeros(p.L)
     if prior_var is None:
@@ -483,7 +478,7 @@ def davidson_log_strengths(
     """
     p = _pairs(W, T)
     prior_var = _prior_variance(prior)
-    max_iter = _positive_int(max_iter, "max_iter")
+    max_iter = check_int("max_iter", max_iter)
     if p.decisive == 0:
         return np.zeros(p.L), np.inf
     if p.t.sum() == 0:
@@ -514,7 +509,7 @@ def rao_kupper_log_strengths(
     """
     p = _pairs(W, T)
     prior_var = _prior_variance(prior)
-    max_iter = _positive_int(max_iter, "max_iter")
+    max_iter = check_int("max_iter", max_iter)
     if tie_strength is not None:
         kappa = float(tie_strength)
         if not np.isfinite(kappa) or kappa < 1:
@@ -572,8 +567,8 @@ def bt_posterior_draws(
     var = _prior_variance(prior_var)
     if var is None:
         raise DataError("prior_var must be a positive variance: the posterior needs a prior")
-    n_samples = _positive_int(n_samples, "n_samples")
-    burnin = _positive_int(burnin, "burnin", minimum=0)
+    n_samples = check_int("n_samples", n_samples)
+    burnin = check_int("burnin", burnin, minimum=0)
     L = p.L
     rng = np.random.default_rng(seed)
     mode = _fit(p, "bt", prior_var=var, max_iter=200)[0] if p.decisive else np.zeros(L)
