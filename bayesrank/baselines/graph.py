@@ -34,6 +34,7 @@ from scipy.optimize import linprog, minimize
 from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 
+from bayesrank.baselines._optim import require_connected
 from bayesrank.checks import check_choice, check_finite, check_in_interval, check_int
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
@@ -90,24 +91,10 @@ def win_probabilities(wins: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, n
     return P_hat, compared
 
 
-def _require_connected(edges: np.ndarray, models: tuple[str, ...], what: str) -> None:
-    """Raise DisconnectedGraphError unless the undirected graph ``edges`` is connected."""
-    if edges.shape[0] <= 1:
-        return
-    n, labels = connected_components(edges | edges.T, directed=False)
-    if n > 1:
-        groups = [[models[i] for i in np.flatnonzero(labels == c)][:4] for c in range(n)]
-        raise DisconnectedGraphError(
-            f"{what}: the comparison graph has {n} connected components (e.g. {groups[:3]}); "
-            "models in different components were never compared, so their relative order "
-            "is not identified. Rank each component separately."
-        )
-
-
 def _pairwise(data: ResponseData, what: str) -> tuple[np.ndarray, np.ndarray]:
     red = data.reductions
     P_hat, compared = win_probabilities(red.wins, red.ties)
-    _require_connected(compared, data.models, what)
+    require_connected(compared, what, labels=data.models)
     return P_hat, compared
 
 
@@ -339,7 +326,8 @@ def rank_centrality(
     np.fill_diagonal(wins, 0.0)
     denom = wins + wins.T
     edges = denom > 0
-    _require_connected(edges, data.models, f"rank_centrality(tie_handling={tie_handling!r})")
+    require_connected(edges, f"rank_centrality(tie_handling={tie_handling!r})",
+                      labels=data.models)
     if L == 1:
         return np.ones(1)
     d_max = edges.sum(axis=1).max()
@@ -702,7 +690,7 @@ def hodge_potential(flow: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, 
     w = w.copy()
     np.fill_diagonal(w, 0.0)
     edges = w > 0
-    _require_connected(edges, tuple(str(i) for i in range(L)), "hodge_rank (weighted graph)")
+    require_connected(edges, "hodge_rank (weighted graph)")
     laplacian = np.diag(w.sum(axis=1)) - w
     div = (w * Y).sum(axis=1)
     # Connected graph: the Laplacian has a one-dimensional kernel (constants);

@@ -50,10 +50,9 @@ from functools import cached_property
 from typing import Literal
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, gammaln, log_expit
 
+from bayesrank.baselines._optim import check_ford, prior_variance
 from bayesrank.checks import (
     check_choice,
     check_finite,
@@ -147,44 +146,6 @@ def _boundary_difficulty(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     """JML difficulty of uninformative items: -inf if always solved, +inf if never, NaN unseen."""
     solved, failed = k.sum(axis=0), (n - k).sum(axis=0)
     return np.where(solved + failed == 0, np.nan, np.where(failed == 0, -np.inf, np.inf))
-
-
-def _require_finite_jml(k: np.ndarray, n: np.ndarray, what: str) -> None:
-    """Ford's condition for a finite binomial Rasch JML estimate (items already informative)."""
-    L, M = k.shape
-    unseen = np.flatnonzero(n.sum(axis=1) == 0)
-    if unseen.size:
-        raise NotIdentifiedError(
-            f"{what}: model(s) {unseen.tolist()} have no observed trial on any informative item"
-        )
-    rows_solved, rows_failed = k.sum(axis=1), (n - k).sum(axis=1)
-    perfect = np.flatnonzero(rows_failed == 0)
-    hopeless = np.flatnonzero(rows_solved == 0)
-    if perfect.size or hopeless.size:
-        parts = []
-        if perfect.size:
-            parts.append(f"model(s) {perfect.tolist()} solved every informative trial")
-        if hopeless.size:
-            parts.append(f"model(s) {hopeless.tolist()} solved none")
-        raise NotIdentifiedError(
-            f"{what}: {' and '.join(parts)}, so their joint-ML ability is infinite; use the "
-            "MAP variant (Gaussian ability prior) or rasch_mml, whose abilities stay finite"
-        )
-    model_beats = np.argwhere(k > 0)
-    item_beats = np.argwhere(k < n)
-    rows = np.r_[model_beats[:, 0], L + item_beats[:, 1]]
-    cols = np.r_[L + model_beats[:, 1], item_beats[:, 0]]
-    graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(L + M, L + M))
-    n_comp, labels = connected_components(graph, directed=True, connection="strong")
-    if n_comp > 1:
-        sizes = np.bincount(labels[:L], minlength=n_comp)
-        groups = [np.flatnonzero(labels[:L] == c).tolist() for c in np.flatnonzero(sizes)]
-        raise NotIdentifiedError(
-            f"{what}: the data are separated (Ford's condition fails): the models split into "
-            f"groups {groups[:4]} such that one group solves items the other always fails, "
-            "consistently in one direction, so the joint-ML abilities diverge. Use the MAP "
-            "variant or rasch_mml"
-        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -644,8 +605,7 @@ def fit_irt(
     """
     k, n = _counts(successes, trials)
     check_choice("model", model, ("1pl", "2pl", "3pl"))
-    if prior_var is not None and not (np.isfinite(prior_var) and prior_var > 0):
-        raise ValueError(f"prior variance must be a positive number, got {prior_var!r}")
+    prior_var = prior_variance(prior_var, "prior_var")
     max_iter = check_int("max_iter", max_iter)
     check_finite("reg_discrimination", reg_discrimination, nonnegative=True)
     check_finite("reg_guessing", reg_guessing, nonnegative=True)
@@ -659,7 +619,7 @@ def fit_irt(
     L, M = k.shape
     keep = _informative_items(k, n)
     if prior_var is None:
-        _require_finite_jml(k[:, keep], n[:, keep], what)
+        check_ford(k[:, keep], n[:, keep], what)
     kk, nn = k[:, keep], n[:, keep]
     Mk = int(keep.sum())
     if Mk == 0:  # MAP without informative items: the prior alone, theta = 0
@@ -733,14 +693,6 @@ def fit_irt(
     return IrtFit(theta, difficulty, discrimination, guessing, terms.value * scale, n_iter, extra)
 
 
-def _prior_variance(prior: float | None) -> float | None:
-    if prior is None:
-        return None
-    if isinstance(prior, bool) or not np.isscalar(prior):
-        raise TypeError(f"prior must be a positive float (prior variance) or None, got {prior!r}")
-    return float(prior)
-
-
 def _binary_counts(data: ResponseData, what: str) -> tuple[np.ndarray, np.ndarray]:
     data.require_binary(what)
     red = data.reductions
@@ -764,7 +716,7 @@ def rasch(
     successes (the Rasch sufficient statistic).
     """
     k, n = _binary_counts(data, "Rasch IRT")
-    fit = fit_irt(k, n, model="1pl", prior_var=_prior_variance(prior), max_iter=max_iter)
+    fit = fit_irt(k, n, model="1pl", prior_var=prior_variance(prior), max_iter=max_iter)
     return fit.ability, (fit.item_params() if return_item_params else {})
 
 
@@ -787,7 +739,7 @@ def rasch_2pl(
         k,
         n,
         model="2pl",
-        prior_var=_prior_variance(prior),
+        prior_var=prior_variance(prior),
         max_iter=max_iter,
         reg_discrimination=reg_discrimination,
     )
@@ -817,7 +769,7 @@ def rasch_3pl(
         k,
         n,
         model="3pl",
-        prior_var=_prior_variance(prior),
+        prior_var=prior_variance(prior),
         max_iter=max_iter,
         fix_guessing=fix_guessing,
         guessing_upper=guessing_upper,
@@ -1128,7 +1080,7 @@ def fit_growth_irt(
     n = obs.sum(axis=2).astype(float)
     keep = _informative_items(k, n)
     what = "dynamic IRT (growth)"
-    _require_finite_jml(k[:, keep], n[:, keep], what)
+    check_ford(k[:, keep], n[:, keep], what)
     Rk, Ok, kk = Rf[:, keep], obs[:, keep].astype(float), k[:, keep]
     S = kk.sum(axis=1)  # successes per model
     U = np.einsum("lmn,n->l", Rk, t)  # time-weighted successes per model

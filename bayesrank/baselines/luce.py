@@ -45,14 +45,16 @@ import numpy as np
 from scipy import optimize
 from scipy.special import gammaln, logsumexp
 
-from bayesrank.baselines.paired import (
-    _average_groups,
-    _newton,
-    _prior_variance,
-    bt_log_strengths,
+from bayesrank.baselines._optim import (
+    average_groups,
     check_identified,
     exchangeable_groups,
+    newton,
+    penalise,
+    prior_variance,
+    strengths,
 )
+from bayesrank.baselines.paired import bt_log_strengths
 from bayesrank.checks import check_finite, check_int
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, NotIdentifiedError
@@ -72,25 +74,8 @@ __all__ = [
     "davidson_luce",
 ]
 
-_LOG_CAP = 30.0
 _LOG_DELTA_BOUND = 30.0
 _CHUNK = 64
-
-
-def _penalised(f, g, H, x: np.ndarray, prior_var: float | None, scale: float):
-    """Add the identification penalty to a negative log-likelihood and its derivatives.
-
-    ML (``prior_var`` None): a quadratic penalty on the mean of ``x`` pins the
-    location without moving the optimum; MAP: the Gaussian prior ``x ~ N(0, prior_var)``.
-    Everything is divided by ``scale`` (the event count) so Newton's tolerances are relative.
-    """
-    L = x.size
-    if prior_var is None:
-        m = x.mean()
-        f, g, H = f + 0.5 * m**2 * scale, g + m * scale / L, H + scale / L**2
-    else:
-        f, g, H = f + 0.5 * x @ x / prior_var, g + x / prior_var, H + np.eye(L) / prior_var
-    return f / scale, g / scale, H / scale
 
 
 # -- elementary symmetric polynomials ---------------------------------------------------------
@@ -398,7 +383,7 @@ def davidson_luce_log_strengths(
     delta : (D,) with ``delta[0] = 1``
     """
     U, V, c = _events(winners, losers, counts)
-    prior_var = _prior_variance(prior)
+    prior_var = prior_variance(prior)
     max_iter = check_int("max_iter", max_iter)
     st = _DLStats(U, V, c, max_tie_order, exclude_all_tied)
     L, D = st.L, st.D
@@ -476,12 +461,12 @@ def _dl_fit_profile(st: _DLStats, prior_var: float | None, max_iter: int):
     def objective(x):
         value, g, H = _dl_profile_terms(x, st)[:3]
         f, g, H = -value, -g, -H
-        return _penalised(f, g, H, x, prior_var, scale)
+        return penalise(f, g, H, x, prior_var, scale)
 
-    x = _newton(objective, np.zeros(L), max_iter, "Davidson-Luce fit")
+    x = newton(objective, np.zeros(L), max_iter, "Davidson-Luce fit")
     # the profile likelihood sees theta only through the winner shares A (and a symmetric
     # normaliser), so models with exactly equal A are exactly tied: remove optimiser noise
-    theta = _average_groups(x - x.mean(), _equal_share_groups(st))
+    theta = average_groups(x - x.mean(), _equal_share_groups(st))
     log_e, ts = _dl_profile_terms(theta, st)[3:]
     delta = np.zeros(st.D)
     n1 = st.order_counts[0]
@@ -567,7 +552,7 @@ def btl_log_strengths(
     the models in that message.
     """
     st = _BTLEvents(*_events(winners, losers, counts))
-    prior_var = _prior_variance(prior)
+    prior_var = prior_variance(prior)
     max_iter = check_int("max_iter", max_iter)
     L = st.L
     if st.E == 0:
@@ -584,9 +569,9 @@ def btl_log_strengths(
     def objective(x):
         value, g, H = _btl_terms(x, st, True)
         f, g, H = -value, -g, -H
-        return _penalised(f, g, H, x, prior_var, scale)
+        return penalise(f, g, H, x, prior_var, scale)
 
-    x = _newton(objective, x0, max_iter, "Bradley-Terry-Luce fit")
+    x = newton(objective, x0, max_iter, "Bradley-Terry-Luce fit")
     return x - x.mean()
 
 
@@ -647,7 +632,7 @@ def pl_rankings_log_strengths(
     L = int(max(s.max() for s in seqs)) + 1 if n_items is None else int(n_items)
     if any(s.min() < 0 or s.max() >= L for s in seqs):
         raise DataError(f"ranking entries must be item indices in 0..{L - 1}")
-    prior_var = _prior_variance(prior)
+    prior_var = prior_variance(prior)
     max_iter = check_int("max_iter", max_iter)
     chosen, members = [], []
     for s in seqs:
@@ -674,17 +659,13 @@ def pl_rankings_log_strengths(
         f = -(x @ wins - lse.sum())
         g = -(wins - P.sum(axis=0))
         H = np.diag(P.sum(axis=0)) - np.einsum("sk,sj->kj", P, P)
-        return _penalised(f, g, H, x, prior_var, scale)
+        return penalise(f, g, H, x, prior_var, scale)
 
-    x = _newton(objective, np.zeros(L), max_iter, "Plackett-Luce rankings fit")
+    x = newton(objective, np.zeros(L), max_iter, "Plackett-Luce rankings fit")
     return x - x.mean()
 
 
 # -- ranking rules --------------------------------------------------------------------------
-def _strengths(theta: np.ndarray) -> np.ndarray:
-    return np.exp(np.clip(theta, -_LOG_CAP, _LOG_CAP))
-
-
 @ranking_method
 def plackett_luce(
     data: ResponseData, *, prior: float | None = None, max_iter: int = 500, tol: float = 1e-8
@@ -702,12 +683,12 @@ def plackett_luce(
     W = data.reductions.wins
     groups = exchangeable_groups(W)
     if prior is not None:
-        theta = _average_groups(bt_log_strengths(W, prior=prior, max_iter=max_iter), groups)
-        return _strengths(theta), {"log_strengths": theta}
+        theta = average_groups(bt_log_strengths(W, prior=prior, max_iter=max_iter), groups)
+        return strengths(theta), {"log_strengths": theta}
     if W.sum() > 0:
         check_identified(W > 0, method="plackett_luce", suggestion="plackett_luce_map",
                          labels=data.models)
-    theta = _average_groups(pl_log_strengths(W, max_iter=max_iter, tol=tol), groups)
+    theta = average_groups(pl_log_strengths(W, max_iter=max_iter, tol=tol), groups)
     pi = np.exp(theta)
     return pi / pi.sum(), {"log_strengths": theta}
 
@@ -728,7 +709,7 @@ def bradley_terry_luce(data: ResponseData, *, prior: float | None = None, max_it
     """
     U, V, c = _setwise(data, "bradley_terry_luce")
     theta = btl_log_strengths(U, V, c, prior=prior, max_iter=max_iter, labels=data.models)
-    return _strengths(theta), {"log_strengths": theta}
+    return strengths(theta), {"log_strengths": theta}
 
 
 @ranking_method
@@ -761,4 +742,4 @@ def davidson_luce(
         U, V, c, max_tie_order=max_tie_order, prior=prior, exclude_all_tied=True,
         max_iter=max_iter, labels=data.models,
     )
-    return _strengths(theta), {"log_strengths": theta, "tie_prevalence": delta}
+    return strengths(theta), {"log_strengths": theta, "tie_prevalence": delta}
