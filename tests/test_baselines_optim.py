@@ -123,16 +123,16 @@ def test_check_identified_agrees_with_strong_connectivity():
 
 def test_check_ford_on_hand_made_counts():
     n = np.full((3, 2), 4.0)
-    _optim.check_ford(np.array([[1.0, 3.0], [2.0, 2.0], [3.0, 1.0]]), n, "Rasch")
+    _optim.check_ford_condition(np.array([[1.0, 3.0], [2.0, 2.0], [3.0, 1.0]]), n, "Rasch")
     with pytest.raises(NotIdentifiedError, match=r"model\(s\) \[1\] solved every"):
-        _optim.check_ford(np.array([[1.0, 3.0], [4.0, 4.0], [3.0, 1.0]]), n, "Rasch")
+        _optim.check_ford_condition(np.array([[1.0, 3.0], [4.0, 4.0], [3.0, 1.0]]), n, "Rasch")
     # model 0 always solves item 1, which model 1 always fails; items 0 and 2 are seen by one
     # model each: every model and item has a success and a failure, yet no path leads from
     # model 1 back to model 0, so model 0's ability runs off relative to model 1's
     k = np.array([[2.0, 4.0, 0.0], [0.0, 0.0, 2.0]])
     trials = np.array([[4.0, 4.0, 0.0], [0.0, 4.0, 4.0]])
     with pytest.raises(NotIdentifiedError, match=r"Ford.*\[\[0\], \[1\]\]|Ford.*\[\[1\], \[0\]\]"):
-        _optim.check_ford(k, trials, "Rasch")
+        _optim.check_ford_condition(k, trials, "Rasch")
 
 
 def test_exchangeable_models_get_exactly_equal_scores():

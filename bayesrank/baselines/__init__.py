@@ -77,11 +77,11 @@ class MethodSpec:
         return self.function.__name__
 
 
-Row = tuple[str, Callable[..., Ranking], dict[str, Any]]
+_Row = tuple[str, Callable[..., Ranking], dict[str, Any]]
 
 
 def _family(
-    family: str, label: str, paper: Iterable[Row], extra: Iterable[Row] = ()
+    family: str, label: str, paper: Iterable[_Row], extra: Iterable[_Row] = ()
 ) -> list[MethodSpec]:
     """MethodSpecs of one family: the paper's identifiers, then base rules by name."""
     return [

@@ -7,7 +7,7 @@ has one implementation:
 - :func:`prior_variance` -- the one check of a Gaussian prior variance argument;
 - :func:`penalise` -- the location penalty (ML) or Gaussian prior (MAP) on log-strengths;
 - :func:`newton` -- damped Newton with Armijo backtracking for smooth convex objectives;
-- :func:`require_connected`, :func:`check_identified`, :func:`check_ford` -- when does a
+- :func:`require_connected`, :func:`check_identified`, :func:`check_ford_condition` -- when does a
   finite maximum-likelihood estimate exist (comparison graphs and binomial IRT counts);
 - :func:`exchangeable_groups`, :func:`average_groups`, :func:`strengths` -- exact ties and
   the strength scale of the ranking rules.
@@ -29,7 +29,7 @@ from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedErr
 __all__ = [
     "GTOL",
     "average_groups",
-    "check_ford",
+    "check_ford_condition",
     "check_identified",
     "exchangeable_groups",
     "newton",
@@ -237,7 +237,7 @@ def check_identified(
         )
 
 
-def check_ford(successes: np.ndarray, trials: np.ndarray, what: str) -> None:
+def check_ford_condition(successes: np.ndarray, trials: np.ndarray, what: str) -> None:
     """Ford's (1957) condition for a finite binomial Rasch joint-ML estimate.
 
     On informative items (each solved and failed at least once), the bipartite "beats"

@@ -11,7 +11,7 @@ from typing import Literal
 
 import numpy as np
 
-from bayesrank.baselines._optim import check_ford
+from bayesrank.baselines._optim import check_ford_condition
 from bayesrank.baselines.irt._common import (
     IrtFit,
     boundary_difficulty,
@@ -78,7 +78,7 @@ def fit_growth_irt(
     n = obs.sum(axis=2).astype(float)
     keep = informative_mask(k, n)
     what = "dynamic IRT (growth)"
-    check_ford(k[:, keep], n[:, keep], what)
+    check_ford_condition(k[:, keep], n[:, keep], what)
     Rk, Ok, kk = Rf[:, keep], obs[:, keep].astype(float), k[:, keep]
     S = kk.sum(axis=1)  # successes per model
     U = np.einsum("lmn,n->l", Rk, t)  # time-weighted successes per model

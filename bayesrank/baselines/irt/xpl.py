@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import expit, log_expit
 
-from bayesrank.baselines._optim import check_ford, prior_variance
+from bayesrank.baselines._optim import check_ford_condition, prior_variance
 from bayesrank.baselines.irt._common import (
     IrtFit,
     IrtModel,
@@ -290,7 +290,7 @@ def fit_irt(
                   guessing_upper, fix_guessing)
     keep = informative_mask(k, n)
     if lay.prior_var is None:
-        check_ford(k[:, keep], n[:, keep], lay.what)
+        check_ford_condition(k[:, keep], n[:, keep], lay.what)
     if not keep.any():  # MAP without informative items: the prior alone, theta = 0
         return _prior_only_fit(k, n, lay)
     kk, nn = k[:, keep], n[:, keep]
