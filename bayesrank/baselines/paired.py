@@ -56,7 +56,7 @@ from bayesrank.baselines._optim import (
     prior_variance,
     strengths,
 )
-from bayesrank.checks import check_int
+from bayesrank.checks import check_in_interval, check_int
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
@@ -357,9 +357,8 @@ def rao_kupper_log_strengths(
     prior_var = prior_variance(prior)
     max_iter = check_int("max_iter", max_iter)
     if tie_strength is not None:
-        kappa = float(tie_strength)
-        if not np.isfinite(kappa) or kappa < 1:
-            raise DataError(f"tie_strength (kappa) must be finite and >= 1, got {tie_strength}")
+        kappa = check_in_interval("tie_strength (kappa)", tie_strength, 1.0, np.inf,
+                                  closed="left")
         if kappa == 1 and p.t.any():
             raise DataError("tie_strength=1 makes ties impossible, but the data contain ties")
     if prior_var is None:
