@@ -6,7 +6,10 @@ name, to a :class:`MethodSpec`: the rule function, its family, the default argum
 whether the paper uses it.  Identifiers that share a rule differ only in their defaults;
 a ``*_map`` identifier is its base rule with a Gaussian prior on log-strengths or
 abilities (``prior=1.0``).  :mod:`bayesrank.registry` looks identifiers up here;
-the family modules never import the registry.
+the family modules never import the registry.  To add an identifier, add a row to its
+family's list below; a new rule is a :func:`~bayesrank.ranking.ranking_method` function in
+its family module.  Shared pieces live in :mod:`._optim` (Newton, ML/MAP penalty,
+identifiability) and :mod:`bayesrank.checks` (argument checks).
 
 =========  ============================================================================
 module     rules
@@ -16,7 +19,7 @@ ratings    Elo, Glicko, TrueSkill over the induced match stream
 paired     Bradley-Terry, Davidson and Rao-Kupper ties (ML / MAP), Bayesian BT by MCMC
 luce       Plackett-Luce, Bradley-Terry-Luce, Davidson-Luce (ML / MAP)
 voting     Borda, Copeland, win rate, Minimax, Schulze, Ranked Pairs, Kemeny-Young, ...
-irt        Rasch / 2PL / 3PL (JML / MAP), Rasch MML, dynamic IRT
+irt/       Rasch / 2PL / 3PL (JML / MAP), Rasch MML, dynamic IRT (a subpackage)
 graph      PageRank, spectral, alpha-Rank, Nash, Rank Centrality, SerialRank, HodgeRank
 =========  ============================================================================
 """
