@@ -66,11 +66,11 @@ def prior_variance(prior: float | None, name: str = "prior") -> float | None:
 def penalise(
     f: float,
     g: np.ndarray,
-    H: np.ndarray,
+    H: np.ndarray | None,
     theta: np.ndarray,
     prior_var: float | None,
     scale: float,
-) -> tuple[float, np.ndarray, np.ndarray]:
+) -> tuple[float, np.ndarray, np.ndarray | None]:
     """Add the identification term on log-strengths to a negative log-likelihood.
 
     ``theta`` holds the log-strengths, the first ``L`` entries of the parameter vector
@@ -82,19 +82,22 @@ def penalise(
     - MAP: the Gaussian prior ``theta ~ N(0, prior_var)``, ``theta . theta / (2 prior_var)``.
 
     Everything is then divided by ``scale`` (the number of comparisons or events) so that
-    Newton's tolerances are relative.  ``g`` and ``H`` are updated in place.
+    Newton's tolerances are relative.  ``g`` and ``H`` are updated in place; pass ``H=None``
+    for first-order methods.
     """
     L = theta.size
     if prior_var is None:
         m = theta.mean()
         f += 0.5 * m**2 * scale
         g[:L] += m * scale / L
-        H[:L, :L] += scale / L**2
+        if H is not None:
+            H[:L, :L] += scale / L**2
     else:
         f += 0.5 * theta @ theta / prior_var
         g[:L] += theta / prior_var
-        H[np.arange(L), np.arange(L)] += 1.0 / prior_var
-    return f / scale, g / scale, H / scale
+        if H is not None:
+            H[np.arange(L), np.arange(L)] += 1.0 / prior_var
+    return f / scale, g / scale, None if H is None else H / scale
 
 
 # -- Newton's method ---------------------------------------------------------------------------

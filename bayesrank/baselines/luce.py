@@ -411,15 +411,8 @@ def davidson_luce_log_strengths(
         ld = log_delta.copy()
         ld[free] = x[L:]
         value, g_theta, g_delta = _dl_value(theta, ld, st, True)
-        fval, g = -value, np.concatenate([-g_theta, -g_delta[free]])
-        if prior_var is None:
-            m = theta.mean()
-            fval += 0.5 * m**2 * scale
-            g[:L] += m * scale / L
-        else:
-            fval += 0.5 * theta @ theta / prior_var
-            g[:L] += theta / prior_var
-        return fval / scale, g / scale
+        g = np.concatenate([-g_theta, -g_delta[free]])
+        return penalise(-value, g, None, theta, prior_var, scale)[:2]
 
     bounds = [(None, None)] * L + [(-_LOG_DELTA_BOUND, _LOG_DELTA_BOUND)] * free.size
     res = optimize.minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
