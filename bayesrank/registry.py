@@ -1,89 +1,33 @@
-"""Method registry: the paper's 72 identifiers as named configurations of rules.
+"""Method lookup: rank data with any identifier of :data:`bayesrank.baselines.METHODS`.
 
-Each family module under :mod:`bayesrank.baselines` registers its identifiers with
-:func:`register`.  :func:`rank` looks one up, merges the caller's options over
-the identifier's defaults and calls the rule.
+The identifiers themselves (rule, family, default arguments) are defined in one table,
+:data:`bayesrank.baselines.METHODS`.  :func:`rank` looks one up, merges the caller's
+options over the identifier's defaults and calls the rule; :func:`methods` lists the table.
+The dependency runs one way: this module imports the baselines, never the reverse.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any
+import difflib
 
 import numpy as np
 import pandas as pd
 
+from bayesrank.baselines import METHODS, MethodSpec
 from bayesrank.data import ResponseData
 from bayesrank.errors import UnknownMethodError
 from bayesrank.ranking import Ranking
 
-__all__ = ["MethodSpec", "register", "rank", "methods", "get_method"]
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """One registered identifier."""
-
-    identifier: str
-    label: str
-    function: Callable[..., Ranking]
-    defaults: Mapping[str, Any]
-    in_paper: bool
-
-    @property
-    def base(self) -> str:
-        return self.function.__name__
-
-    @property
-    def family(self) -> str:
-        """The family module the rule lives in (metrics, paired, luce, ratings, ...)."""
-        return self.function.__module__.rsplit(".", 1)[-1]
-
-
-_REGISTRY: dict[str, MethodSpec] = {}
-_LOADED = False
-
-
-def register(
-    identifier: str,
-    function: Callable[..., Ranking],
-    family: str,
-    *,
-    in_paper: bool = True,
-    **defaults: Any,
-) -> None:
-    """Register ``identifier`` as ``function`` called with ``defaults``.
-
-    ``family`` is a human-readable label (e.g. the paper's family name); the
-    machine-readable family is the module the rule lives in.
-    """
-    if identifier in _REGISTRY and _REGISTRY[identifier].function is not function:
-        raise ValueError(f"method identifier {identifier!r} registered twice")
-    _REGISTRY[identifier] = MethodSpec(
-        identifier, family, function, MappingProxyType(dict(defaults)), in_paper
-    )
-
-
-def _load() -> None:
-    global _LOADED
-    if not _LOADED:
-        import bayesrank.baselines  # noqa: F401  (registers every family)
-
-        _LOADED = True
+__all__ = ["METHODS", "MethodSpec", "rank", "methods", "get_method"]
 
 
 def get_method(identifier: str) -> MethodSpec:
     """The :class:`MethodSpec` of ``identifier`` (raises UnknownMethodError)."""
-    _load()
     try:
-        return _REGISTRY[identifier]
+        return METHODS[identifier]
     except KeyError:
-        import difflib
-
-        close = difflib.get_close_matches(identifier, list(_REGISTRY), n=3)
+        close = difflib.get_close_matches(identifier, list(METHODS), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UnknownMethodError(
             f"unknown ranking method {identifier!r}{hint} (bayesrank.methods() lists all)"
@@ -93,7 +37,7 @@ def get_method(identifier: str) -> MethodSpec:
 def rank(
     data: ResponseData | np.ndarray, method: str = "avg", *, ties: str = "competition", **options
 ) -> Ranking:
-    """Rank models with a registered method.
+    """Rank models with a method identifier.
 
     Parameters
     ----------
@@ -113,7 +57,6 @@ def rank(
 
 def methods(*, paper_only: bool = False) -> pd.DataFrame:
     """Every identifier with its family, base rule and default arguments."""
-    _load()
     rows = [
         {
             "identifier": s.identifier,
@@ -123,7 +66,7 @@ def methods(*, paper_only: bool = False) -> pd.DataFrame:
             "defaults": dict(s.defaults),
             "in_paper": s.in_paper,
         }
-        for s in _REGISTRY.values()
+        for s in METHODS.values()
         if s.in_paper or not paper_only
     ]
     return pd.DataFrame(rows)

@@ -511,7 +511,7 @@ def test_categorical_data_are_refused():
     ("identifier", "options", "error", "message"),
     [
         ("rasch_map", {"prior": -1.0}, ValueError, "prior variance"),
-        ("rasch_map", {"prior": [1.0]}, TypeError, "prior"),
+        ("rasch_map", {"prior": [1.0]}, DataError, "prior variance"),
         ("rasch", {"max_iter": 0}, ValueError, "max_iter"),
         ("rasch_2pl", {"reg_discrimination": -0.1}, ValueError, "reg_discrimination"),
         ("rasch_3pl", {"fix_guessing": 1.5}, ValueError, "fix_guessing"),

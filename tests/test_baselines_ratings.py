@@ -47,8 +47,7 @@ TENSORS = {
 
 def _scorio_call(identifier: str, R: np.ndarray):
     spec = bayesrank.registry.get_method(identifier)
-    kwargs = {k: v for k, v in spec.defaults.items() if k != "return_deviation"}
-    ranks, scores = getattr(scorio_rank, spec.base)(R, return_scores=True, **kwargs)[:2]
+    ranks, scores = getattr(scorio_rank, spec.base)(R, return_scores=True, **spec.defaults)[:2]
     return np.asarray(ranks), np.asarray(scores)
 
 
@@ -84,6 +83,9 @@ def test_registered_defaults_are_the_papers(shared_dir):
         expected = {}
         for item in rows[identifier].split(", "):
             key, value = item.split("=")
+            if key == "return_deviation":  # details["rating_deviation"] always holds RD
+                assert key not in spec.defaults
+                continue
             expected[key] = {"false": False}.get(value, value)
         got = {k: (v if isinstance(v, str | bool) else repr(float(v))) for k, v in
                spec.defaults.items()}

@@ -34,10 +34,11 @@ from scipy.optimize import linprog, minimize
 from scipy.sparse.csgraph import connected_components
 from scipy.special import logsumexp
 
+from bayesrank.baselines._optim import require_connected
+from bayesrank.checks import check_choice, check_finite, check_in_interval, check_int
 from bayesrank.data import ResponseData
-from bayesrank.errors import DisconnectedGraphError, NotIdentifiedError
+from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "win_probabilities",
@@ -58,7 +59,6 @@ __all__ = [
 ]
 
 Solver = Literal["exact", "power"]
-_FAMILY = "Graph/game"
 
 
 # ---------------------------------------------------------------------------------------
@@ -91,34 +91,17 @@ def win_probabilities(wins: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, n
     return P_hat, compared
 
 
-def _require_connected(edges: np.ndarray, models: tuple[str, ...], what: str) -> None:
-    """Raise DisconnectedGraphError unless the undirected graph ``edges`` is connected."""
-    if edges.shape[0] <= 1:
-        return
-    n, labels = connected_components(edges | edges.T, directed=False)
-    if n > 1:
-        groups = [[models[i] for i in np.flatnonzero(labels == c)][:4] for c in range(n)]
-        raise DisconnectedGraphError(
-            f"{what}: the comparison graph has {n} connected components (e.g. {groups[:3]}); "
-            "models in different components were never compared, so their relative order "
-            "is not identified. Rank each component separately."
-        )
-
-
 def _pairwise(data: ResponseData, what: str) -> tuple[np.ndarray, np.ndarray]:
     red = data.reductions
     P_hat, compared = win_probabilities(red.wins, red.ties)
-    _require_connected(compared, data.models, what)
+    require_connected(compared, what, labels=data.models)
     return P_hat, compared
 
 
 def _check_solver(solver: str, max_iter: int, tol: float) -> None:
-    if solver not in ("exact", "power"):
-        raise ValueError(f"solver must be 'exact' or 'power', got {solver!r}")
-    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
-    if not (np.isfinite(tol) and tol > 0):
-        raise ValueError(f"tol must be a positive finite number, got {tol!r}")
+    check_choice("solver", solver, ("exact", "power"))
+    check_int("max_iter", max_iter)
+    check_finite("tol", tol, positive=True)
 
 
 def _power(step, x0: np.ndarray, max_iter: int, tol: float) -> np.ndarray:
@@ -153,12 +136,12 @@ def stationary_distribution(P: np.ndarray) -> np.ndarray:
     A = np.array(P, dtype=float)
     n = A.shape[0]
     if A.ndim != 2 or A.shape != (n, n):
-        raise ValueError(f"transition matrix must be square, got shape {A.shape}")
+        raise DataError(f"transition matrix must be square, got shape {A.shape}")
     if n == 1:
         return np.ones(1)
     np.fill_diagonal(A, 0.0)
     if np.any(A < 0) or not np.all(np.isfinite(A)):
-        raise ValueError("transition probabilities must be finite and non-negative")
+        raise DataError("transition probabilities must be finite and non-negative")
     n_strong, _ = connected_components(A > 0, directed=True, connection="strong")
     if n_strong > 1:
         raise NotIdentifiedError(
@@ -234,16 +217,15 @@ def pagerank_scores(
     A = np.asarray(adjacency, dtype=float)
     L = A.shape[0]
     if A.shape != (L, L) or np.any(A < 0) or not np.all(np.isfinite(A)):
-        raise ValueError("adjacency must be a square matrix of finite non-negative weights")
-    if not (0.0 < damping < 1.0):
-        raise ValueError(f"damping must lie in (0, 1), got {damping!r}")
+        raise DataError("adjacency must be a square matrix of finite non-negative weights")
+    damping = check_in_interval("damping", damping, 0.0, 1.0, closed="neither")
     _check_solver(solver, max_iter, tol)
     if teleport is None:
         e = np.full(L, 1.0 / L)
     else:
         e = np.asarray(teleport, dtype=float)
         if e.shape != (L,) or np.any(e < 0) or not np.isfinite(e).all() or e.sum() <= 0:
-            raise ValueError(f"teleport must be {L} non-negative weights with a positive sum")
+            raise DataError(f"teleport must be {L} non-negative weights with a positive sum")
         e = e / e.sum()
     out = A.sum(axis=1)
     dangling = out <= 0
@@ -331,12 +313,9 @@ def rank_centrality(
         decisive comparison with ``tie_handling="ignore"``): the chain is then
         reducible and its stationary distribution does not rank all models.
     """
-    if tie_handling not in ("ignore", "half"):
-        raise ValueError(f"tie_handling must be 'ignore' or 'half', got {tie_handling!r}")
-    if not (np.isfinite(smoothing) and smoothing >= 0):
-        raise ValueError(f"smoothing must be >= 0, got {smoothing!r}")
-    if not (0.0 <= teleport < 1.0):
-        raise ValueError(f"teleport must lie in [0, 1), got {teleport!r}")
+    check_choice("tie_handling", tie_handling, ("ignore", "half"))
+    smoothing = check_finite("smoothing", smoothing, nonnegative=True)
+    teleport = check_in_interval("teleport", teleport, 0.0, 1.0, closed="left")
     _check_solver(solver, max_iter, tol)
     red = data.reductions
     L = data.L
@@ -347,7 +326,8 @@ def rank_centrality(
     np.fill_diagonal(wins, 0.0)
     denom = wins + wins.T
     edges = denom > 0
-    _require_connected(edges, data.models, f"rank_centrality(tie_handling={tie_handling!r})")
+    require_connected(edges, f"rank_centrality(tie_handling={tie_handling!r})",
+                      labels=data.models)
     if L == 1:
         return np.ones(1)
     d_max = edges.sum(axis=1).max()
@@ -407,17 +387,13 @@ def alpharank_scores(
     A = np.asarray(payoffs, dtype=float)
     L = A.shape[0]
     if A.shape != (L, L) or not np.all(np.isfinite(A)):
-        raise ValueError("payoffs must be a finite square matrix")
-    if not (np.isfinite(alpha) and alpha >= 0):
-        raise ValueError(f"alpha must be >= 0, got {alpha!r}")
-    if isinstance(population_size, bool) or int(population_size) != population_size:
-        raise ValueError(f"population_size must be an integer >= 2, got {population_size!r}")
-    if population_size < 2:
-        raise ValueError(f"population_size must be an integer >= 2, got {population_size!r}")
+        raise DataError("payoffs must be a finite square matrix")
+    alpha = check_finite("alpha", alpha, nonnegative=True)
+    population_size = check_int("population_size", population_size, minimum=2)
     _check_solver(solver, max_iter, tol)
     if L == 1:
         return np.ones(1)
-    C = np.exp(_log_fixation(A, float(alpha), int(population_size))).T / (L - 1)
+    C = np.exp(_log_fixation(A, alpha, population_size)).T / (L - 1)
     C[np.diag_indices(L)] = 0.0
     if not np.all(C[~np.eye(L, dtype=bool)] > 0):
         raise NotIdentifiedError(
@@ -551,11 +527,10 @@ def nash_equilibrium(
     """
     A = np.asarray(payoff, dtype=float)
     if A.ndim != 2 or A.shape[0] != A.shape[1] or not np.all(np.isfinite(A)):
-        raise ValueError("payoff must be a finite square matrix")
+        raise DataError("payoff must be a finite square matrix")
     if not np.allclose(A, -A.T, atol=1e-12):
-        raise ValueError("payoff must be antisymmetric (a symmetric zero-sum game)")
-    if selection not in ("max_entropy", "lp"):
-        raise ValueError(f"selection must be 'max_entropy' or 'lp', got {selection!r}")
+        raise DataError("payoff must be antisymmetric (a symmetric zero-sum game)")
+    check_choice("selection", selection, ("max_entropy", "lp"))
     L = A.shape[0]
     if np.all(A == 0):
         return np.full(L, 1.0 / L)
@@ -603,14 +578,11 @@ def nash(
 
     ``return_equilibrium=True`` adds ``details["equilibrium"]`` and ``["value"]``.
     """
-    if score_type not in ("vs_equilibrium", "advantage_vs_equilibrium", "equilibrium"):
-        raise ValueError(f"unknown score_type {score_type!r}")
-    if solver not in ("lp", "fictitious_play"):
-        raise ValueError(f"solver must be 'lp' or 'fictitious_play', got {solver!r}")
-    if isinstance(n_iter, bool) or int(n_iter) != n_iter or n_iter < 1:
-        raise ValueError(f"n_iter must be a positive integer, got {n_iter!r}")
-    if not (np.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be positive, got {temperature!r}")
+    check_choice("score_type", score_type,
+                 ("vs_equilibrium", "advantage_vs_equilibrium", "equilibrium"))
+    check_choice("solver", solver, ("lp", "fictitious_play"))
+    n_iter = check_int("n_iter", n_iter)
+    temperature = check_finite("temperature", temperature, positive=True)
     P_hat, _ = _pairwise(data, "nash")
     A = 2.0 * P_hat - 1.0
     np.fill_diagonal(A, 0.0)
@@ -673,8 +645,7 @@ def serial_rank(
     then the mean comparison ``mean_j C_ij`` (for complete binary data the
     same order as mean accuracy).
     """
-    if comparison not in ("prob_diff", "sign"):
-        raise ValueError(f"comparison must be 'prob_diff' or 'sign', got {comparison!r}")
+    check_choice("comparison", comparison, ("prob_diff", "sign"))
     P_hat, _ = _pairwise(data, "serial_rank")
     C = 2.0 * P_hat - 1.0  # = (W_ij - W_ji) / total on compared pairs, 0 otherwise
     np.fill_diagonal(C, 0.0)
@@ -713,13 +684,13 @@ def hodge_potential(flow: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, 
     w = np.asarray(weights, dtype=float)
     L = Y.shape[0]
     if Y.shape != (L, L) or w.shape != (L, L):
-        raise ValueError("flow and weights must be square matrices of the same shape")
+        raise DataError("flow and weights must be square matrices of the same shape")
     if not np.allclose(Y, -Y.T) or not np.allclose(w, w.T) or np.any(w < 0):
-        raise ValueError("flow must be skew-symmetric and weights symmetric non-negative")
+        raise DataError("flow must be skew-symmetric and weights symmetric non-negative")
     w = w.copy()
     np.fill_diagonal(w, 0.0)
     edges = w > 0
-    _require_connected(edges, tuple(str(i) for i in range(L)), "hodge_rank (weighted graph)")
+    require_connected(edges, "hodge_rank (weighted graph)")
     laplacian = np.diag(w.sum(axis=1)) - w
     div = (w * Y).sum(axis=1)
     # Connected graph: the Laplacian has a one-dimensional kernel (constants);
@@ -754,14 +725,9 @@ def hodge_rank(
     (W_ij + W_ji) or ``"uniform"`` (1 per compared pair).
     ``return_diagnostics=True`` adds the weighted residual norms to ``details``.
     """
-    if pairwise_stat not in ("binary", "log_odds"):
-        raise ValueError(f"pairwise_stat must be 'binary' or 'log_odds', got {pairwise_stat!r}")
-    if weight_method not in ("total", "decisive", "uniform"):
-        raise ValueError(
-            f"weight_method must be 'total', 'decisive' or 'uniform', got {weight_method!r}"
-        )
-    if not (np.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be positive, got {epsilon!r}")
+    check_choice("pairwise_stat", pairwise_stat, ("binary", "log_odds"))
+    check_choice("weight_method", weight_method, ("total", "decisive", "uniform"))
+    epsilon = check_finite("epsilon", epsilon, positive=True)
     red = data.reductions
     W, total = red.wins, red.comparisons
     _, compared = _pairwise(data, "hodge_rank")
@@ -780,48 +746,3 @@ def hodge_rank(
             "the potentials of its components are not comparable"
         ) from None
     return scores, (diagnostics if return_diagnostics else {})
-
-
-# ---------------------------------------------------------------------------------------
-# Registry: the paper's identifiers (App. "Ranking Method APIs and Hyperparameters")
-# ---------------------------------------------------------------------------------------
-register("pagerank", pagerank, _FAMILY, damping=0.85, max_iter=100, tol=1e-12)
-register("spectral", spectral, _FAMILY, max_iter=10_000, tol=1e-12)
-register(
-    "alpharank", alpharank, _FAMILY, alpha=1.0, population_size=50, max_iter=100_000, tol=1e-12
-)
-for _score in ("vs_equilibrium", "advantage_vs_equilibrium"):
-    register(
-        f"nash_{_score}",
-        nash,
-        _FAMILY,
-        n_iter=100,
-        temperature=0.1,
-        solver="lp",
-        score_type=_score,
-        return_equilibrium=False,
-    )
-for _ties in ("ignore", "half"):
-    register(
-        f"rank_centrality_tie_{_ties}",
-        rank_centrality,
-        _FAMILY,
-        tie_handling=_ties,
-        smoothing=0.0,
-        teleport=0.0,
-        max_iter=10_000,
-        tol=1e-12,
-    )
-for _cmp in ("prob_diff", "sign"):
-    register(f"serial_rank_{_cmp}", serial_rank, _FAMILY, comparison=_cmp)
-for _stat in ("binary", "log_odds"):
-    for _weight in ("total", "decisive", "uniform"):
-        register(
-            f"hodge_rank_{_stat}_{_weight}",
-            hodge_rank,
-            _FAMILY,
-            pairwise_stat=_stat,
-            weight_method=_weight,
-            return_diagnostics=False,
-            **({"epsilon": 0.5} if _stat == "log_odds" else {}),
-        )

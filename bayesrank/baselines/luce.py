@@ -45,19 +45,20 @@ import numpy as np
 from scipy import optimize
 from scipy.special import gammaln, logsumexp
 
-from bayesrank.baselines.paired import (
-    _average_groups,
-    _newton,
-    _positive_int,
-    _prior_variance,
-    bt_log_strengths,
+from bayesrank.baselines._optim import (
+    average_groups,
     check_identified,
     exchangeable_groups,
+    newton,
+    penalise,
+    prior_variance,
+    strengths,
 )
+from bayesrank.baselines.paired import bt_log_strengths
+from bayesrank.checks import check_finite, check_int
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, NotIdentifiedError
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "elementary_symmetric",
@@ -69,32 +70,12 @@ __all__ = [
     "pl_log_strengths",
     "pl_rankings_log_strengths",
     "plackett_luce",
-    "plackett_luce_map",
     "bradley_terry_luce",
-    "bradley_terry_luce_map",
     "davidson_luce",
-    "davidson_luce_map",
 ]
 
-_LOG_CAP = 30.0
 _LOG_DELTA_BOUND = 30.0
 _CHUNK = 64
-
-
-def _penalised(f, g, H, x: np.ndarray, prior_var: float | None, scale: float):
-    """Add the identification penalty to a negative log-likelihood and its derivatives.
-
-    ML (``prior_var`` None): a quadratic penalty on the mean of ``x`` pins the
-    location without moving the optimum; MAP: the Gaussian prior ``x ~ N(0, prior_var)``.
-    Everything is divided by ``scale`` (the event count) so Newton's tolerances are relative.
-    """
-    L = x.size
-    if prior_var is None:
-        m = x.mean()
-        f, g, H = f + 0.5 * m**2 * scale, g + m * scale / L, H + scale / L**2
-    else:
-        f, g, H = f + 0.5 * x @ x / prior_var, g + x / prior_var, H + np.eye(L) / prior_var
-    return f / scale, g / scale, H / scale
 
 
 # -- elementary symmetric polynomials ---------------------------------------------------------
@@ -238,8 +219,7 @@ class _DLStats:
         size = S.sum(axis=1)
         order = U.sum(axis=1)
         cap = size - (1 if exclude_all_tied else 0)
-        D = int(cap.max()) if max_tie_order is None else _positive_int(max_tie_order,
-                                                                       "max_tie_order")
+        D = int(cap.max()) if max_tie_order is None else check_int("max_tie_order", max_tie_order)
         bad = order > np.minimum(D, cap)
         if (bad & (c > 0)).any():
             e = int(np.argmax(bad & (c > 0)))
@@ -403,8 +383,8 @@ def davidson_luce_log_strengths(
     delta : (D,) with ``delta[0] = 1``
     """
     U, V, c = _events(winners, losers, counts)
-    prior_var = _prior_variance(prior)
-    max_iter = _positive_int(max_iter, "max_iter")
+    prior_var = prior_variance(prior)
+    max_iter = check_int("max_iter", max_iter)
     st = _DLStats(U, V, c, max_tie_order, exclude_all_tied)
     L, D = st.L, st.D
     if prior_var is None:
@@ -431,15 +411,8 @@ def davidson_luce_log_strengths(
         ld = log_delta.copy()
         ld[free] = x[L:]
         value, g_theta, g_delta = _dl_value(theta, ld, st, True)
-        fval, g = -value, np.concatenate([-g_theta, -g_delta[free]])
-        if prior_var is None:
-            m = theta.mean()
-            fval += 0.5 * m**2 * scale
-            g[:L] += m * scale / L
-        else:
-            fval += 0.5 * theta @ theta / prior_var
-            g[:L] += theta / prior_var
-        return fval / scale, g / scale
+        g = np.concatenate([-g_theta, -g_delta[free]])
+        return penalise(-value, g, None, theta, prior_var, scale)[:2]
 
     bounds = [(None, None)] * L + [(-_LOG_DELTA_BOUND, _LOG_DELTA_BOUND)] * free.size
     res = optimize.minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
@@ -481,12 +454,12 @@ def _dl_fit_profile(st: _DLStats, prior_var: float | None, max_iter: int):
     def objective(x):
         value, g, H = _dl_profile_terms(x, st)[:3]
         f, g, H = -value, -g, -H
-        return _penalised(f, g, H, x, prior_var, scale)
+        return penalise(f, g, H, x, prior_var, scale)
 
-    x = _newton(objective, np.zeros(L), max_iter, "Davidson-Luce fit")
+    x = newton(objective, np.zeros(L), max_iter, "Davidson-Luce fit")
     # the profile likelihood sees theta only through the winner shares A (and a symmetric
     # normaliser), so models with exactly equal A are exactly tied: remove optimiser noise
-    theta = _average_groups(x - x.mean(), _equal_share_groups(st))
+    theta = average_groups(x - x.mean(), _equal_share_groups(st))
     log_e, ts = _dl_profile_terms(theta, st)[3:]
     delta = np.zeros(st.D)
     n1 = st.order_counts[0]
@@ -572,8 +545,8 @@ def btl_log_strengths(
     the models in that message.
     """
     st = _BTLEvents(*_events(winners, losers, counts))
-    prior_var = _prior_variance(prior)
-    max_iter = _positive_int(max_iter, "max_iter")
+    prior_var = prior_variance(prior)
+    max_iter = check_int("max_iter", max_iter)
     L = st.L
     if st.E == 0:
         return np.zeros(L)
@@ -589,9 +562,9 @@ def btl_log_strengths(
     def objective(x):
         value, g, H = _btl_terms(x, st, True)
         f, g, H = -value, -g, -H
-        return _penalised(f, g, H, x, prior_var, scale)
+        return penalise(f, g, H, x, prior_var, scale)
 
-    x = _newton(objective, x0, max_iter, "Bradley-Terry-Luce fit")
+    x = newton(objective, x0, max_iter, "Bradley-Terry-Luce fit")
     return x - x.mean()
 
 
@@ -606,9 +579,8 @@ def pl_log_strengths(W: np.ndarray, *, max_iter: int = 500, tol: float = 1e-8) -
     Returns centred log-strengths; raises when the win graph is not strongly connected.
     """
     W = np.asarray(W, dtype=float)
-    max_iter = _positive_int(max_iter, "max_iter")
-    if not (np.isfinite(tol) and tol > 0):
-        raise DataError(f"tol must be positive, got {tol}")
+    max_iter = check_int("max_iter", max_iter)
+    tol = check_finite("tol", tol, positive=True)
     L = W.shape[0]
     wins = W.sum(axis=1)
     if wins.sum() == 0:
@@ -653,8 +625,8 @@ def pl_rankings_log_strengths(
     L = int(max(s.max() for s in seqs)) + 1 if n_items is None else int(n_items)
     if any(s.min() < 0 or s.max() >= L for s in seqs):
         raise DataError(f"ranking entries must be item indices in 0..{L - 1}")
-    prior_var = _prior_variance(prior)
-    max_iter = _positive_int(max_iter, "max_iter")
+    prior_var = prior_variance(prior)
+    max_iter = check_int("max_iter", max_iter)
     chosen, members = [], []
     for s in seqs:
         for k in range(s.size - 1):
@@ -680,44 +652,38 @@ def pl_rankings_log_strengths(
         f = -(x @ wins - lse.sum())
         g = -(wins - P.sum(axis=0))
         H = np.diag(P.sum(axis=0)) - np.einsum("sk,sj->kj", P, P)
-        return _penalised(f, g, H, x, prior_var, scale)
+        return penalise(f, g, H, x, prior_var, scale)
 
-    x = _newton(objective, np.zeros(L), max_iter, "Plackett-Luce rankings fit")
+    x = newton(objective, np.zeros(L), max_iter, "Plackett-Luce rankings fit")
     return x - x.mean()
 
 
 # -- ranking rules --------------------------------------------------------------------------
-def _strengths(theta: np.ndarray) -> np.ndarray:
-    return np.exp(np.clip(theta, -_LOG_CAP, _LOG_CAP))
-
-
 @ranking_method
-def plackett_luce(data: ResponseData, *, max_iter: int = 500, tol: float = 1e-8):
-    """Plackett–Luce on the pairwise win matrix by MM (Hunter 2004); scores ``pi``, sum 1.
+def plackett_luce(
+    data: ResponseData, *, prior: float | None = None, max_iter: int = 500, tol: float = 1e-8
+):
+    """Plackett–Luce on the pairwise win matrix ``W``: ML by MM (Hunter 2004) or MAP.
 
     In the binary setting PL on ``W`` is Bradley–Terry (paper), so the ranking equals
-    ``bradley_terry``'s; ML raises when the win graph is not strongly connected.
+    ``bradley_terry``'s.  ML (``prior=None``, identifier ``plackett_luce``) runs the MM
+    algorithm of :func:`pl_log_strengths` until ``tol`` and scores by ``pi`` normalised to
+    sum 1; it raises when the win graph is not strongly connected.  MAP (``prior`` a
+    Gaussian variance, ``plackett_luce_map`` uses 1.0) is the Bradley–Terry MAP of
+    :func:`~bayesrank.baselines.paired.bt_log_strengths` with ``theta_i ~ N(0, prior)``,
+    scored by ``exp(theta)`` with centred ``theta``; ``tol`` plays no role there.
     """
     W = data.reductions.wins
+    groups = exchangeable_groups(W)
+    if prior is not None:
+        theta = average_groups(bt_log_strengths(W, prior=prior, max_iter=max_iter), groups)
+        return strengths(theta), {"log_strengths": theta}
     if W.sum() > 0:
         check_identified(W > 0, method="plackett_luce", suggestion="plackett_luce_map",
                          labels=data.models)
-    theta = _average_groups(pl_log_strengths(W, max_iter=max_iter, tol=tol),
-                            exchangeable_groups(W))
+    theta = average_groups(pl_log_strengths(W, max_iter=max_iter, tol=tol), groups)
     pi = np.exp(theta)
     return pi / pi.sum(), {"log_strengths": theta}
-
-
-@ranking_method
-def plackett_luce_map(data: ResponseData, *, prior: float = 1.0, max_iter: int = 500):
-    """Plackett–Luce MAP on ``W`` with ``theta_i ~ N(0, prior)``: the Bradley–Terry MAP.
-
-    Scores ``exp(theta)`` with centred ``theta``.
-    """
-    W = data.reductions.wins
-    theta = _average_groups(bt_log_strengths(W, prior=prior, max_iter=max_iter),
-                            exchangeable_groups(W))
-    return _strengths(theta), {"log_strengths": theta}
 
 
 def _setwise(data: ResponseData, what: str):
@@ -731,17 +697,12 @@ def bradley_terry_luce(data: ResponseData, *, prior: float | None = None, max_it
     """Bradley–Terry–Luce setwise choice (each winner vs the loser set); scores ``exp(theta)``.
 
     Binary data only.  ML (``prior=None``) raises when the choice graph (winner -> loser) is
-    not strongly connected; ``prior`` adds ``theta_i ~ N(0, prior)`` (MAP).
+    not strongly connected; ``prior`` adds ``theta_i ~ N(0, prior)`` (MAP; identifier
+    ``bradley_terry_luce_map`` uses 1.0).
     """
     U, V, c = _setwise(data, "bradley_terry_luce")
     theta = btl_log_strengths(U, V, c, prior=prior, max_iter=max_iter, labels=data.models)
-    return _strengths(theta), {"log_strengths": theta}
-
-
-@ranking_method
-def bradley_terry_luce_map(data: ResponseData, *, prior: float = 1.0, max_iter: int = 500):
-    """Bradley–Terry–Luce MAP with ``theta_i ~ N(0, prior)``."""
-    return bradley_terry_luce.__wrapped_rule__(data, prior=prior, max_iter=max_iter)
+    return strengths(theta), {"log_strengths": theta}
 
 
 @ranking_method
@@ -758,7 +719,8 @@ def davidson_luce(
     winner-set size).  Because events where every present model ties are discarded, ``Z(S)``
     excludes that outcome (identical to the paper's ``Z`` on complete data with the default
     ``D``).  ``details["tie_prevalence"]`` holds ``delta_1..delta_D`` (``delta_1 = 1``; 0 for
-    orders never observed).
+    orders never observed).  ``prior=None`` is ML; a variance puts ``theta_i ~ N(0, prior)``
+    on log-strengths (MAP, ``davidson_luce_map`` uses 1.0; ``delta`` stays ML).
 
     On complete data the likelihood sees ``theta`` only through the winner shares
     ``A_i = sum_e c_e [i in U_e] / |U_e|`` and a symmetric concave term, so the ML and MAP
@@ -773,26 +735,4 @@ def davidson_luce(
         U, V, c, max_tie_order=max_tie_order, prior=prior, exclude_all_tied=True,
         max_iter=max_iter, labels=data.models,
     )
-    return _strengths(theta), {"log_strengths": theta, "tie_prevalence": delta}
-
-
-@ranking_method
-def davidson_luce_map(
-    data: ResponseData,
-    *,
-    prior: float = 1.0,
-    max_iter: int = 500,
-    max_tie_order: int | None = None,
-):
-    """Davidson–Luce MAP with ``theta_i ~ N(0, prior)`` (``delta`` by ML)."""
-    return davidson_luce.__wrapped_rule__(data, prior=prior, max_iter=max_iter,
-                                          max_tie_order=max_tie_order)
-
-
-register("plackett_luce", plackett_luce, "luce", max_iter=500, tol=1e-8)
-register("plackett_luce_map", plackett_luce_map, "luce", prior=1.0, max_iter=500)
-register("bradley_terry_luce", bradley_terry_luce, "luce", max_iter=500)
-register("bradley_terry_luce_map", bradley_terry_luce_map, "luce", prior=1.0, max_iter=500)
-register("davidson_luce", davidson_luce, "luce", in_paper=False, max_iter=500)
-register("davidson_luce_map", davidson_luce_map, "luce", in_paper=False, prior=1.0,
-         max_iter=500)
+    return strengths(theta), {"log_strengths": theta, "tie_prevalence": delta}

@@ -29,10 +29,10 @@ import numpy as np
 from scipy import stats
 
 from bayesrank.bayes_at_n import bayes_at_n
+from bayesrank.checks import check_finite, check_in_interval, check_int, check_probability
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "avg",
@@ -89,12 +89,6 @@ def _clip_range(clip_range: Sequence[float]) -> tuple[float, float]:
     return low, high
 
 
-def _draw_size(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise DataError(f"k must be a positive integer number of draws, got {k!r}")
-    return int(k)
-
-
 def draw_success_pmf(data: ResponseData, k: int, what: str = "this metric") -> np.ndarray:
     """``P(X_lm = j)``, ``j = 0..k``: successes among ``k`` trials drawn without replacement.
 
@@ -106,7 +100,7 @@ def draw_success_pmf(data: ResponseData, k: int, what: str = "this metric") -> n
     numpy.ndarray, shape (L, M, k + 1)
     """
     data.require_binary(what)
-    k = _draw_size(k)
+    k = check_int("k", k)
     red = data.reductions
     n, nu = red.trials, red.successes
     observed = n > 0
@@ -147,10 +141,9 @@ def pass_hat_k(data: ResponseData, *, k: int) -> np.ndarray:
 
 
 def _threshold(tau: float, k: int) -> int:
-    if not (isinstance(tau, int | float | np.integer | np.floating) and 0.0 <= tau <= 1.0):
-        raise DataError(f"tau must be a number in [0, 1], got {tau!r}")
+    tau = check_in_interval("tau", tau, 0.0, 1.0)
     # round before ceil so tau = 0.7, k = 10 gives 7 although 0.7 * 10 = 7.000000000000001
-    return max(1, math.ceil(round(float(tau) * k, 9)))
+    return max(1, math.ceil(round(tau * k, 9)))
 
 
 @ranking_method
@@ -160,7 +153,7 @@ def g_pass_at_k_tau(data: ResponseData, *, k: int, tau: float) -> np.ndarray:
     ``tau = 0`` (or any ``tau <= 1/k``) is Pass@k, ``tau = 1`` is Pass-hat@k.
     """
     pmf = draw_success_pmf(data, k, "g_pass_at_k_tau")
-    j0 = _threshold(tau, _draw_size(k))
+    j0 = _threshold(tau, check_int("k", k))
     return _question_mean(pmf[..., j0:].sum(axis=-1))
 
 
@@ -170,7 +163,7 @@ def mg_pass_at_k(data: ResponseData, *, k: int) -> np.ndarray:
 
     Equals ``(2/k) sum_{i=m0+1}^{k} G-Pass@k_{i/k}``; for ``k = 2`` it is Pass-hat@2.
     """
-    k = _draw_size(k)
+    k = check_int("k", k)
     pmf = draw_success_pmf(data, k, "mg_pass_at_k")
     excess = np.maximum(np.arange(k + 1) - math.ceil(k / 2), 0)
     return _question_mean((2.0 / k) * np.einsum("lmj,j->lm", pmf, excess))
@@ -213,9 +206,8 @@ def bayes(
     mu, sigma = bayes_at_n(data, weights=weights, R0=R0)
     if quantile is None:
         return mu, {"mu": mu, "sigma": sigma}
-    if isinstance(quantile, bool) or not (0.0 < float(quantile) < 1.0):
-        raise DataError(f"quantile must lie strictly between 0 and 1, got {quantile!r}")
-    return mu + stats.norm.ppf(float(quantile)) * sigma, {"mu": mu, "sigma": sigma}
+    quantile = check_probability("quantile", quantile)
+    return mu + stats.norm.ppf(quantile) * sigma, {"mu": mu, "sigma": sigma}
 
 
 _DRAW_CHUNK = 4096
@@ -239,11 +231,9 @@ def thompson(
     Binary data only.  ``details["posterior"]``: the (alpha, beta) pairs.
     """
     data.require_binary("thompson")
-    if isinstance(n_samples, bool) or not isinstance(n_samples, int | np.integer) or n_samples < 1:
-        raise DataError(f"n_samples must be a positive integer, got {n_samples!r}")
-    for name, value in (("prior_alpha", prior_alpha), ("prior_beta", prior_beta)):
-        if not (np.isfinite(value) and value > 0):
-            raise DataError(f"{name} must be positive and finite, got {value!r}")
+    n_samples = check_int("n_samples", n_samples)
+    prior_alpha = check_finite("prior_alpha", prior_alpha, positive=True)
+    prior_beta = check_finite("prior_beta", prior_beta, positive=True)
     red = data.reductions
     successes = red.successes.sum(axis=1).astype(float)
     a = prior_alpha + successes
@@ -265,20 +255,3 @@ def thompson(
     group = group.ravel()
     mean_rank = (np.bincount(group, mean_rank) / np.bincount(group))[group]
     return -mean_rank, {"posterior": np.stack([a, b], axis=1)}
-
-
-register("avg", avg, "metrics")
-register("inverse_difficulty", inverse_difficulty, "metrics", clip_range=(0.01, 0.99))
-register("pass_at_k_2", pass_at_k, "metrics", k=2)
-register("pass_hat_k_2", pass_hat_k, "metrics", k=2)
-register("mg_pass_at_k_2", mg_pass_at_k, "metrics", k=2)
-register("bayes", bayes, "metrics", R0=None, quantile=None)
-register("bayes_greedy", bayes, "metrics", R0="data", quantile=None)
-register("bayes_ci", bayes, "metrics", R0=None, quantile=0.05)
-register("thompson", thompson, "metrics", n_samples=10000, prior_alpha=1.0, prior_beta=1.0,
-         seed=42)
-# base rules by name, e.g. rank(data, "pass_at_k", k=8); not among the paper's identifiers
-register("pass_at_k", pass_at_k, "metrics", in_paper=False, k=2)
-register("pass_hat_k", pass_hat_k, "metrics", in_paper=False, k=2)
-register("mg_pass_at_k", mg_pass_at_k, "metrics", in_paper=False, k=2)
-register("g_pass_at_k_tau", g_pass_at_k_tau, "metrics", in_paper=False, k=4, tau=0.75)

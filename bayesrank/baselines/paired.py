@@ -42,19 +42,24 @@ answer.  With no decisive comparison at all every model is tied (all scores equa
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg
-from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, log_expit
 
+from bayesrank.baselines._optim import (
+    average_groups,
+    check_identified,
+    exchangeable_groups,
+    newton,
+    penalise,
+    prior_variance,
+    strengths,
+)
+from bayesrank.checks import check_in_interval, check_int
 from bayesrank.data import ResponseData
-from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
+from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "bt_loglik",
@@ -67,16 +72,11 @@ __all__ = [
     "check_identified",
     "exchangeable_groups",
     "bradley_terry",
-    "bradley_terry_map",
     "bradley_terry_davidson",
-    "bradley_terry_davidson_map",
     "rao_kupper",
-    "rao_kupper_map",
     "bayesian_mcmc",
 ]
 
-_GTOL = 1e-11  # on the gradient of the per-comparison objective
-_LOG_CAP = 30.0  # |theta| beyond which exp(theta) is reported as exp(+-30)
 
 
 # -- input checks -----------------------------------------------------------------------
@@ -91,23 +91,6 @@ def _as_count_matrix(M: np.ndarray, name: str, L: int | None = None) -> np.ndarr
     if np.any(np.diag(arr) != 0):
         raise DataError(f"{name} has non-zero diagonal entries: a model cannot meet itself")
     return arr
-
-
-def _prior_variance(prior: float | None) -> float | None:
-    if prior is None:
-        return None
-    if isinstance(prior, bool) or not np.isscalar(prior):
-        raise DataError(f"prior must be a positive Gaussian variance or None, got {prior!r}")
-    var = float(prior)
-    if not np.isfinite(var) or var <= 0:
-        raise DataError(f"prior variance must be positive and finite, got {prior!r}")
-    return var
-
-
-def _positive_int(value: int, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise DataError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)
@@ -160,88 +143,6 @@ def _pairs(W: np.ndarray, T: np.ndarray | None = None) -> _Pairs:
     a, b, t = W[i, j], W[j, i], T[i, j]
     keep = (a + b + t) > 0
     return _Pairs(L, i[keep], j[keep], a[keep], b[keep], t[keep])
-
-
-# -- identification ---------------------------------------------------------------------
-def check_identified(
-    beats: np.ndarray,
-    *,
-    method: str = "this maximum-likelihood fit",
-    suggestion: str | None = None,
-    labels: Sequence[str] | None = None,
-) -> None:
-    """Raise unless the directed comparison graph is strongly connected.
-
-    Parameters
-    ----------
-    beats : array_like of bool, shape (L, L)
-        ``beats[i, j]`` is True when ``i`` was observed to do at least as well as ``j`` in a
-        way the model rewards (a win, or a tie in the tie models).
-    method, suggestion : str
-        Names used in the error message (e.g. ``"bradley_terry"``, ``"bradley_terry_map"``).
-    labels : sequence of str, optional
-        Model names for the message (default: indices).
-
-    Raises
-    ------
-    DisconnectedGraphError
-        Some groups of models were never compared with each other.
-    NotIdentifiedError
-        The graph is connected but a group never loses (or never wins) against the others,
-        so its log-strength diverges: no finite maximum-likelihood estimate.
-    """
-    A = np.asarray(beats, dtype=bool).copy()
-    np.fill_diagonal(A, False)
-    L = A.shape[0]
-    names = list(labels) if labels is not None else [str(k) for k in range(L)]
-    hint = f"; use {suggestion} (its prior keeps strengths finite)" if suggestion else ""
-    n_weak, weak = connected_components(A | A.T, directed=False)
-    if n_weak > 1:
-        first = [names[k] for k in np.flatnonzero(weak == weak[0])][:5]
-        raise DisconnectedGraphError(
-            f"{method}: the comparison graph has {n_weak} disconnected components (e.g. "
-            f"{first} never met the other models), so their relative strengths are not "
-            f"identified{hint}, or rank each component separately"
-        )
-    n_strong, comp = connected_components(A, directed=True, connection="strong")
-    if n_strong > 1:
-        between = A & (comp[:, None] != comp[None, :])
-        beaten = np.zeros(n_strong, bool)  # component has a member beaten from outside
-        beaten[np.unique(comp[np.flatnonzero(between.any(axis=0))])] = True
-        winning = np.zeros(n_strong, bool)
-        winning[np.unique(comp[np.flatnonzero(between.any(axis=1))])] = True
-        unbeaten = [names[k] for k in np.flatnonzero(~beaten[comp])][:5]
-        winless = [names[k] for k in np.flatnonzero(~winning[comp])][:5]
-        raise NotIdentifiedError(
-            f"{method} has no finite maximum-likelihood estimate: models {unbeaten} never "
-            f"lose to any model outside their group and {winless} never beat any model "
-            f"outside theirs{hint}"
-        )
-
-
-def exchangeable_groups(W: np.ndarray, T: np.ndarray | None = None) -> np.ndarray:
-    """Group labels of models that swapping leaves the counts unchanged.
-
-    Models ``i`` and ``j`` are exchangeable when the transposition (i j) maps ``W`` (and
-    ``T``) onto itself; the relation is an equivalence, and any exchangeable estimator gives
-    such models equal scores.  Used to remove optimiser and Monte Carlo noise from exact ties.
-    """
-    mats = [np.asarray(W, float)] + ([] if T is None else [np.asarray(T, float)])
-    L = mats[0].shape[0]
-    same = np.ones((L, L), bool)
-    ignore = np.eye(L, dtype=bool)[None, :, :] | np.eye(L, dtype=bool)[:, None, :]
-    for M in mats:
-        for X in (M, M.T):  # rows and columns agree off the pair
-            same &= ((X[:, None, :] == X[None, :, :]) | ignore).all(axis=2)
-        same &= M == M.T
-    _, labels = connected_components(same, directed=False)
-    return labels
-
-
-def _average_groups(scores: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    sums = np.bincount(groups, scores)
-    sizes = np.bincount(groups)
-    return (sums / sizes)[groups]
 
 
 # -- per-pair terms: log-likelihood and derivatives in d (and the tie parameter) ---------
@@ -321,61 +222,6 @@ def rao_kupper_loglik(theta: np.ndarray, kappa: float, W: np.ndarray, T: np.ndar
     return float(_rao_kupper_terms(p, p.diff(np.asarray(theta, float)), np.log(kappa))[0].sum())
 
 
-# -- the Newton solver shared by all fits ----------------------------------------------------
-def _newton_step(H: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """Newton direction ``-H^{-1} g``; for a non-positive-definite ``H`` the eigenvalues are
-    replaced by their absolute values (a descent direction either way)."""
-    try:
-        step = -linalg.solve(H, g, assume_a="pos", check_finite=False)
-        if g @ step < 0:
-            return step
-    except (linalg.LinAlgError, ValueError):
-        pass
-    vals, vecs = np.linalg.eigh(H)
-    return -vecs @ ((vecs.T @ g) / np.maximum(np.abs(vals), 1e-8 * max(1.0, np.abs(vals).max())))
-
-
-def _newton(
-    objective: Callable[[np.ndarray], tuple[float, np.ndarray, np.ndarray]],
-    x0: np.ndarray,
-    max_iter: int,
-    what: str,
-    gtol: float = _GTOL,
-) -> np.ndarray:
-    """Minimise a smooth convex objective by damped Newton with Armijo backtracking.
-
-    ``objective(x)`` returns ``(f, gradient, Hessian)``.  One linear solve per iteration
-    (no eigen-decompositions unless the Hessian is indefinite), quadratic convergence near
-    the optimum; stops when ``max |gradient| <= gtol``.  Warns if ``max_iter`` runs out.
-    """
-    x = np.asarray(x0, dtype=float).copy()
-    f, g, H = objective(x)
-    for _ in range(max_iter):
-        if np.max(np.abs(g), initial=0.0) <= gtol:
-            return x
-        step = _newton_step(H, g)
-        slope = g @ step
-        alpha = 1.0
-        while True:
-            x_new = x + alpha * step
-            f_new, g_new, H_new = objective(x_new)
-            noise = 1e-13 * (1.0 + abs(f))
-            if f_new <= f + 1e-4 * alpha * slope + noise or alpha < 1e-12:
-                break
-            alpha /= 2
-        if alpha < 1e-12:  # no further progress at floating-point resolution
-            return x
-        x, f, g, H = x_new, f_new, g_new, H_new
-    if np.max(np.abs(g), initial=0.0) > 1e-7:
-        warnings.warn(
-            f"{what}: Newton stopped after max_iter={max_iter} iterations with max |gradient| "
-            f"{np.max(np.abs(g)):.2e}; raise max_iter",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    return x
-
-
 def _fit(
     p: _Pairs,
     model: str,
@@ -417,21 +263,12 @@ def _fit(
             g[L] = -g_t.sum()
             H[L, L] = -h_tt.sum()
             H[:L, L] = H[L, :L] = -p.to_nodes(h_dt)
-        if prior_var is None:
-            m = theta.mean()
-            f += 0.5 * m**2 * scale
-            g[:L] += m * scale / L
-            H[:L, :L] += scale / L**2
-        else:
-            f += 0.5 * theta @ theta / prior_var
-            g[:L] += theta / prior_var
-            H[np.arange(L), np.arange(L)] += 1.0 / prior_var
-        return f / scale, g / scale, H / scale
+        return penalise(f, g, H, theta, prior_var, scale)
 
     x0 = np.zeros(L + (1 if free_tie else 0))
     if free_tie:
         x0[L] = tie0
-    x = _newton(objective, x0, max_iter, f"{model} fit")
+    x = newton(objective, x0, max_iter, f"{model} fit")
     theta = x[:L] - x[:L].mean()
     tie = x[L] if free_tie else None
     return theta, tie
@@ -466,8 +303,8 @@ def bt_log_strengths(
         ML only, when the directed win graph is not strongly connected.
     """
     p = _pairs(W)
-    prior_var = _prior_variance(prior)
-    max_iter = _positive_int(max_iter, "max_iter")
+    prior_var = prior_variance(prior)
+    max_iter = check_int("max_iter", max_iter)
     if p.decisive == 0:
         return np.zeros(p.L)
     if prior_var is None:
@@ -486,8 +323,8 @@ def davidson_log_strengths(
     (zeros, ``nu = inf``).
     """
     p = _pairs(W, T)
-    prior_var = _prior_variance(prior)
-    max_iter = _positive_int(max_iter, "max_iter")
+    prior_var = prior_variance(prior)
+    max_iter = check_int("max_iter", max_iter)
     if p.decisive == 0:
         return np.zeros(p.L), np.inf
     if p.t.sum() == 0:
@@ -517,12 +354,11 @@ def rao_kupper_log_strengths(
     variance of the log-strengths (MAP) or None (ML).
     """
     p = _pairs(W, T)
-    prior_var = _prior_variance(prior)
-    max_iter = _positive_int(max_iter, "max_iter")
+    prior_var = prior_variance(prior)
+    max_iter = check_int("max_iter", max_iter)
     if tie_strength is not None:
-        kappa = float(tie_strength)
-        if not np.isfinite(kappa) or kappa < 1:
-            raise DataError(f"tie_strength (kappa) must be finite and >= 1, got {tie_strength}")
+        kappa = check_in_interval("tie_strength (kappa)", tie_strength, 1.0, np.inf,
+                                  closed="left")
         if kappa == 1 and p.t.any():
             raise DataError("tie_strength=1 makes ties impossible, but the data contain ties")
     if prior_var is None:
@@ -573,11 +409,11 @@ def bt_posterior_draws(
     acceptance_rate : float
     """
     p = _pairs(W)
-    var = _prior_variance(prior_var)
+    var = prior_variance(prior_var)
     if var is None:
         raise DataError("prior_var must be a positive variance: the posterior needs a prior")
-    n_samples = _positive_int(n_samples, "n_samples")
-    burnin = _positive_int(burnin, "burnin", minimum=0)
+    n_samples = check_int("n_samples", n_samples)
+    burnin = check_int("burnin", burnin, minimum=0)
     L = p.L
     rng = np.random.default_rng(seed)
     mode = _fit(p, "bt", prior_var=var, max_iter=200)[0] if p.decisive else np.zeros(L)
@@ -622,17 +458,19 @@ def bt_posterior_draws(
 
 # -- ranking rules ---------------------------------------------------------------------------
 def _strength_scores(theta: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, dict]:
-    theta = _average_groups(theta, groups)
-    return np.exp(np.clip(theta, -_LOG_CAP, _LOG_CAP)), {"log_strengths": theta}
+    theta = average_groups(theta, groups)
+    return strengths(theta), {"log_strengths": theta}
 
 
 @ranking_method
 def bradley_terry(data: ResponseData, *, prior: float | None = None, max_iter: int = 500):
     """Bradley–Terry strengths ``pi = exp(theta)`` by ML (``prior=None``) or MAP.
 
-    Ties (both right or both wrong) are ignored; ``W`` is ``data.reductions.wins``.  Scores
-    are the strengths with centred log-strengths (paper, Algorithm "Paired-comparison models").
-    ML raises when the win graph is not strongly connected (see module notes).
+    ``prior`` is the variance of the Gaussian prior ``theta_i ~ N(0, prior)`` on
+    log-strengths (identifier ``bradley_terry_map`` uses 1.0).  Ties (both right or both
+    wrong) are ignored; ``W`` is ``data.reductions.wins``.  Scores are the strengths with
+    centred log-strengths (paper, Algorithm "Paired-comparison models").  ML raises when
+    the win graph is not strongly connected (see module notes).
     """
     W = data.reductions.wins
     if prior is None and W.sum() > 0:
@@ -648,9 +486,11 @@ def bradley_terry_davidson(
 ):
     """Davidson (1970) tie model on wins ``W`` and ties ``T``; scores ``exp(theta)``.
 
-    ``details["tie_parameter"]`` is the ML estimate of ``nu``.  On complete binary data every
-    pair meets equally often and the likelihood sees ``theta`` only through net wins
-    ``sum_j (W_ij - W_ji)``, so the ranking equals the accuracy ranking (ties included).
+    ML (``prior=None``) or MAP with ``theta_i ~ N(0, prior)`` (``bradley_terry_davidson_map``
+    uses 1.0); ``nu`` carries no prior and ``details["tie_parameter"]`` is its ML
+    estimate.  On complete binary data every pair meets equally often and the likelihood
+    sees ``theta`` only through net wins ``sum_j (W_ij - W_ji)``, so the ranking equals the
+    accuracy ranking (ties included).
     """
     red = data.reductions
     W, T = red.wins, red.ties
@@ -672,7 +512,9 @@ def rao_kupper(
 ):
     """Rao–Kupper (1967) tie model with fixed ``kappa = tie_strength``; scores ``exp(theta)``.
 
-    ``tie_strength=None`` estimates ``kappa`` by ML instead.
+    ``tie_strength=None`` estimates ``kappa`` by ML instead.  ML (``prior=None``) raises when
+    the win-or-tie graph is not strongly connected; MAP puts ``theta_i ~ N(0, prior)`` on
+    log-strengths (``rao_kupper_map`` uses 1.0).
     """
     red = data.reductions
     W, T = red.wins, red.ties
@@ -705,43 +547,6 @@ def bayesian_mcmc(
         W, n_samples=n_samples, burnin=burnin, prior_var=prior_var, seed=seed
     )
     groups = exchangeable_groups(W)
-    mean = _average_groups(draws.mean(axis=0), groups)
+    mean = average_groups(draws.mean(axis=0), groups)
     return mean, {"posterior_sd": draws.std(axis=0, ddof=1) if n_samples > 1 else
                   np.zeros(data.L), "acceptance_rate": rate}
-
-
-@ranking_method
-def bradley_terry_map(data: ResponseData, *, prior: float = 1.0, max_iter: int = 500):
-    """Bradley–Terry MAP: Gaussian prior ``theta_i ~ N(0, prior)`` on log-strengths."""
-    return bradley_terry.__wrapped_rule__(data, prior=prior, max_iter=max_iter)
-
-
-@ranking_method
-def bradley_terry_davidson_map(data: ResponseData, *, prior: float = 1.0, max_iter: int = 500):
-    """Davidson tie model, MAP with ``theta_i ~ N(0, prior)`` (``nu`` by ML, as in the paper)."""
-    return bradley_terry_davidson.__wrapped_rule__(data, prior=prior, max_iter=max_iter)
-
-
-@ranking_method
-def rao_kupper_map(
-    data: ResponseData,
-    *,
-    tie_strength: float | None = 1.1,
-    prior: float = 1.0,
-    max_iter: int = 500,
-):
-    """Rao–Kupper tie model, MAP with ``theta_i ~ N(0, prior)`` on log-strengths."""
-    return rao_kupper.__wrapped_rule__(
-        data, tie_strength=tie_strength, prior=prior, max_iter=max_iter
-    )
-
-
-register("bradley_terry", bradley_terry, "paired", max_iter=500)
-register("bradley_terry_map", bradley_terry_map, "paired", prior=1.0, max_iter=500)
-register("bradley_terry_davidson", bradley_terry_davidson, "paired", max_iter=500)
-register("bradley_terry_davidson_map", bradley_terry_davidson_map, "paired", prior=1.0,
-         max_iter=500)
-register("rao_kupper", rao_kupper, "paired", tie_strength=1.1, max_iter=500)
-register("rao_kupper_map", rao_kupper_map, "paired", tie_strength=1.1, prior=1.0, max_iter=500)
-register("bayesian_mcmc", bayesian_mcmc, "paired", n_samples=5000, burnin=1000, prior_var=1.0,
-         seed=42)

@@ -30,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from bayesrank.checks import check_choice, check_finite
 from bayesrank.data import ResponseData
+from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "TIE_HANDLING",
@@ -57,20 +58,7 @@ def _kernels():
 
 
 def _tie_code(tie_handling: str) -> int:
-    if tie_handling not in TIE_HANDLING:
-        raise ValueError(
-            f"unknown tie_handling {tie_handling!r}; use one of {', '.join(TIE_HANDLING)}"
-        )
-    return TIE_HANDLING.index(tie_handling)
-
-
-def _finite(name: str, value: Any, *, positive: bool = False, nonnegative: bool = False) -> float:
-    x = float(value)
-    if not math.isfinite(x) or (positive and x <= 0) or (nonnegative and x < 0):
-        need = "positive and finite" if positive else (
-            "non-negative and finite" if nonnegative else "finite")
-        raise ValueError(f"{name} must be {need}, got {value!r}")
-    return x
+    return TIE_HANDLING.index(check_choice("tie_handling", tie_handling, TIE_HANDLING))
 
 
 def event_stream(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
@@ -136,8 +124,8 @@ def elo(
     numpy.ndarray
         Final ratings (larger is better).
     """
-    K = _finite("K", K, positive=True)
-    initial_rating = _finite("initial_rating", initial_rating)
+    K = check_finite("K", K, positive=True)
+    initial_rating = check_finite("initial_rating", initial_rating)
     code = _tie_code(tie_handling)
     outcomes, present = event_stream(data)
     return _kernels().elo_stream(outcomes, present, K, initial_rating, code)
@@ -195,11 +183,11 @@ def glicko_update(
     rd_opp = np.asarray(opponent_rds, dtype=float).ravel()
     s = np.asarray(scores, dtype=float).ravel()
     if not (r_opp.shape == rd_opp.shape == s.shape):
-        raise ValueError(
+        raise DataError(
             f"opponent_ratings, opponent_rds and scores must have equal length, got "
             f"{r_opp.size}, {rd_opp.size}, {s.size}"
         )
-    rd = _finite("rd", rd, positive=True)
+    rd = check_finite("rd", rd, positive=True)
     info = 0.0
     total = 0.0
     for r_j, rd_j, s_j in zip(r_opp, rd_opp, s, strict=True):
@@ -220,7 +208,6 @@ def glicko(
     c: float = 0.0,
     rd_max: float = 350.0,
     tie_handling: str = "correct_draw_only",
-    return_deviation: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Glicko ratings, one rating period per question-trial (Glickman 1999; paper App. "Glicko").
 
@@ -237,9 +224,6 @@ def glicko(
     rd_max : float
         Upper bound of RD.
     tie_handling : {"skip", "draw", "correct_draw_only"}
-    return_deviation : bool
-        Accepted for the paper's identifiers; the final deviations are always
-        returned in ``details["rating_deviation"]``.
 
     Returns
     -------
@@ -248,10 +232,10 @@ def glicko(
     details : dict
         ``rating_deviation``: final RD per model.
     """
-    initial_rating = _finite("initial_rating", initial_rating)
-    initial_rd = _finite("initial_rd", initial_rd, positive=True)
-    c = _finite("c", c, nonnegative=True)
-    rd_max = _finite("rd_max", rd_max, positive=True)
+    initial_rating = check_finite("initial_rating", initial_rating)
+    initial_rd = check_finite("initial_rd", initial_rd, positive=True)
+    c = check_finite("c", c, nonnegative=True)
+    rd_max = check_finite("rd_max", rd_max, positive=True)
     code = _tie_code(tie_handling)
     outcomes, present = event_stream(data)
     rating, rd = _kernels().glicko_stream(
@@ -293,11 +277,11 @@ def trueskill_update(
     (mu1', sigma1', mu2', sigma2')
     """
     if outcome not in (0.0, 0.5, 1.0):
-        raise ValueError(f"outcome must be 1 (first wins), 0 (second wins) or 0.5, got {outcome}")
-    beta = _finite("beta", beta, positive=True)
-    draw_margin = _finite("draw_margin", draw_margin, nonnegative=True)
+        raise DataError(f"outcome must be 1 (first wins), 0 (second wins) or 0.5, got {outcome}")
+    beta = check_finite("beta", beta, positive=True)
+    draw_margin = check_finite("draw_margin", draw_margin, nonnegative=True)
     for name, value in (("sigma1", sigma1), ("sigma2", sigma2)):
-        _finite(name, value, positive=True)
+        check_finite(name, value, positive=True)
     out = _kernels().trueskill_match(
         float(mu1), float(sigma1), float(mu2), float(sigma2), float(outcome), beta, draw_margin
     )
@@ -331,31 +315,14 @@ def trueskill(
     details : dict
         ``sigma``: final skill standard deviations.
     """
-    mu_initial = _finite("mu_initial", mu_initial)
-    sigma_initial = _finite("sigma_initial", sigma_initial, positive=True)
-    beta = _finite("beta", beta, positive=True)
-    tau = _finite("tau", tau, nonnegative=True)
-    draw_margin = _finite("draw_margin", draw_margin, nonnegative=True)
+    mu_initial = check_finite("mu_initial", mu_initial)
+    sigma_initial = check_finite("sigma_initial", sigma_initial, positive=True)
+    beta = check_finite("beta", beta, positive=True)
+    tau = check_finite("tau", tau, nonnegative=True)
+    draw_margin = check_finite("draw_margin", draw_margin, nonnegative=True)
     code = _tie_code(tie_handling)
     outcomes, present = event_stream(data)
     mu, sigma = _kernels().trueskill_stream(
         outcomes, present, data.M, mu_initial, sigma_initial, beta, tau, draw_margin, code
     )
     return mu, {"sigma": sigma}
-
-
-# --------------------------------------------------------------------------------------
-# Registry: the paper's identifiers (App. "Ranking Method APIs", Pairwise rating)
-# --------------------------------------------------------------------------------------
-_FAMILY = "Pairwise rating"
-
-for _policy in TIE_HANDLING:
-    register(f"elo_tie_{_policy}", elo, _FAMILY, K=0.05, initial_rating=1500.0,
-             tie_handling=_policy)
-    register(f"glicko_tie_{_policy}", glicko, _FAMILY, initial_rating=1500.0,
-             initial_rd=350.0, c=0.0, rd_max=350.0, tie_handling=_policy,
-             return_deviation=False)
-register("trueskill", trueskill, _FAMILY, mu_initial=25.0, sigma_initial=8.333333333333334,
-         beta=4.166666666666667, tau=0.00333333333)
-register("elo", elo, _FAMILY, in_paper=False)
-register("glicko", glicko, _FAMILY, in_paper=False)

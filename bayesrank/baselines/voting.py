@@ -25,7 +25,6 @@ models with no predecessor get the top level, and so on (:func:`dag_levels`).
 from __future__ import annotations
 
 import itertools
-import math
 import time
 from functools import lru_cache
 from typing import Any
@@ -34,10 +33,10 @@ import numpy as np
 from scipy import optimize, sparse
 from scipy.sparse import csgraph
 
+from bayesrank.checks import check_choice, check_finite
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
-from bayesrank.registry import register
 
 __all__ = [
     "TIE_POLICIES",
@@ -74,18 +73,12 @@ _STRENGTHS = ("margin", "winning_votes")
 _BLOCK_ELEMENTS = 1 << 22
 
 
-def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValueError(f"unknown {name} {value!r}; use one of {', '.join(allowed)}")
-    return value
-
-
 def _square(name: str, a: Any) -> np.ndarray:
     m = np.asarray(a, dtype=float)
     if m.ndim != 2 or m.shape[0] != m.shape[1]:
-        raise ValueError(f"{name} must be a square (L, L) matrix, got shape {m.shape}")
+        raise DataError(f"{name} must be a square (L, L) matrix, got shape {m.shape}")
     if not np.all(np.isfinite(m)):
-        raise ValueError(f"{name} must be finite")
+        raise DataError(f"{name} must be finite")
     return m
 
 
@@ -115,16 +108,16 @@ def pairwise_counts(grades: Any, weights: Any = None) -> tuple[np.ndarray, np.nd
     """
     u = np.asarray(grades, dtype=float)
     if u.ndim != 2:
-        raise ValueError(f"grades must have shape (candidates, voters), got {u.shape}")
+        raise DataError(f"grades must have shape (candidates, voters), got {u.shape}")
     if np.isinf(u).any():
-        raise ValueError("grades must be finite (use NaN for 'not rated')")
+        raise DataError("grades must be finite (use NaN for 'not rated')")
     L, V = u.shape
     if weights is None:
         w = np.ones(V)
     else:
         w = np.asarray(weights, dtype=float)
         if w.shape != (V,) or not np.all(np.isfinite(w)) or (w < 0).any():
-            raise ValueError(f"weights must be {V} non-negative finite numbers, got {w.shape}")
+            raise DataError(f"weights must be {V} non-negative finite numbers, got {w.shape}")
     wins = np.empty((L, L))
     ties = np.empty((L, L))
     step = max(1, _BLOCK_ELEMENTS // max(L * V, 1))
@@ -148,13 +141,13 @@ def question_counts(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
 
 def preference_matrix(wins: Any, ties: Any, tie_policy: str = "half") -> np.ndarray:
     """``P = W + T/2`` (``tie_policy="half"``) or ``P = W`` (``"ignore"``)."""
-    _choice("tie_policy", tie_policy, TIE_POLICIES)
+    check_choice("tie_policy", tie_policy, TIE_POLICIES)
     W = _square("wins", wins)
     return W + 0.5 * _square("ties", ties) if tie_policy == "half" else W
 
 
 def _data_preferences(data: ResponseData, tie_policy: str) -> np.ndarray:
-    _choice("tie_policy", tie_policy, TIE_POLICIES)
+    check_choice("tie_policy", tie_policy, TIE_POLICIES)
     if tie_policy == "half":
         return np.asarray(data.reductions.question_preferences, dtype=float)
     return question_counts(data)[0]
@@ -178,7 +171,7 @@ def dag_levels(above: Any) -> np.ndarray:
     while alive.any():
         sources = alive & (indegree == 0)
         if not sources.any():
-            raise ValueError("the 'above' relation has a cycle; levels are undefined")
+            raise DataError("the 'above' relation has a cycle; levels are undefined")
         scores[sources] = level
         level -= 1.0
         alive &= ~sources
@@ -219,7 +212,7 @@ def minimax_scores(preferences: Any, variant: str = "margin") -> np.ndarray:
     - ``"winning_votes"``: ``-max {P_ji : Delta_ji > 0}`` (0 without defeats);
     - ``"pairwise_opposition"``: ``-max_j P_ji`` (defeat or not).
     """
-    _choice("variant", variant, _MINIMAX_VARIANTS)
+    check_choice("variant", variant, _MINIMAX_VARIANTS)
     P = _square("preferences", preferences)
     against = P.T.copy()  # against[i, j] = P_ji
     margin_against = against - P
@@ -235,7 +228,7 @@ def minimax_scores(preferences: Any, variant: str = "margin") -> np.ndarray:
 
 def _defeat_strength(P: np.ndarray, strength: str) -> np.ndarray:
     """Strength of each pairwise victory i over j (0 where i does not beat j)."""
-    _choice("strength", strength, _STRENGTHS)
+    check_choice("strength", strength, _STRENGTHS)
     margin = P - P.T
     value = margin if strength == "margin" else P
     d = np.where(margin > 0, value, 0.0)
@@ -266,7 +259,7 @@ def ranked_pairs_locked(preferences: Any, strength: str = "margin") -> np.ndarra
     paper's implementation -- and locked unless they would close a cycle.
     """
     P = _square("preferences", preferences)
-    _choice("strength", strength, _STRENGTHS)
+    check_choice("strength", strength, _STRENGTHS)
     L = P.shape[0]
     margin = P - P.T
     winner, loser = np.nonzero(margin > 0)
@@ -288,11 +281,7 @@ def ranked_pairs_locked(preferences: Any, strength: str = "margin") -> np.ndarra
 class _Deadline:
     def __init__(self, time_limit: float | None) -> None:
         if time_limit is not None:
-            time_limit = float(time_limit)
-            if not math.isfinite(time_limit) or time_limit <= 0:
-                raise ValueError(
-                    f"time_limit must be a positive number of seconds, got {time_limit}"
-                )
+            time_limit = check_finite("time_limit", time_limit, positive=True)
         self.limit = time_limit
         self.end = None if time_limit is None else time.perf_counter() + time_limit
 
@@ -553,8 +542,9 @@ def borda_elimination_scores(
     numpy.ndarray
         Round in which each candidate was eliminated (larger = survived longer).
     """
-    _choice("rule", rule, ("nanson", "baldwin"))
-    share = {"average": 0.5, "min": 1.0, "max": 0.0}[_choice("rank_ties", rank_ties, RANK_TIES)]
+    check_choice("rule", rule, ("nanson", "baldwin"))
+    tie_share = {"average": 0.5, "min": 1.0, "max": 0.0}
+    share = tie_share[check_choice("rank_ties", rank_ties, RANK_TIES)]
     points = _square("wins", wins) + share * _square("ties", ties)
     L = points.shape[0]
     alive = np.ones(L, dtype=bool)
@@ -600,7 +590,7 @@ def majority_judgment_scores(grades: Any) -> np.ndarray:
     """
     g = np.asarray(grades, dtype=float)
     if g.ndim != 2 or g.shape[1] == 0:
-        raise ValueError(f"grades must have shape (candidates, voters), got {g.shape}")
+        raise DataError(f"grades must have shape (candidates, voters), got {g.shape}")
     if not np.all(np.isfinite(g)):
         raise DataError("majority judgment needs every candidate graded by every voter (no NaN)")
     sequences = np.sort(g, axis=1)[:, _median_removal_order(g.shape[1])]
@@ -612,23 +602,19 @@ def majority_judgment_scores(grades: Any) -> np.ndarray:
 # Rules over ResponseData (questions as voters)
 # --------------------------------------------------------------------------------------
 @ranking_method
-def borda(data: ResponseData, *, return_scores: bool = False) -> np.ndarray:
-    """Borda count, ``s_l = sum_m (L - r_lm)`` with tie-averaged ranks (paper App. "Borda").
-
-    ``return_scores`` is accepted for the paper's identifiers; the Ranking always
-    carries scores.
-    """
+def borda(data: ResponseData) -> np.ndarray:
+    """Borda count, ``s_l = sum_m (L - r_lm)`` with tie-averaged ranks (paper App. "Borda")."""
     return borda_scores(data.reductions.question_preferences)
 
 
 @ranking_method
-def copeland(data: ResponseData, *, return_scores: bool = False) -> np.ndarray:
+def copeland(data: ResponseData) -> np.ndarray:
     """Copeland, ``s_i = sum_j sign(W_ij - W_ji)`` (paper App. "Copeland")."""
     return copeland_scores(data.reductions.question_preferences)
 
 
 @ranking_method
-def win_rate(data: ResponseData, *, return_scores: bool = False) -> np.ndarray:
+def win_rate(data: ResponseData) -> np.ndarray:
     """Share of decisive question-level pairwise outcomes won (paper App. "Win rate")."""
     return win_rate_scores(question_counts(data)[0])
 
@@ -639,7 +625,6 @@ def minimax(
     *,
     variant: str = "margin",
     tie_policy: str = "half",
-    return_scores: bool = False,
 ) -> np.ndarray:
     """Minimax (Simpson-Kramer), see :func:`minimax_scores` (paper App. "Minimax")."""
     return minimax_scores(_data_preferences(data, tie_policy), variant)
@@ -651,7 +636,6 @@ def schulze(
     *,
     tie_policy: str = "half",
     strength: str = "winning_votes",
-    return_scores: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Schulze beatpath: i above j when ``p_ij > p_ji`` (paper App. "Schulze").
 
@@ -669,7 +653,6 @@ def ranked_pairs(
     *,
     strength: str = "margin",
     tie_policy: str = "half",
-    return_scores: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Ranked Pairs (Tideman), levels of the locked graph (paper App. "Ranked Pairs")."""
     locked = ranked_pairs_locked(_data_preferences(data, tie_policy), strength)
@@ -683,7 +666,6 @@ def kemeny_young(
     tie_policy: str = "half",
     time_limit: float | None = None,
     tie_aware: bool = True,
-    return_scores: bool = False,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Exact Kemeny-Young ranking, see :func:`kemeny_young_scores` (paper App. "Kemeny--Young")."""
     return kemeny_young_scores(
@@ -692,25 +674,21 @@ def kemeny_young(
 
 
 @ranking_method
-def nanson(
-    data: ResponseData, *, rank_ties: str = "average", return_scores: bool = False
-) -> np.ndarray:
+def nanson(data: ResponseData, *, rank_ties: str = "average") -> np.ndarray:
     """Nanson's rule: drop models at or below the mean Borda score each round."""
     wins, ties = question_counts(data)
     return borda_elimination_scores(wins, ties, rule="nanson", rank_ties=rank_ties)
 
 
 @ranking_method
-def baldwin(
-    data: ResponseData, *, rank_ties: str = "average", return_scores: bool = False
-) -> np.ndarray:
+def baldwin(data: ResponseData, *, rank_ties: str = "average") -> np.ndarray:
     """Baldwin's rule: drop the model(s) with the lowest Borda score each round."""
     wins, ties = question_counts(data)
     return borda_elimination_scores(wins, ties, rule="baldwin", rank_ties=rank_ties)
 
 
 @ranking_method
-def majority_judgment(data: ResponseData, *, return_scores: bool = False) -> np.ndarray:
+def majority_judgment(data: ResponseData) -> np.ndarray:
     """Majority Judgment with per-question grades ``u_lm`` (= ``k_lm / N``; paper App.)."""
     utility = data.reductions.cell_utility
     if np.isnan(utility).any():
@@ -719,27 +697,3 @@ def majority_judgment(data: ResponseData, *, return_scores: bool = False) -> np.
             "have no observed trial"
         )
     return majority_judgment_scores(utility)
-
-
-# --------------------------------------------------------------------------------------
-# Registry: the paper's identifiers (App. "Ranking Method APIs", Voting rules)
-# --------------------------------------------------------------------------------------
-_FAMILY = "Voting rules"
-
-for _rule in (borda, copeland, win_rate, majority_judgment):
-    register(_rule.__name__, _rule, _FAMILY, return_scores=False)
-for _variant, _policy in itertools.product(("margin", "winning_votes"), TIE_POLICIES):
-    register(f"minimax_variant_{_variant}_tie_{_policy}", minimax, _FAMILY, variant=_variant,
-             tie_policy=_policy)
-    register(f"ranked_pairs_strength_{_variant}_tie_{_policy}", ranked_pairs, _FAMILY,
-             strength=_variant, tie_policy=_policy)
-for _policy in TIE_POLICIES:
-    register(f"schulze_tie_{_policy}", schulze, _FAMILY, tie_policy=_policy)
-    register(f"kemeny_young_tie_{_policy}", kemeny_young, _FAMILY, tie_policy=_policy,
-             time_limit=None)
-for _ties in ("average", "max"):
-    register(f"nanson_rank_ties_{_ties}", nanson, _FAMILY, rank_ties=_ties)
-    register(f"baldwin_rank_ties_{_ties}", baldwin, _FAMILY, rank_ties=_ties)
-for _rule in (minimax, schulze, ranked_pairs, kemeny_young, nanson, baldwin):
-    register(_rule.__name__, _rule, _FAMILY, in_paper=False)
-register("schulze_margin", schulze, _FAMILY, in_paper=False, strength="margin")

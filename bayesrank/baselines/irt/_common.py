@@ -1,0 +1,110 @@
+"""What every IRT estimator shares: the count checks, informative items, the fit record.
+
+The likelihoods depend on the data only through the success counts ``k_lm`` out of
+``n_lm`` observed trials.  Items that every model solves (or none does) carry no
+information about abilities; :func:`informative_mask` selects the others and
+:func:`boundary_difficulty` gives the set-aside items their limit difficulty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from bayesrank.data import ResponseData
+from bayesrank.errors import DataError
+
+__all__ = [
+    "IrtFit",
+    "IrtModel",
+    "binary_counts",
+    "binomial_counts",
+    "boundary_difficulty",
+    "informative_mask",
+    "initial_location",
+    "logit",
+]
+
+IrtModel = Literal["1pl", "2pl", "3pl"]
+
+
+@dataclass(frozen=True)
+class IrtFit:
+    """Point estimates of an IRT model.
+
+    Attributes
+    ----------
+    ability : (L,) abilities ``theta`` (larger = better).
+    difficulty : (M,) difficulties ``b`` (centred over informative items;
+        ``-inf`` / ``+inf`` for items all models solved / failed under JML).
+    discrimination : (M,) ``a`` or None (1PL).
+    guessing : (M,) ``c`` or None (1PL, 2PL).
+    objective : negative log-likelihood plus penalties at the optimum.
+    n_iter : optimizer iterations.
+    extra : model-specific arrays (e.g. slopes of the growth model).
+    """
+
+    ability: np.ndarray
+    difficulty: np.ndarray
+    discrimination: np.ndarray | None = None
+    guessing: np.ndarray | None = None
+    objective: float = np.nan
+    n_iter: int = 0
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def item_params(self) -> dict[str, np.ndarray]:
+        """Item parameters as a dict (difficulty, and discrimination/guessing if fitted)."""
+        out = {"difficulty": self.difficulty}
+        if self.discrimination is not None:
+            out["discrimination"] = self.discrimination
+        if self.guessing is not None:
+            out["guessing"] = self.guessing
+        return out
+
+
+def binomial_counts(successes, trials) -> tuple[np.ndarray, np.ndarray]:
+    """``(k, n)`` as float (L, M) arrays of integer counts with ``0 <= k <= n`` (else DataError).
+
+    ``trials`` may be a scalar (every cell has that many trials).
+    """
+    k = np.asarray(successes, dtype=float)
+    n = np.broadcast_to(np.asarray(trials, dtype=float), k.shape).astype(float)
+    if k.ndim != 2:
+        raise DataError(f"successes must be an (L, M) matrix, got shape {k.shape}")
+    if not (np.all(np.isfinite(k)) and np.all(np.isfinite(n))):
+        raise DataError("successes and trials must be finite")
+    if np.any(k < 0) or np.any(k > n) or np.any(k != np.round(k)) or np.any(n != np.round(n)):
+        raise DataError("need integer counts with 0 <= successes <= trials")
+    return k, n
+
+
+def binary_counts(data: ResponseData, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Success and trial counts of binary data (DataError naming ``what`` otherwise)."""
+    data.require_binary(what)
+    red = data.reductions
+    return red.successes, red.trials
+
+
+def informative_mask(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Boolean mask (M,) of the items with at least one observed success and one failure."""
+    return (k.sum(axis=0) > 0) & ((n - k).sum(axis=0) > 0)
+
+
+def boundary_difficulty(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """JML difficulty of uninformative items: -inf if always solved, +inf if never, NaN unseen."""
+    solved, failed = k.sum(axis=0), (n - k).sum(axis=0)
+    return np.where(solved + failed == 0, np.nan, np.where(failed == 0, -np.inf, np.inf))
+
+
+def logit(p: np.ndarray) -> np.ndarray:
+    """``log(p / (1 - p))``."""
+    return np.log(p) - np.log1p(-p)
+
+
+def initial_location(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """theta from smoothed model accuracy, b from smoothed item solve rate (paper, Alg. xPL)."""
+    theta = logit((k.sum(axis=1) + 0.5) / (n.sum(axis=1) + 1.0))
+    b = -logit((k.sum(axis=0) + 0.5) / (n.sum(axis=0) + 1.0))
+    return theta - b.mean(), b - b.mean()

@@ -1,0 +1,250 @@
+"""Newton / Fisher scoring for IRT objectives with a block-structured Hessian.
+
+Parameters split into "person" parameters ``u`` (abilities, P of them) and per-item
+parameters ``v`` (M, q).  Persons interact only through items, so the item block of the
+Hessian is block-diagonal and a Newton step eliminates it with a Schur complement
+(O(P^2 M q^2)) instead of factoring the full matrix; linear constraints (centred
+difficulties) enter as Lagrange multipliers and bounds by projection.  Used by the JML/MAP
+xPL fits (:mod:`.xpl`) and the growth model (:mod:`.dynamic`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from bayesrank.errors import NotIdentifiedError
+
+__all__ = [
+    "DIVERGED",
+    "Diverged",
+    "Hessian",
+    "Terms",
+    "divergence_error",
+    "newton_step",
+    "structured_newton",
+]
+
+DIVERGED = 50.0  # |ability| beyond this on the logit scale: the iterations run off
+
+
+@dataclass(frozen=True)
+class Hessian:
+    """Block-structured Hessian: dense person block, person-item block, item blocks."""
+
+    uu: np.ndarray  # (P, P)
+    uv: np.ndarray  # (P, M, q)
+    vv: np.ndarray  # (M, q, q)
+
+
+class Terms:
+    """Objective pieces at one point for :func:`structured_newton`.
+
+    Parameters are split into "person" parameters ``u`` (P,) and per-item
+    parameters ``v`` (M, q).  The value is computed at once; the gradient and
+    the curvature (observed Hessian, then fallbacks such as the Fisher
+    information) only where a step is taken, not at rejected line-search points.
+    """
+
+    def __init__(self, value: float, derivatives: Callable[[], tuple]):
+        self.value = value
+        self._derivatives = derivatives
+
+    @cached_property
+    def _d(self) -> tuple:
+        return self._derivatives()  # (g_u, g_v, curvature)
+
+    @property
+    def g_u(self) -> np.ndarray:
+        return self._d[0]
+
+    @property
+    def g_v(self) -> np.ndarray:
+        return self._d[1]
+
+    def curvature(self) -> tuple[Hessian, ...]:
+        return self._d[2]()
+
+
+def newton_step(
+    t: Terms, H: Hessian, E: np.ndarray, require_convex: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Solve the Newton system subject to linear constraints ``sum_m E[m]^T dv_m = 0``.
+
+    ``E`` (M, q, n_c) holds one column per constraint (e.g. ones on the
+    difficulty component: the step keeps ``sum_m b_m`` fixed).  The
+    block-diagonal item block is eliminated (Schur complement onto the P
+    person parameters and the multipliers), so the cost is O(P^2 M q^2)
+    instead of a dense factorisation of the full Hessian; when persons
+    outnumber item parameters the persons are eliminated instead.  With
+    ``require_convex`` it raises LinAlgError unless H is positive semi-definite
+    (item blocks positive definite and Schur complement without negative
+    eigenvalues), so that an indefinite observed Hessian is never used.
+    """
+    P = t.g_u.size
+    M, q = t.g_v.shape
+    d_uu = np.diag(H.uu)
+    if P > M * q and np.array_equal(H.uu, np.diag(d_uu)):
+        return _step_eliminating_persons(t, H, d_uu, E, require_convex)
+    ridge = 1e-12 * (np.abs(np.diagonal(H.vv, axis1=1, axis2=2)).mean() + 1e-300)
+    if require_convex and np.any(np.linalg.eigvalsh(H.vv)[:, 0] <= 0):
+        raise np.linalg.LinAlgError("indefinite item block")
+    K = np.linalg.inv(H.vv + ridge * np.eye(q))  # (M, q, q)
+    uv = H.uv.reshape(P, M * q)
+    HK = (H.uv.transpose(1, 0, 2) @ K).transpose(1, 0, 2).reshape(P, M * q)
+    S = H.uu - HK @ uv.T
+    if require_convex:
+        eig = np.linalg.eigvalsh(S)
+        if eig[0] < -1e-9 * max(abs(eig[-1]), 1e-300):
+            raise np.linalg.LinAlgError("indefinite Schur complement")
+    Kg = (K @ t.g_v[:, :, None])[:, :, 0]
+    g = t.g_v.reshape(M * q)
+    rhs_u = -t.g_u + HK @ g
+    n_c = E.shape[2]
+    Ef = E.reshape(M * q, n_c)
+    KE = (K @ E).reshape(M * q, n_c)
+    system = np.zeros((P + n_c, P + n_c))
+    system[:P, :P] = S
+    system[:P, P:] = -HK @ Ef
+    system[P:, :P] = system[:P, P:].T
+    system[P:, P:] = -Ef.T @ KE
+    sol = np.linalg.solve(system, np.r_[rhs_u, Ef.T @ Kg.reshape(M * q)])
+    du, mu = sol[:P], sol[P:]
+    forcing = t.g_v + (du @ uv).reshape(M, q) + (Ef @ mu).reshape(M, q)
+    return du, -(K @ forcing[:, :, None])[:, :, 0]
+
+
+def _step_eliminating_persons(t: Terms, H: Hessian, d_uu, E, require_convex):
+    """The same Newton system when persons outnumber item parameters (P > M q).
+
+    The person block is diagonal (abilities interact only through items), so
+    the persons are eliminated instead and a dense (M q + constraints) system
+    is solved: O(P M^2 q^2).
+    """
+    P = t.g_u.size
+    M, q = t.g_v.shape
+    if require_convex and np.any(d_uu <= 0):
+        raise np.linalg.LinAlgError("indefinite person block")
+    inv_u = 1.0 / d_uu
+    B = H.uv.reshape(P, M * q)
+    S = -(B.T * inv_u) @ B
+    for m in range(M):
+        S[m * q : (m + 1) * q, m * q : (m + 1) * q] += H.vv[m]
+    if require_convex:
+        eig = np.linalg.eigvalsh(S)
+        if eig[0] < -1e-9 * max(abs(eig[-1]), 1e-300):
+            raise np.linalg.LinAlgError("indefinite Schur complement")
+    rhs = -t.g_v.ravel() + B.T @ (inv_u * t.g_u)
+    Ef = E.reshape(M * q, -1)
+    n_c = Ef.shape[1]
+    system = np.block([[S, Ef], [Ef.T, np.zeros((n_c, n_c))]])
+    dv = np.linalg.solve(system, np.r_[rhs, np.zeros(n_c)])[: M * q]
+    du = -inv_u * (t.g_u + B @ dv)
+    return du, dv.reshape(M, q)
+
+
+def _freeze(t: Terms, H: Hessian, fixed: np.ndarray) -> tuple[Terms, Hessian]:
+    """Remove item components held at a bound from the Newton system (their step is 0)."""
+    g_v = np.where(fixed, 0.0, t.g_v)
+    uv = np.where(fixed[None], 0.0, H.uv)
+    vv = H.vv * ~fixed[:, :, None] * ~fixed[:, None, :]
+    vv = vv + np.einsum("mq,qr->mqr", fixed.astype(float), np.eye(fixed.shape[1]))
+    return Terms(t.value, lambda: (t.g_u, g_v, t.curvature)), Hessian(H.uu, uv, vv)
+
+
+class Diverged(Exception):
+    """Internal: person parameters ran off to infinity (the estimate does not exist)."""
+
+    def __init__(self, u: np.ndarray):
+        super().__init__("diverged")
+        self.u = u
+
+
+def divergence_error(what: str, u: np.ndarray, names: str = "abilities") -> NotIdentifiedError:
+    far = np.flatnonzero(np.abs(u) > 0.5 * max(np.abs(u).max(), 1.0))
+    return NotIdentifiedError(
+        f"{what}: the {names} of model(s) {far.tolist()} run off to "
+        f"{'+' if np.all(u[far] > 0) else '-'}infinity, so the estimate does not exist for "
+        "these data (with 3PL guessing, a weak model's few successes can be explained by "
+        "guessing alone). Use the MAP variant (ability prior) or rasch_mml"
+    )
+
+
+def structured_newton(
+    evaluate,
+    u,
+    v,
+    constrained: tuple[int, ...],
+    max_iter: int,
+    what: str,
+    bounds: dict[int, float] | None = None,
+):
+    """Newton / Fisher-scoring iterations with a projected Armijo line search.
+
+    ``evaluate(u, v)`` returns :class:`Terms`; ``v[:, j]`` for j in
+    ``constrained`` keeps summing to zero (the identifiability constraints)
+    and ``|v[:, j]| <= bounds[j]`` (projected Newton: components at a bound
+    whose gradient pushes outwards are held fixed for the step).  Stops when
+    the Newton decrement falls to the rounding level of the objective (scaled
+    to O(1)) or no step decreases the objective any more.
+    """
+    bounds = bounds or {}
+    M, q = v.shape
+    v = v.copy()
+    for j in constrained:
+        v[:, j] -= v[:, j].mean()
+    for j, lim in bounds.items():
+        v[:, j] = np.clip(v[:, j], -lim, lim)
+
+    def project(w):
+        for j, lim in bounds.items():
+            w[:, j] = np.clip(w[:, j], -lim, lim)
+        return w
+
+    t = evaluate(u, v)
+    for it in range(1, int(max_iter) + 1):
+        fixed = np.zeros((M, q), dtype=bool)
+        for j, lim in bounds.items():
+            fixed[:, j] = ((v[:, j] >= lim) & (t.g_v[:, j] < 0)) | (
+                (v[:, j] <= -lim) & (t.g_v[:, j] > 0)
+            )
+        E = np.zeros((M, q, len(constrained)))
+        for c, j in enumerate(constrained):
+            E[:, j, c] = ~fixed[:, j]
+        hessians = t.curvature()
+        for i, H in enumerate(hessians):  # first convex curvature (the last is a fallback)
+            tf, Hf = _freeze(t, H, fixed) if fixed.any() else (t, H)
+            try:
+                du, dv = newton_step(tf, Hf, E, i < len(hessians) - 1)
+            except np.linalg.LinAlgError:
+                continue
+            decrement = -(tf.g_u @ du + np.sum(tf.g_v * dv))
+            if np.isfinite(decrement) and decrement > -1e-14:
+                break
+        else:
+            raise Diverged(u)
+        if decrement < 1e-16 * max(1.0, abs(t.value)):  # converged to rounding error
+            return u, v, t, it
+        step = 1.0
+        for _ in range(40):
+            v_new = project(v + step * dv)
+            trial = evaluate(u + step * du, v_new)
+            predicted = -(t.g_u @ (step * du) + np.sum(t.g_v * (v_new - v)))
+            if np.isfinite(trial.value) and trial.value <= t.value - 1e-4 * max(predicted, 0.0):
+                break
+            step *= 0.5
+        else:
+            return u, v, t, it  # no further decrease at machine precision
+        u, v, t = u + step * du, v_new, trial
+        if np.abs(u).max() > DIVERGED:
+            raise Diverged(u)
+    warnings.warn(
+        f"{what}: no convergence within max_iter={max_iter} iterations",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return u, v, t, int(max_iter)
