@@ -118,6 +118,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from bayesrank import adaptive
     from bayesrank.study import categorical
 
     parser = argparse.ArgumentParser(
@@ -175,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="study", help="directory for the CSV files")
     categorical.add_cli_arguments(p)
     p.set_defaults(func=_cmd_study)
+    adaptive.add_cli(sub)
     return parser
 
 
