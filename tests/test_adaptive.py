@@ -213,3 +213,22 @@ def test_draw_based_variances_give_the_same_plan_as_the_exact_ones():
     assert b["trials"].sum() == 30 and set(b["model"]) <= {"m0", "m1"}
     # same cells ranked by gain; the draw-based pair variances only rescale the two models
     assert set(b["model"]) == set(a["model"])
+
+
+def test_worked_example_of_the_docs():
+    # docs/adaptive.md: successes out of 4 trials; the (A, B) pair decides top1
+    succ = np.array([[4, 2], [4, 1], [1, 0]])
+    R = (np.arange(4)[None, None, :] < succ[:, :, None]).astype(int)
+    data = br.ResponseData(R, models=["A", "B", "C"], questions=["q1", "q2"])
+    post = br.closed_form(data, R0=None)
+    state = adaptive.settled(post, "top1")
+    assert state.answer == ("A",)
+    assert list(state.unsettled["lower"]) == ["B"]
+    var_a = (stats.beta(5, 1).var() + stats.beta(3, 3).var()) / 4
+    var_b = (stats.beta(5, 1).var() + stats.beta(2, 4).var()) / 4
+    gap = (5 / 6 + 3 / 6) / 2 - (5 / 6 + 2 / 6) / 2  # posterior means of the cells
+    p_ab = stats.norm.cdf(gap / np.sqrt(var_a + var_b))
+    assert state.pairs["p_superior"].iloc[0] == pytest.approx(p_ab, rel=1e-9)
+    plan = adaptive.next_trials(post, 4, "top1")
+    assert sorted(zip(plan["model"], plan["question"], plan["trials"], strict=True)) == [
+        ("A", "q2", 2), ("B", "q2", 2)]

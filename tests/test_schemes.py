@@ -316,3 +316,9 @@ def test_cli_study_from_signals(tmp_path, capsys):
     assert main(["study", "--signals", str(path), "--schemes", "nope", "-o", str(bad)]) == 2
     assert not bad.exists()
     assert "unknown categorical scheme" in capsys.readouterr().err
+
+
+def test_public_names_are_lazy_exports():
+    assert br.load_signals is br.signals.load_signals
+    assert br.schemes.PAPER_SCHEMES is schemes.PAPER_SCHEMES
+    assert callable(br.adaptive.next_trials)
