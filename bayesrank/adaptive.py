@@ -279,7 +279,12 @@ def next_trials(
         step = v[l, m] * T[l, m] * (1.0 / (T[l, m] + t - 1) - 1.0 / (T[l, m] + t))
         return scale[l] * step, step  # ties in gain: the larger raw reduction first
 
-    heap = [(-g, -s, l, m) for l in range(data.L) for m in range(data.M) if cap[l, m] > 0
+    # Cells of models in no deciding pair have zero gain: leave them out unless the
+    # others cannot absorb the budget.
+    models = np.flatnonzero(scale > 0)
+    if cap[models].sum() < budget:
+        models = np.arange(data.L)
+    heap = [(-g, -s, int(l), m) for l in models for m in range(data.M) if cap[l, m] > 0
             for g, s in [gain(l, m, 1)]]
     heapq.heapify(heap)
     alloc = np.zeros((data.L, data.M), dtype=np.int64)
