@@ -37,6 +37,9 @@ _LAZY = {
     "closed_form": "bayesrank.posterior",
     "compare": "bayesrank.posterior",
     "run_study": "bayesrank.study",
+    "load_signals": "bayesrank.signals",
+    "schemes": "bayesrank.schemes",
+    "adaptive": "bayesrank.adaptive",
 }
 
 __all__ = [

@@ -84,7 +84,10 @@ def _int_list(text: str | None) -> list[int] | None:
 
 
 def _cmd_study(args: argparse.Namespace) -> int:
-    from bayesrank.study import run_study
+    from bayesrank.study import categorical, run_study
+
+    if args.signals:
+        return categorical.cli_main(args)
 
     data, source = _load_data(args.data, args.key, args.prior)
     try:
@@ -115,6 +118,9 @@ def _cmd_study(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from bayesrank import adaptive
+    from bayesrank.study import categorical
+
     parser = argparse.ArgumentParser(
         prog="bayesrank",
         description="Rank LLMs from repeated-trial benchmark results, with honest uncertainty.",
@@ -168,7 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--subsets", type=int, default=50, help="model pools per size")
     p.add_argument("--prior-reps", type=int, default=50, help="prior-effect draws per budget")
     p.add_argument("-o", "--output", default="study", help="directory for the CSV files")
+    categorical.add_cli_arguments(p)
     p.set_defaults(func=_cmd_study)
+    adaptive.add_cli(sub)
     return parser
 
 

@@ -10,7 +10,7 @@ returns a :class:`StudyResult` (``.summary()``, ``.to_csv(dir)``).
 """
 
 from bayesrank.study._core import SLOW_METHODS, default_budgets, resolve_methods, trial_draws
-from bayesrank.study.categorical import categorical_schemes
+from bayesrank.study.categorical import categorical_schemes, categorical_table
 from bayesrank.study.priors import (
     greedy_sampling_alignment,
     prior_diagnostics,
@@ -32,6 +32,7 @@ __all__ = [
     "SLOW_METHODS",
     "StudyResult",
     "categorical_schemes",
+    "categorical_table",
     "convergence",
     "default_budgets",
     "gold_standard_agreement",
