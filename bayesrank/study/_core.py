@@ -11,13 +11,23 @@ import time
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from bayesrank.data import ResponseData
-from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
+from bayesrank.errors import DataError
 from bayesrank.ranks import kendall_tau
 from bayesrank.registry import get_method, methods, rank
+from bayesrank.study.batched import (
+    SKIPPABLE,
+    DrawRanks,
+    DrawStack,
+    batched_kendall_tau,
+    rank_stack,
+)
+from bayesrank.study.engine import run_tasks
+from bayesrank.study.progress import Progress
 
 __all__ = [
     "SKIPPABLE",
@@ -29,9 +39,6 @@ __all__ = [
     "trial_draws",
 ]
 
-#: Errors that mean "this method cannot rank these data" (reported, never hidden).
-#: Anything else is a bug and propagates.
-SKIPPABLE = (DataError, NotIdentifiedError, DisconnectedGraphError)
 
 #: Two tau values closer than this count as equal (ties for "best", tau_b = 1).
 TAU_TOL = 1e-12
@@ -44,6 +51,17 @@ TAU_TOL = 1e-12
 SLOW_METHODS = (
     "rasch_3pl_map", "rasch_3pl", "rasch_2pl", "rasch_2pl_map", "bayesian_mcmc", "thompson",
 )
+
+#: Ranking engines of the low-budget protocols: closed forms over a stack of draws with
+#: shared reductions, or today's per-draw loop (kept as the reference and for timing).
+ENGINES = ("batched", "reference")
+
+
+def check_engine(engine: str) -> None:
+    """Raise ValueError naming the choices unless ``engine`` is one of :data:`ENGINES`."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown study engine {engine!r}; choose from {list(ENGINES)}")
+
 
 #: Named selections accepted wherever ``methods`` is.
 METHOD_SETS = ("paper", "fast", "all")
@@ -175,6 +193,23 @@ class TauSample:
         else:
             self.taus.append(tau)
 
+    def add_many(
+        self,
+        ranks: Sequence[np.ndarray | None],
+        target: np.ndarray | None,
+        reasons: Sequence[str | None],
+    ) -> None:
+        """Record many draws at once (same result as :meth:`add` per draw, in order)."""
+        if target is None:
+            return
+        self.failures += [r or "failed" for x, r in zip(ranks, reasons, strict=True) if x is None]
+        ranked = [x for x in ranks if x is not None]
+        if not ranked:
+            return
+        tau = batched_kendall_tau(np.asarray(ranked), target)
+        self.undefined += int(np.isnan(tau).sum())
+        self.taus += [float(v) for v in tau if not np.isnan(v)]
+
     def summary(self) -> dict[str, object]:
         """Mean, population std (ddof=0), median, min, max, counts, time and skip reason.
 
@@ -201,36 +236,110 @@ class TauSample:
         }
 
 
+def rank_draws(
+    draws: Sequence[np.ndarray],
+    *,
+    data: ResponseData,
+    methods: Sequence[str],
+    engine: str = "batched",
+    stack: DrawStack | None = None,
+    scores_cache: dict[str, np.ndarray] | None = None,
+) -> dict[str, DrawRanks]:
+    """Every method's ranks on every draw (a study task: module-level, picklable).
+
+    ``engine="batched"`` reduces all draws at once (:class:`DrawStack`, or the
+    given ``stack`` of these draws) and evaluates closed-form rules over the whole
+    stack (:func:`~bayesrank.study.batched.rank_stack`); ``"reference"`` is the
+    original loop, one :func:`bayesrank.rank` per draw and method on
+    :meth:`ResponseData.subset`.  Both give the same ranks.
+    """
+    check_engine(engine)
+    if engine == "batched" and stack is None and data.complete and len(
+            {len(d) for d in draws}) == 1:
+        stack = DrawStack.from_data(data, draws)
+    if engine == "batched" and stack is not None:
+        return rank_stack(stack, methods, scores_cache=scores_cache)
+    out = {m: DrawRanks([], [], 0, 0.0) for m in methods}
+    for idx in draws:
+        sub = data.subset(trials=idx)
+        for m in methods:
+            start = time.perf_counter()
+            ranks, reason, n_warn = safe_ranks(sub, m)
+            res = out[m]
+            res.seconds += time.perf_counter() - start
+            res.ranks.append(ranks)
+            res.reasons.append(reason)
+            res.warnings += n_warn
+    return out
+
+
+def draw_blocks(draws: Sequence[np.ndarray], client: Any) -> list[list[np.ndarray]]:
+    """Draws split into task-sized blocks: one block in-process, ~2 per worker on a cluster."""
+    draws = list(draws)
+    if client is None or not draws:
+        return [draws]
+    workers = max(1, len(client.scheduler_info().get("workers", {})))
+    size = -(-len(draws) // (2 * workers))
+    return [draws[i:i + size] for i in range(0, len(draws), size)]
+
+
+def merge_draw_ranks(parts: Sequence[dict[str, DrawRanks]]) -> dict[str, DrawRanks]:
+    """Concatenate per-block results in block order."""
+    out: dict[str, DrawRanks] = {}
+    for part in parts:
+        for m, res in part.items():
+            acc = out.setdefault(m, DrawRanks([], [], 0, 0.0))
+            acc.ranks += res.ranks
+            acc.reasons += res.reasons
+            acc.warnings += res.warnings
+            acc.seconds += res.seconds
+    return out
+
+
+def tally(
+    ranked: dict[str, DrawRanks],
+    targets: dict[str, dict[str, np.ndarray | None]],
+    target_reasons: dict[str, dict[str, str | None]],
+) -> dict[tuple[str, str], TauSample]:
+    """Kendall tau_b of every method's draw ranks against each of its targets.
+
+    ``targets[name][method]`` is the reference ranks for that method (None when
+    the reference itself could not be computed, with the reason in
+    ``target_reasons``).
+    """
+    samples = {}
+    for m, res in ranked.items():
+        for t in targets:
+            s = samples[(m, t)] = TauSample()
+            if targets[t][m] is None:
+                s.target_missing = f"no {t} target: {target_reasons[t][m]}"
+            s.warnings += res.warnings
+            s.seconds += res.seconds
+            s.add_many(res.ranks, targets[t][m], res.reasons)
+    return samples
+
+
 def low_budget_taus(
     data: ResponseData,
     method_ids: Sequence[str],
     draws: Sequence[np.ndarray],
     targets: dict[str, dict[str, np.ndarray | None]],
     target_reasons: dict[str, dict[str, str | None]],
+    *,
+    engine: str = "batched",
+    client: Any = None,
+    progress: Progress | None = None,
+    label: str = "draws",
 ) -> dict[tuple[str, str], TauSample]:
-    """Rank every draw with every method and compare with each target ranking.
+    """Rank every draw with every method (see :func:`rank_draws`) and :func:`tally` the taus.
 
-    ``targets[name][method]`` is the reference ranks for that method (None when
-    the reference itself could not be computed, with the reason in
-    ``target_reasons``).  Draws are the outer loop so that each subsample's
-    reductions are computed once and shared by all methods.
+    With a Dask ``client`` the draws run as blocks of tasks (:func:`draw_blocks`).
     """
-    samples = {(m, t): TauSample() for m in method_ids for t in targets}
-    for (m, t), s in samples.items():
-        if targets[t][m] is None:
-            s.target_missing = f"no {t} target: {target_reasons[t][m]}"
-    for idx in draws:
-        sub = data.subset(trials=idx)
-        for m in method_ids:
-            start = time.perf_counter()
-            ranks, reason, n_warn = safe_ranks(sub, m)
-            took = time.perf_counter() - start
-            for t in targets:
-                s = samples[(m, t)]
-                s.warnings += n_warn
-                s.seconds += took
-                s.add(ranks, targets[t][m], reason)
-    return samples
+    check_engine(engine)
+    parts = run_tasks(rank_draws, draw_blocks(draws, client), client=client, progress=progress,
+                      label=label, unit="draw blocks", data=data, methods=list(method_ids),
+                      engine=engine)
+    return tally(merge_draw_ranks(parts), targets, target_reasons)
 
 
 def full_rankings(

@@ -8,6 +8,7 @@ question and model.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,13 +17,16 @@ from bayesrank.data import ResponseData, as_response_data
 from bayesrank.errors import DataError
 from bayesrank.ranks import kendall_tau, scores_to_ranks
 from bayesrank.study._core import (
-    TauSample,
     budget_draws,
     check_budgets,
+    check_engine,
     default_budgets,
     gold_ranks,
-    safe_ranks,
+    rank_draws,
+    tally,
 )
+from bayesrank.study.engine import run_tasks
+from bayesrank.study.progress import Progress
 
 __all__ = ["greedy_sampling_alignment", "prior_effect", "prior_diagnostics", "std_reduction"]
 
@@ -76,6 +80,9 @@ def prior_effect(
     gold: str = "bayes",
     uniform: str = "bayes",
     prior: str = "bayes_greedy",
+    engine: str = "batched",
+    client: Any = None,
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Gold-standard agreement of Bayes_U@n and Bayes_R0@n as the budget n grows.
 
@@ -84,7 +91,8 @@ def prior_effect(
     data once at n=N) are ranked by the uniform-prior and the empirical-prior
     Bayes@N, and Kendall tau_b against the gold standard Bayes_U@N is summarised.
     ``delta_tau`` = mean(prior) - mean(uniform); ``std_reduction`` =
-    1 - std(prior) / std(uniform) (ddof=0).
+    1 - std(prior) / std(uniform) (ddof=0).  Each budget is one task; ``engine``,
+    ``client`` and ``progress`` as in :func:`bayesrank.study.run_study`.
 
     Returns
     -------
@@ -97,16 +105,16 @@ def prior_effect(
     budgets = check_budgets(budgets or default_budgets(data.N), data.N)
     rng = np.random.default_rng(seed)
     plan = [(b, budget_draws(data.N, b, reps, rng)) for b in budgets]
+    check_engine(engine)
     target = gold_ranks(data, gold)
+    pair = list(dict.fromkeys([uniform, prior]))
+    ranked = run_tasks(rank_draws, [idx for _, idx in plan], client=client, progress=progress,
+                       label="prior effect", unit="budgets", data=data, methods=pair,
+                       engine=engine)
     rows = []
-    for b, draws in plan:
-        samples = {uniform: TauSample(), prior: TauSample()}
-        for idx in draws:
-            sub = data.subset(trials=idx)
-            for m, s in samples.items():
-                ranks, reason, _ = safe_ranks(sub, m)
-                s.add(ranks, target, reason)
-        u, p = samples[uniform].summary(), samples[prior].summary()
+    for (b, _), res in zip(plan, ranked, strict=True):
+        samples = tally(res, {"gold": dict.fromkeys(pair, target)}, {"gold": dict.fromkeys(pair)})
+        u, p = samples[(uniform, "gold")].summary(), samples[(prior, "gold")].summary()
         rows.append({
             "budget": b,
             "tau_uniform_mean": u["tau_mean"],
@@ -122,7 +130,8 @@ def prior_effect(
 
 
 def prior_diagnostics(
-    data: ResponseData, *, reps: int = 50, seed: int = 0, budget: int = 1
+    data: ResponseData, *, reps: int = 50, seed: int = 0, budget: int = 1,
+    engine: str = "batched",
 ) -> pd.DataFrame:
     """The paper's Table 4 row: difficulty, tau_G-S, delta_tau and std reduction at N=1.
 
@@ -131,7 +140,7 @@ def prior_diagnostics(
     = sampling - greedy (appendix figure, panel c).
     """
     data = as_response_data(data)
-    effect = prior_effect(data, budgets=(budget,), reps=reps, seed=seed).iloc[0]
+    effect = prior_effect(data, budgets=(budget,), reps=reps, seed=seed, engine=engine).iloc[0]
     sampling_acc = float(np.nanmean(data.reductions.cell_utility))
     greedy_acc = float(greedy_accuracy(data).mean())
     return pd.DataFrame([{

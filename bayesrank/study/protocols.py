@@ -12,23 +12,32 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from bayesrank.data import ResponseData, as_response_data
-from bayesrank.ranks import kendall_tau
+from bayesrank.ranks import kendall_tau, scores_to_ranks
+from bayesrank.registry import get_method
 from bayesrank.study._core import (
     TAU_TOL,
     budget_draws,
     check_budgets,
+    check_engine,
     default_budgets,
     full_rankings,
     gold_ranks,
     low_budget_taus,
+    rank_draws,
     resolve_methods,
+    safe_ranks,
+    tally,
     trial_draws,
 )
+from bayesrank.study.batched import SEPARABLE_RULES, DrawStack, batched_scores
+from bayesrank.study.engine import run_tasks
+from bayesrank.study.progress import Progress
 
 __all__ = [
     "gold_standard_agreement",
@@ -117,6 +126,9 @@ def stability(
     draws: int | None = None,
     seed: int = 0,
     gold: str = "bayes",
+    engine: str = "batched",
+    client: Any = None,
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Low-budget stability: tau_b of method@n_trials against gold@N and method@N.
 
@@ -128,6 +140,10 @@ def stability(
     The pass@k family raises at N=1 (it needs N >= 2), so its rows carry that
     reason, as the paper excludes it.  See :func:`bayesrank.study._core.trial_draws`
     for ``draws`` and ``n_trials > 1``.
+
+    ``engine`` ("batched" or "reference", same results), ``client`` (a Dask
+    client; blocks of draws become tasks) and ``progress`` are as in
+    :func:`bayesrank.study.run_study`.
 
     Returns
     -------
@@ -141,10 +157,12 @@ def stability(
     """
     data = as_response_data(data)
     ids = resolve_methods(methods)
+    check_engine(engine)
     idx = trial_draws(data.N, n_trials, draws, np.random.default_rng(seed))
     targets, reasons = _targets(data, ids, gold)
-    return pd.DataFrame(_rows(low_budget_taus(data, ids, idx, targets, reasons),
-                              n_trials=n_trials))
+    samples = low_budget_taus(data, ids, idx, targets, reasons, engine=engine, client=client,
+                              progress=progress, label=f"stability (n={n_trials})")
+    return pd.DataFrame(_rows(samples, n_trials=n_trials))
 
 
 def convergence(
@@ -155,13 +173,16 @@ def convergence(
     reps: int = 20,
     seed: int = 0,
     gold: str = "bayes",
+    engine: str = "batched",
+    client: Any = None,
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Convergence: tau_b against method@N and gold@N as the trial budget n grows.
 
     For each budget ``n`` in ``budgets`` (default 1, 2, 4, ..., N) ``reps``
     random n-trial subsamples are ranked (distinct single trials at n=1, all N
     of them when ``reps >= N``; the full data once at n=N, where self-agreement
-    is 1 for deterministic rules).
+    is 1 for deterministic rules).  Each budget's draws are one task.
 
     Returns
     -------
@@ -172,12 +193,16 @@ def convergence(
     data = as_response_data(data)
     ids = resolve_methods(methods)
     budgets = check_budgets(budgets or default_budgets(data.N), data.N)
+    check_engine(engine)
     rng = np.random.default_rng(seed)
     plan = [(b, budget_draws(data.N, b, reps, rng)) for b in budgets]
     targets, reasons = _targets(data, ids, gold)
+    ranked = run_tasks(rank_draws, [idx for _, idx in plan], client=client, progress=progress,
+                       label="convergence", unit="budgets", data=data, methods=ids,
+                       engine=engine)
     rows = []
-    for b, idx in plan:
-        rows += _rows(low_budget_taus(data, ids, idx, targets, reasons), budget=b)
+    for (b, _), res in zip(plan, ranked, strict=True):
+        rows += _rows(tally(res, targets, reasons), budget=b)
     return pd.DataFrame(rows)
 
 
@@ -204,6 +229,9 @@ def model_pool_bootstrap(
     draws: int | None = None,
     seed: int = 0,
     gold: str = "bayes",
+    engine: str = "batched",
+    client: Any = None,
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Model-pool robustness of the N=1 results (paper Sec. 4.3, Table 3).
 
@@ -217,6 +245,12 @@ def model_pool_bootstrap(
     count for every member, as the paper's tied classes).  The paper uses 1000
     pools; the default 50 keeps a 72-method run to minutes.
 
+    Every pool is one task (on a Dask ``client``, one task per pool).  With
+    ``engine="batched"`` the draws are reduced once on all models and each pool
+    takes the rows and columns of those counts (:meth:`DrawStack.pool`); rules
+    whose model scores depend only on the model's own counts (avg, Bayes@N) are
+    scored once and restricted to each pool.
+
     Returns
     -------
     DataFrame
@@ -225,25 +259,84 @@ def model_pool_bootstrap(
     """
     data = as_response_data(data)
     ids = resolve_methods(methods)
+    check_engine(engine)
     rng = np.random.default_rng(seed)
     pools = model_subsets(data.L, sizes, subsets, rng)
     draw_idx = trial_draws(data.N, n_trials, draws, rng)
+    shared: dict[str, Any] = {"data": data, "ids": ids, "draws": draw_idx, "gold": gold,
+                              "engine": engine, "stack": None, "separable": {}}
+    if engine == "batched" and data.complete and len({len(d) for d in draw_idx}) == 1:
+        shared["stack"] = DrawStack.from_data(data, draw_idx)
+        shared["separable"] = _separable_scores(data, shared["stack"], [*ids, gold])
+    tasks = [(k, pool) for k, pool_list in pools.items() for pool in pool_list]
+    results = run_tasks(_pool_task, [pool for _, pool in tasks], client=client,
+                        progress=progress, label="model-pool bootstrap", unit="pools", **shared)
     rows = []
-    for k, pool_list in pools.items():
+    for k in pools:
         scores = {(m, t): [] for m in ids for t in ("gold", "self")}
         failed = dict.fromkeys(scores, 0)
         reasons: dict[tuple[str, str], str] = {}
-        for pool in pool_list:
-            sub = data.subset(models=pool)
-            targets, why = _targets(sub, ids, gold)
-            for key, s in low_budget_taus(sub, ids, draw_idx, targets, why).items():
-                summary = s.summary()
-                scores[key].append(summary["tau_mean"])
-                failed[key] += summary["n_failed"]
-                if summary["skip_reason"]:
-                    reasons.setdefault(key, summary["skip_reason"])
+        for (size, _), res in zip(tasks, results, strict=True):
+            if size != k:
+                continue
+            for key, (mean, n_failed, reason) in res.items():
+                scores[key].append(mean)
+                failed[key] += n_failed
+                if reason:
+                    reasons.setdefault(key, reason)
         rows += _pool_rows(k, ids, scores, failed, reasons)
     return pd.DataFrame(rows)
+
+
+def _separable_scores(data: ResponseData, stack: DrawStack, ids: Sequence[str]):
+    """Full-N and per-draw scores on all models of the rules scored model by model."""
+    full = DrawStack.from_data(data, [np.arange(data.N)])
+    out = {}
+    for m in dict.fromkeys(ids):
+        if get_method(m).base not in SEPARABLE_RULES:
+            continue
+        at_n, per_draw = batched_scores(full, m), batched_scores(stack, m)
+        if at_n is not None and per_draw is not None:
+            out[m] = (at_n[0], per_draw)
+    return out
+
+
+def _pool_task(
+    pool: np.ndarray,
+    *,
+    data: ResponseData,
+    ids: list[str],
+    draws: list[np.ndarray],
+    gold: str,
+    engine: str,
+    stack: DrawStack | None,
+    separable: dict[str, tuple[np.ndarray, np.ndarray]],
+) -> dict[tuple[str, str], tuple[float, int, str]]:
+    """One pool's scores: (mean tau_b over the draws, failed draws, reason) per method x target."""
+    sub = data.subset(models=pool)
+    if stack is None:
+        targets, why = _targets(sub, ids, gold)
+        ranked = rank_draws(draws, data=sub, methods=ids, engine=engine)
+    else:
+        own: dict[str, np.ndarray | None] = {}
+        own_why: dict[str, str | None] = {}
+        for m in [*ids, gold]:
+            if m in separable:
+                own[m], own_why[m] = scores_to_ranks(separable[m][0][pool]).astype(float), None
+            elif m not in own:
+                own[m], own_why[m], _ = safe_ranks(sub, m)
+        if own[gold] is None:
+            gold_ranks(sub, gold)  # raises with the reason
+        targets = {"gold": dict.fromkeys(ids, own[gold]), "self": {m: own[m] for m in ids}}
+        why = {"gold": dict.fromkeys(ids), "self": {m: own_why[m] for m in ids}}
+        cache = {m: per_draw[:, pool] for m, (_, per_draw) in separable.items()}
+        ranked = rank_draws(draws, data=sub, methods=ids, engine=engine, stack=stack.pool(pool),
+                            scores_cache=cache)
+    out = {}
+    for key, s in tally(ranked, targets, why).items():
+        summary = s.summary()
+        out[key] = (summary["tau_mean"], summary["n_failed"], summary["skip_reason"])
+    return out
 
 
 def _pool_rows(k: int, ids, scores, failed, reasons) -> list[dict]:

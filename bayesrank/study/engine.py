@@ -1,0 +1,78 @@
+"""Where the study's tasks run: in this process (default) or on a Dask cluster.
+
+A protocol splits its work into independent tasks (blocks of draws, model pools,
+budgets) and hands them to :func:`run_tasks`.  Everything random (draws, pools)
+is drawn in the calling process before any task starts, and every ranking rule
+is deterministic (the seeded rules carry their seed), so a task's result does
+not depend on where or in which order it runs: a Dask run gives the same frames
+as the serial run with the same seed.
+
+With ``client`` (a :class:`distributed.Client`) the shared inputs (the data, the
+method list, the draws) are scattered to every worker once and the tasks are
+submitted with :meth:`~distributed.Client.map`; results are gathered in task
+order.  Dask is an optional dependency (``pip install bayesrank[cluster]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bayesrank.study.progress import Progress
+
+__all__ = ["connect", "run_tasks"]
+
+
+def connect(address: str) -> Any:
+    """A :class:`distributed.Client` for the scheduler at ``address`` (e.g. tcp://host:8786)."""
+    try:
+        from distributed import Client
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("running a study on a cluster needs dask.distributed: "
+                          "pip install 'bayesrank[cluster]'") from exc
+    return Client(address)
+
+
+class _Shared:
+    """The shared keyword arguments of a task list, scattered as one object."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+
+
+def _call(item: Any, func: Callable[..., Any], box: _Shared) -> Any:
+    return func(item, **box.values)
+
+
+def run_tasks(
+    func: Callable[..., Any],
+    items: Sequence[Any],
+    *,
+    client: Any = None,
+    progress: Progress | None = None,
+    label: str = "",
+    unit: str = "tasks",
+    **shared: Any,
+) -> list[Any]:
+    """``[func(item, **shared) for item in items]``, serially or on ``client``.
+
+    ``func`` must be a module-level function (picklable) for the Dask path.
+    """
+    progress = progress if progress is not None else Progress(quiet=True)
+    progress.start(label, len(items), unit)
+    try:
+        if client is None:
+            out = []
+            for item in items:
+                out.append(func(item, **shared))
+                progress.advance()
+            return out
+        from distributed import as_completed
+
+        box = client.scatter(_Shared(shared), broadcast=True)  # one copy per worker
+        futures = client.map(_call, list(items), func=func, box=box, pure=False)
+        for _ in as_completed(futures):
+            progress.advance()
+        return client.gather(futures)
+    finally:
+        progress.finish()

@@ -1,0 +1,134 @@
+"""Batched study engine: identical ranks and frames to ranking each draw alone.
+
+The oracle is :func:`bayesrank.rank` on ``ResponseData.subset`` of each draw (and
+scipy's Kendall tau-b), run independently of the stack machinery.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import bayesrank as br
+from bayesrank import ResponseData, study
+from bayesrank.study._core import safe_ranks
+from bayesrank.study.batched import DrawStack, batched_kendall_tau, batched_scores, rank_stack
+
+ALL = br.methods()["identifier"].tolist()
+
+
+def _simulate(L=7, M=12, N=6, seed=3, categories=2) -> ResponseData:
+    rng = np.random.default_rng(seed)
+    ability = np.linspace(-1.2, 1.2, L)[:, None, None]
+    p = 1.0 / (1.0 + np.exp(-(ability - rng.normal(size=(1, M, 1)))))
+    if categories == 2:
+        R = (rng.random((L, M, N)) < p).astype(int)
+        R0 = (rng.random((L, M, 1)) < p).astype(int)  # greedy decodes
+    else:
+        R = rng.binomial(categories - 1, np.broadcast_to(p, (L, M, N)))
+        R0 = rng.binomial(categories - 1, np.broadcast_to(p, (L, M, 1)))
+    return ResponseData(R, models=[f"m{i}" for i in range(L)], R0=R0)
+
+
+def _same(ref: np.ndarray | None, got: np.ndarray | None) -> bool:
+    if ref is None or got is None:
+        return ref is None and got is None
+    return np.array_equal(ref, got)
+
+
+def _check_identity(data: ResponseData, draws, models=None) -> None:
+    stack = DrawStack.from_data(data, draws)
+    if models is not None:
+        stack = stack.pool(models)
+    out = rank_stack(stack, ALL)
+    mismatched = []
+    for m in ALL:
+        for d, idx in enumerate(draws):
+            ref, reason, _ = safe_ranks(data.subset(models=models, trials=idx), m)
+            if not _same(ref, out[m].ranks[d]) or (ref is None and out[m].reasons[d] != reason):
+                mismatched.append((m, d))
+    assert mismatched == []
+
+
+@pytest.mark.parametrize("n_trials", [1, 2])
+def test_every_identifier_ranks_each_draw_as_alone(n_trials):
+    data = _simulate()
+    draws = [np.arange(d * n_trials, (d + 1) * n_trials) for d in range(data.N // n_trials)]
+    _check_identity(data, draws)
+
+
+def test_every_identifier_on_a_model_pool_of_the_stack():
+    data = _simulate(seed=5)
+    _check_identity(data, [np.array([d]) for d in range(data.N)], models=np.array([0, 2, 3, 6]))
+
+
+def test_every_identifier_on_categorical_draws():
+    data = _simulate(categories=4, seed=8)
+    _check_identity(data, [np.array([0, 3]), np.array([1, 2]), np.array([4, 5])])
+
+
+def test_closed_forms_cover_the_count_rules():
+    stack = DrawStack.from_data(_simulate(), [np.array([0]), np.array([1])])
+    covered = {m for m in ALL if batched_scores(stack, m) is not None}
+    assert {"avg", "bayes", "bayes_greedy", "bayes_ci", "inverse_difficulty", "borda",
+            "copeland", "win_rate", "minimax_variant_margin_tie_half"} <= covered
+
+
+def test_stack_reductions_equal_each_draw_reductions():
+    data = _simulate(categories=3, seed=2)
+    draws = [np.array([0, 5]), np.array([2, 1])]
+    stack = DrawStack.from_data(data, draws)
+    for d, idx in enumerate(draws):
+        red = data.subset(trials=idx).reductions
+        np.testing.assert_array_equal(stack.counts[d], red.category_counts)
+        np.testing.assert_array_equal(stack.wins[d], red.wins)
+        np.testing.assert_array_equal(stack.ties[d], red.ties)
+        np.testing.assert_array_equal(stack.question_wins[d], red.question_wins)
+        np.testing.assert_array_equal(stack.question_ties[d], red.question_ties)
+
+
+def test_batched_kendall_tau_matches_scipy_with_ties_and_constants():
+    rng = np.random.default_rng(0)
+    ranks = rng.integers(1, 5, size=(200, 9)).astype(float)
+    ranks[0] = 3.0  # constant: undefined
+    target = rng.integers(1, 6, size=9).astype(float)
+    got = batched_kendall_tau(ranks, target)
+    assert np.isnan(got[0])
+    want = [stats.kendalltau(r, target, variant="b").statistic for r in ranks[1:]]
+    np.testing.assert_allclose(got[1:], want, rtol=0, atol=1e-12)
+    assert np.isnan(batched_kendall_tau(ranks[1:3], np.ones(9))).all()
+
+
+def _frames_equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    drop = [c for c in ("seconds",) if c in a]
+    pd.testing.assert_frame_equal(a.drop(columns=drop), b.drop(columns=drop), rtol=0, atol=1e-12)
+
+
+METHODS = ["avg", "bayes", "bayes_greedy", "bayes_ci", "borda", "copeland", "elo_tie_draw",
+           "bradley_terry", "bradley_terry_map", "pass_at_k_2", "schulze_tie_half",
+           "minimax_variant_margin_tie_ignore", "inverse_difficulty", "rasch"]
+
+
+def test_protocols_give_the_reference_frames():
+    data = _simulate(L=6, M=10, N=8)
+    for func, kwargs in (
+        (study.stability, {}),
+        (study.stability, {"n_trials": 2}),
+        (study.convergence, {"budgets": (1, 2, 8), "reps": 3}),
+        (study.model_pool_bootstrap, {"sizes": (3, 5), "subsets": 4}),
+    ):
+        ref = func(data, METHODS, engine="reference", **kwargs)
+        _frames_equal(func(data, METHODS, **kwargs), ref)
+
+
+def test_prior_effect_gives_the_reference_frame():
+    data = _simulate(L=6, M=10, N=8)
+    ref = study.prior_effect(data, budgets=(1, 2, 8), reps=5, engine="reference")
+    _frames_equal(study.prior_effect(data, budgets=(1, 2, 8), reps=5), ref)
+
+
+def test_unknown_engine_is_refused():
+    with pytest.raises(ValueError, match="unknown study engine"):
+        study.stability(_simulate(), ["avg"], engine="fast")
