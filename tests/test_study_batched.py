@@ -132,3 +132,16 @@ def test_prior_effect_gives_the_reference_frame():
 def test_unknown_engine_is_refused():
     with pytest.raises(ValueError, match="unknown study engine"):
         study.stability(_simulate(), ["avg"], engine="fast")
+
+
+def test_competition_ranks_equal_scores_to_ranks_with_near_ties():
+    from bayesrank.ranks import scores_to_ranks
+    from bayesrank.study.batched import competition_ranks
+
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        s = rng.integers(0, 4, size=rng.integers(1, 9)).astype(float) * rng.choice([1e-3, 1e6])
+        s = s + rng.choice([0.0, 1e-13, 1e-9], size=s.size)  # below / above the tolerance
+        np.testing.assert_array_equal(competition_ranks(s), scores_to_ranks(s))
+    with pytest.raises(ValueError, match="finite"):
+        competition_ranks(np.array([1.0, np.nan]))

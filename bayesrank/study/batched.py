@@ -42,7 +42,7 @@ from scipy import stats
 
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
-from bayesrank.ranks import scores_to_ranks
+from bayesrank.ranks import DEFAULT_TOL
 from bayesrank.registry import get_method, rank
 
 __all__ = [
@@ -323,6 +323,42 @@ class DrawRanks:
     seconds: float
 
 
+def competition_ranks(scores: np.ndarray) -> np.ndarray:
+    """``scores_to_ranks(scores)`` (competition ties, default tolerance) as float, faster.
+
+    Scores within the tolerance ``1e-12 max(1, max |s|)`` of their sorted neighbour
+    share a group (chains merge); a model's rank is 1 + the number of models in
+    better groups, i.e. the first sorted position of its group + 1.
+    """
+    s = np.asarray(scores, dtype=float)
+    if s.ndim != 1:
+        raise ValueError(f"scores must be 1-D, got shape {s.shape}")
+    if not np.all(np.isfinite(s)):
+        raise ValueError(f"scores must be finite; got {s[~np.isfinite(s)][:3]}")
+    tol = DEFAULT_TOL * max(1.0, float(np.max(np.abs(s), initial=0.0)))
+    order = np.argsort(-s, kind="stable")
+    new_group = np.concatenate([[True], -np.diff(s[order]) > tol])
+    first = np.maximum.accumulate(np.where(new_group, np.arange(s.size), 0))
+    ranks = np.empty(s.size)
+    ranks[order] = first + 1.0
+    return ranks
+
+
+def _rank_once(sub: ResponseData, method: str) -> np.ndarray:
+    """``bayesrank.rank(sub, method).ranks`` without building the Ranking twice."""
+    spec = get_method(method)
+    rule = getattr(spec.function, "__wrapped_rule__", None)
+    if rule is None:  # not a ranking_method rule: take the public path
+        return np.asarray(rank(sub, method).ranks, dtype=float)
+    out = rule(sub, **dict(spec.defaults))
+    scores, details = out if isinstance(out, tuple) else (out, {})
+    scores = np.asarray(scores, dtype=float)
+    if scores.shape != (sub.L,):
+        raise ValueError(f"{sub.L} models but scores of shape {scores.shape}")
+    given = details.get("ranks")
+    return competition_ranks(scores) if given is None else np.asarray(given, dtype=float)
+
+
 def _per_draw(subs: Sequence[ResponseData], method: str) -> DrawRanks:
     out = DrawRanks([], [], 0, 0.0)
     start = time.perf_counter()
@@ -330,7 +366,7 @@ def _per_draw(subs: Sequence[ResponseData], method: str) -> DrawRanks:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                r = np.asarray(rank(sub, method).ranks, dtype=float)
+                r = _rank_once(sub, method)
                 why = None
             except SKIPPABLE as exc:
                 r, why = None, f"{type(exc).__name__}: {exc}"
@@ -343,7 +379,7 @@ def _per_draw(subs: Sequence[ResponseData], method: str) -> DrawRanks:
 
 def ranks_from_scores(scores: np.ndarray) -> list[np.ndarray]:
     """Competition ranks (float) of each row, exactly as :class:`bayesrank.Ranking` makes them."""
-    return [scores_to_ranks(row).astype(float) for row in scores]
+    return [competition_ranks(row) for row in scores]
 
 
 def rank_stack(
