@@ -85,6 +85,7 @@ def _int_list(text: str | None) -> list[int] | None:
 
 def _cmd_study(args: argparse.Namespace) -> int:
     from bayesrank.study import categorical, run_study
+    from bayesrank.study import cli as study_cli
 
     if args.signals:
         return categorical.cli_main(args)
@@ -103,6 +104,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
             sizes=_int_list(args.sizes),
             subsets=args.subsets,
             prior_reps=args.prior_reps,
+            **study_cli.run_options(args),
         )
     except (ValueError, KeyError) as exc:  # bad protocol, budget, size or method: say which
         print(f"bayesrank: error: {str(exc).strip(chr(39))}", file=sys.stderr)
@@ -120,6 +122,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from bayesrank import adaptive
     from bayesrank.study import categorical
+    from bayesrank.study import cli as study_cli
 
     parser = argparse.ArgumentParser(
         prog="bayesrank",
@@ -175,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prior-reps", type=int, default=50, help="prior-effect draws per budget")
     p.add_argument("-o", "--output", default="study", help="directory for the CSV files")
     categorical.add_cli_arguments(p)
+    study_cli.add_cli_arguments(p)
     p.set_defaults(func=_cmd_study)
     adaptive.add_cli(sub)
     return parser

@@ -1,7 +1,8 @@
 """Progress of long study runs, with an estimate of the time left.
 
-Written to stderr, one updating line, only when stderr is a terminal (or when
-forced with ``quiet=False``); ``quiet=True`` silences it.  The estimate is the
+Written to stderr, one updating line, only when stderr is a terminal (or, when
+forced with ``quiet=False``, one plain line every 10 s into whatever stderr is);
+``quiet=True`` silences it.  The estimate is the
 elapsed time per finished unit times the units left, a fair guess because the
 units of one protocol (draw blocks, model pools) cost about the same.
 """
@@ -47,7 +48,10 @@ class Progress:
             isatty = getattr(self.stream, "isatty", None)
             quiet = not (isatty is not None and isatty())
         self.enabled = not quiet
-        self.min_interval = min_interval
+        isatty = getattr(self.stream, "isatty", None)
+        self.redraw = isatty is not None and isatty()  # one updating line on a terminal
+        # elsewhere (a forced log) one plain line per interval
+        self.min_interval = min_interval if self.redraw else max(min_interval, 10.0)
         self._label = ""
         self._unit = ""
         self._total = 0
@@ -79,8 +83,8 @@ class Progress:
     def finish(self) -> None:
         """End the protocol's line."""
         if self.enabled and self._total:
-            self._draw(force=True)
-            self.stream.write("\n")
+            if self.redraw:
+                self.stream.write("\n")
             self.stream.flush()
         self._total = 0
 
@@ -91,5 +95,8 @@ class Progress:
         if not force and now - self._last < self.min_interval:
             return
         self._last = now
-        self.stream.write("\r" + self.line() + "\x1b[K")
+        if self.redraw:
+            self.stream.write("\r" + self.line() + "\x1b[K")
+        else:
+            self.stream.write(self.line() + "\n")
         self.stream.flush()

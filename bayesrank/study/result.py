@@ -14,9 +14,12 @@ import pandas as pd
 
 from bayesrank.data import ResponseData, as_response_data
 from bayesrank.io import atomic_write
-from bayesrank.study._core import check_budgets, default_budgets, resolve_methods
+from bayesrank.study import tables as paper_tables
+from bayesrank.study._core import check_budgets, check_engine, default_budgets, resolve_methods
 from bayesrank.study.categorical import categorical_schemes
+from bayesrank.study.engine import connect
 from bayesrank.study.priors import _require_model_prior, prior_diagnostics, prior_effect
+from bayesrank.study.progress import Progress
 from bayesrank.study.protocols import (
     convergence,
     gold_standard_agreement,
@@ -72,8 +75,31 @@ class StudyResult:
         key = "gold_mean" if "gold_mean" in table else "tau_gold"
         return table.sort_values(key, ascending=False, kind="stable").reset_index()
 
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The paper's tables this study can fill (see :mod:`bayesrank.study.tables`).
+
+        ``gold`` (Table 1) needs the gold protocol, ``n1_winners`` (Table 2) the
+        stability protocol, ``bootstrap`` (Table 3) the bootstrap and ``prior``
+        (Table 4) the prior protocol.  One row, named ``settings["name"]``; put
+        several benchmarks side by side with ``tables.gold_table({name: result, ...})``.
+        """
+        need = {"gold": "gold_summary", "n1_winners": "stability", "bootstrap": "bootstrap",
+                "prior": "prior_diagnostics"}
+        return {name: paper_tables.TABLES[name][0](self) for name, frame in need.items()
+                if frame in self.frames}
+
+    def table(self, name: str, fmt: str = "frame") -> pd.DataFrame | str:
+        """One paper table: ``fmt="frame"`` (numbers), ``"markdown"`` or ``"latex"``."""
+        if name not in paper_tables.TABLES:
+            raise ValueError(f"unknown table {name!r}; choose from {list(paper_tables.TABLES)}")
+        frame = paper_tables.TABLES[name][0](self)
+        return frame if fmt == "frame" else paper_tables.render(name, frame, fmt)
+
     def to_csv(self, directory: str | Path) -> list[Path]:
         """Write every frame as ``<name>.csv`` plus ``summary.csv`` and ``settings.json``.
+
+        The paper tables the study fills (:meth:`tables`) go to ``tables.md`` and
+        ``tables.tex``.
 
         Each file is written to a temporary name and renamed on success, so a
         failure never leaves a half-written file.
@@ -87,6 +113,12 @@ class StudyResult:
         for name, frame in named.items():
             written.append(atomic_write(out / f"{name}.csv",
                                         lambda p, f=frame: f.to_csv(p, index=False)))
+        tables = self.tables()
+        for fmt, ext in (("markdown", "md"), ("latex", "tex")) if tables else ():
+            text = "\n".join(f"{'##' if ext == 'md' else '%%'} {name}\n\n"
+                             f"{paper_tables.render(name, frame, fmt)}"
+                             for name, frame in tables.items())
+            written.append(atomic_write(out / f"tables.{ext}", lambda p, t=text: p.write_text(t)))
         meta = {"seed": self.seed, "settings": self.settings, "timings_s": self.timings}
         written.append(atomic_write(out / "settings.json", lambda p: p.write_text(
             json.dumps(meta, indent=2, default=_jsonable) + "\n")))
@@ -143,6 +175,11 @@ def run_study(
     subsets: int = 50,
     prior_reps: int = 50,
     schemes: Mapping[str, ResponseData] | None = None,
+    engine: str = "batched",
+    client: Any = None,
+    scheduler: str | None = None,
+    quiet: bool | None = None,
+    name: str | None = None,
 ) -> StudyResult:
     """Run the paper's evaluation protocols on ``data`` and collect the frames.
 
@@ -159,12 +196,51 @@ def run_study(
         Method identifiers; default the paper's 72.
     seed : int
         One seed for everything random; the same call gives the same frames.
+    engine : {"batched", "reference"}
+        ``"batched"`` (default) reduces all draws of a protocol at once and runs
+        closed-form rules over the stack; ``"reference"`` is the per-draw loop.
+        Same frames (up to the ``seconds`` columns).
+    client : distributed.Client, optional
+        Run draw blocks, budgets and model pools as tasks on this Dask cluster.
+        Draws and pools are drawn here first, so the frames equal the serial run's.
+    scheduler : str, optional
+        Address of a Dask scheduler (``tcp://host:8786``) to connect to instead
+        of passing ``client``.
+    quiet : bool, optional
+        Progress with time left on stderr: shown when stderr is a terminal
+        (None), never (True) or always (False).
+    name : str, optional
+        Benchmark name for the paper tables (``StudyResult.tables()``).
     """
     data = as_response_data(data)
     protocols = [p.strip() for p in protocols.split(",")] if isinstance(protocols, str) else list(
         protocols)
     _check_plan(data, protocols, budgets, sizes, schemes)
     ids = resolve_methods(methods)
+    check_engine(engine)
+    if client is not None and scheduler is not None:
+        raise ValueError("pass either client= or scheduler=, not both")
+    own_client = connect(scheduler) if scheduler is not None else None
+    try:
+        frames, timings = _run(data, protocols, ids, own_client or client, engine,
+                               Progress(quiet), seed=seed, gold=gold, n_trials=n_trials,
+                               draws=draws, budgets=budgets, reps=reps, sizes=sizes,
+                               subsets=subsets, prior_reps=prior_reps, schemes=schemes)
+    finally:
+        if own_client is not None:
+            own_client.close()
+    settings = {
+        "protocols": protocols, "methods": ids, "gold": gold, "n_trials": n_trials,
+        "draws": draws, "budgets": list(budgets or default_budgets(data.N)), "reps": reps,
+        "sizes": list(sizes), "subsets": subsets, "prior_reps": prior_reps,
+        "schemes": list(schemes or ()), "data": repr(data), "engine": engine,
+        "name": name or "benchmark",
+    }
+    return StudyResult(frames, settings, seed, timings)
+
+
+def _run(data, protocols, ids, client, engine, progress, *, seed, gold, n_trials, draws,
+         budgets, reps, sizes, subsets, prior_reps, schemes):
     frames: dict[str, pd.DataFrame] = {}
     timings: dict[str, float] = {}
 
@@ -175,27 +251,25 @@ def run_study(
         return frames[name]
 
     common = {"seed": seed, "gold": gold}
+    run = {"engine": engine, "client": client, "progress": progress}
     if "gold" in protocols:
         agreement = timed("gold", gold_standard_agreement, data, ids, gold=gold)
         frames["gold_summary"] = summarize_gold_agreement(agreement, gold)
     if "stability" in protocols:
-        timed("stability", stability, data, ids, n_trials=n_trials, draws=draws, **common)
+        timed("stability", stability, data, ids, n_trials=n_trials, draws=draws, **common,
+              **run)
     if "convergence" in protocols:
-        timed("convergence", convergence, data, ids, budgets=budgets, reps=reps, **common)
+        timed("convergence", convergence, data, ids, budgets=budgets, reps=reps, **common,
+              **run)
     if "bootstrap" in protocols:
         timed("bootstrap", model_pool_bootstrap, data, ids, sizes=sizes, subsets=subsets,
-              n_trials=n_trials, draws=draws, **common)
+              n_trials=n_trials, draws=draws, **common, **run)
     if "prior" in protocols:
         timed("prior_effect", prior_effect, data, budgets=budgets, reps=prior_reps, seed=seed,
-              gold=gold)
-        timed("prior_diagnostics", prior_diagnostics, data, reps=prior_reps, seed=seed)
+              gold=gold, **run)
+        timed("prior_diagnostics", prior_diagnostics, data, reps=prior_reps, seed=seed,
+              engine=engine)
     if "categorical" in protocols:
         timed("categorical", categorical_schemes, data, schemes, draws=draws, seed=seed,
               gold=gold)
-    settings = {
-        "protocols": protocols, "methods": ids, "gold": gold, "n_trials": n_trials,
-        "draws": draws, "budgets": list(budgets or default_budgets(data.N)), "reps": reps,
-        "sizes": list(sizes), "subsets": subsets, "prior_reps": prior_reps,
-        "schemes": list(schemes or ()), "data": repr(data),
-    }
-    return StudyResult(frames, settings, seed, timings)
+    return frames, timings
