@@ -354,7 +354,7 @@ def test_cli_study_writes_csvs(small, tmp_path, capsys):
     out = tmp_path / "study"
     assert main(["study", str(path), "--methods", "avg,bayes,borda", "--protocol",
                  "gold,stability", "--draws", "4", "-o", str(out)]) == 0
-    assert "wrote 5 files" in capsys.readouterr().out
+    assert "wrote 7 files" in capsys.readouterr().out  # 4 csv, settings, tables.md/.tex
     with open(out / "stability.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 6 and {r["n_draws"] for r in rows} == {"4"}

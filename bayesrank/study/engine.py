@@ -40,8 +40,8 @@ class _Shared:
         self.values = values
 
 
-def _call(item: Any, func: Callable[..., Any], box: _Shared) -> Any:
-    return func(item, **box.values)
+def _call(item: Any, task: Callable[..., Any], box: _Shared) -> Any:
+    return task(item, **box.values)
 
 
 def run_tasks(
@@ -70,7 +70,7 @@ def run_tasks(
         from distributed import as_completed
 
         box = client.scatter(_Shared(shared), broadcast=True)  # one copy per worker
-        futures = client.map(_call, list(items), func=func, box=box, pure=False)
+        futures = client.map(_call, list(items), task=func, box=box, pure=False)
         for _ in as_completed(futures):
             progress.advance()
         return client.gather(futures)
