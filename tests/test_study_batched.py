@@ -145,3 +145,22 @@ def test_competition_ranks_equal_scores_to_ranks_with_near_ties():
         np.testing.assert_array_equal(competition_ranks(s), scores_to_ranks(s))
     with pytest.raises(ValueError, match="finite"):
         competition_ranks(np.array([1.0, np.nan]))
+
+
+def test_competition_ranks_of_a_stack_are_the_rows_ranks():
+    from bayesrank.ranks import scores_to_ranks
+    from bayesrank.study.batched import competition_ranks
+
+    rng = np.random.default_rng(5)
+    stack = rng.integers(0, 3, size=(50, 6)).astype(float) * rng.choice([1.0, 1e9], size=(50, 1))
+    stack[::3] += 1e-13
+    got = competition_ranks(stack)
+    for row, ranks in zip(stack, got, strict=True):
+        np.testing.assert_array_equal(ranks, scores_to_ranks(row))
+
+
+def test_draw_subset_equals_response_data_subset():
+    data = _simulate()
+    stack = DrawStack.from_data(data, [np.array([4]), np.array([1])])
+    assert stack.subset(0) == data.subset(trials=[4])
+    assert stack.subset(1) == data.subset(trials=[1])

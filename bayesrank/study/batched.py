@@ -146,7 +146,8 @@ class DrawStack:
         them instead of re-deriving them.
         """
         data = self.data
-        sub = data.subset(trials=self.draws[d])
+        sub = ResponseData(data.R[:, :, self.draws[d]], models=data.models,
+                           questions=data.questions, R0=data.R0, weights=data.weights)
         red = sub.reductions
         cache = {
             "trials": np.full((data.L, data.M), self.n_trials, dtype=np.int64),
@@ -326,22 +327,26 @@ class DrawRanks:
 def competition_ranks(scores: np.ndarray) -> np.ndarray:
     """``scores_to_ranks(scores)`` (competition ties, default tolerance) as float, faster.
 
-    Scores within the tolerance ``1e-12 max(1, max |s|)`` of their sorted neighbour
-    share a group (chains merge); a model's rank is 1 + the number of models in
-    better groups, i.e. the first sorted position of its group + 1.
+    Works row by row on a (D, L) stack too.  Scores within the tolerance
+    ``1e-12 max(1, max |s|)`` (per row) of their sorted neighbour share a group
+    (chains merge); a model's rank is 1 + the number of models in better groups,
+    i.e. the first sorted position of its group + 1.
     """
     s = np.asarray(scores, dtype=float)
-    if s.ndim != 1:
+    if s.ndim not in (1, 2):
         raise ValueError(f"scores must be 1-D, got shape {s.shape}")
     if not np.all(np.isfinite(s)):
         raise ValueError(f"scores must be finite; got {s[~np.isfinite(s)][:3]}")
-    tol = DEFAULT_TOL * max(1.0, float(np.max(np.abs(s), initial=0.0)))
-    order = np.argsort(-s, kind="stable")
-    new_group = np.concatenate([[True], -np.diff(s[order]) > tol])
-    first = np.maximum.accumulate(np.where(new_group, np.arange(s.size), 0))
-    ranks = np.empty(s.size)
-    ranks[order] = first + 1.0
-    return ranks
+    rows = np.atleast_2d(s)
+    tol = DEFAULT_TOL * np.maximum(1.0, np.max(np.abs(rows), axis=1, initial=0.0))
+    order = np.argsort(-rows, axis=1, kind="stable")
+    ordered = np.take_along_axis(rows, order, axis=1)
+    new_group = np.ones(rows.shape, dtype=bool)
+    new_group[:, 1:] = -np.diff(ordered, axis=1) > tol[:, None]
+    first = np.maximum.accumulate(np.where(new_group, np.arange(rows.shape[1]), 0), axis=1)
+    ranks = np.empty(rows.shape)
+    np.put_along_axis(ranks, order, first + 1.0, axis=1)
+    return ranks if s.ndim == 2 else ranks[0]
 
 
 def _rank_once(sub: ResponseData, method: str) -> np.ndarray:
@@ -379,7 +384,7 @@ def _per_draw(subs: Sequence[ResponseData], method: str) -> DrawRanks:
 
 def ranks_from_scores(scores: np.ndarray) -> list[np.ndarray]:
     """Competition ranks (float) of each row, exactly as :class:`bayesrank.Ranking` makes them."""
-    return [competition_ranks(row) for row in scores]
+    return list(competition_ranks(scores))
 
 
 def rank_stack(

@@ -1,0 +1,116 @@
+"""The paper's full evaluation protocol at paper scale: batched engine vs today's runner.
+
+Target (issue 14): gold agreement, N=1 stability (both targets), convergence,
+the model-pool bootstrap with 1,000 pools at sizes 5, 10 and 15, and the prior
+effect with 50 resamples, all 72 identifiers, on the bundled 20 x 30 x 80 example
+with greedy R0, in under 10 minutes on the 2-core development machine.
+
+The peer is today's runner, the per-draw loop (``engine="reference"``: one
+``bayesrank.rank`` per draw and method on ``ResponseData.subset``), timed in the
+same run.  Protocols too long to run whole are measured on a fraction (a few
+pools per size, a quarter of the draws) and extrapolated linearly, for both
+engines alike; the printed table says which numbers are measured and which
+extrapolated.  The machine is shared with other jobs: absolute times are rough,
+the ratios are the comparison.
+
+Run: ``python benchmarks/bench_study.py [--methods paper|fast] [--pools 2]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+import bayesrank as br
+from bayesrank import study
+from bayesrank.study.batched import is_batched
+from bayesrank.study.progress import format_seconds
+
+PAPER_POOLS = 1000
+SIZES = (5, 10, 15)
+
+
+def timed(func, *args, **kwargs):
+    start = time.perf_counter()
+    out = func(*args, **kwargs)
+    return time.perf_counter() - start, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--key", default="aime24")
+    parser.add_argument("--methods", default="paper")
+    parser.add_argument("--pools", type=int, default=2, help="measured pools per size (batched)")
+    parser.add_argument("--ref-pools", type=int, default=1,
+                        help="measured pools per size (reference)")
+    parser.add_argument("--ref-draws", type=int, default=20,
+                        help="N=1 draws measured with the reference engine (of 80)")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    data = br.datasets.example(args.key)
+    ids = study.resolve_methods(args.methods)
+    N = data.N
+    print(f"# study at paper scale on {args.key}: {data!r}; {len(ids)} methods")
+    rows = []  # (protocol, batched s, how, reference s, how)
+
+    sec, _ = timed(study.gold_standard_agreement, data, ids)
+    rows.append(("gold agreement (full N)", sec, "measured", sec, "same code"))
+
+    sec_b, stab = timed(study.stability, data, ids)
+    sec_r, _ = timed(study.stability, data, ids, draws=args.ref_draws, engine="reference")
+    rows.append(("N=1 stability (80 draws, 2 targets)", sec_b, "measured",
+                 sec_r * N / args.ref_draws, f"x{N / args.ref_draws:g} of {args.ref_draws} draws"))
+
+    budgets = study.default_budgets(N)
+    sec_b, _ = timed(study.convergence, data, ids, budgets=budgets, reps=20)
+    sec_r, _ = timed(study.convergence, data, ids, budgets=budgets, reps=5, engine="reference")
+    rows.append((f"convergence ({len(budgets)} budgets x 20 reps)", sec_b, "measured",
+                 sec_r * 4, "x4 of 5 reps"))
+
+    sec_b, _ = timed(study.prior_effect, data, reps=50)
+    sec_b += timed(study.prior_diagnostics, data, reps=50)[0]
+    sec_r, _ = timed(study.prior_effect, data, reps=50, engine="reference")
+    sec_r += timed(study.prior_diagnostics, data, reps=50, engine="reference")[0]
+    rows.append(("prior effect (8 budgets x 50) + Table 4 row", sec_b, "measured", sec_r,
+                 "measured"))
+
+    sec_b, _ = timed(study.model_pool_bootstrap, data, ids, sizes=SIZES, subsets=args.pools)
+    sec_r, _ = timed(study.model_pool_bootstrap, data, ids, sizes=SIZES, subsets=args.ref_pools,
+                     engine="reference")
+    rows.append((f"model-pool bootstrap ({PAPER_POOLS} pools x sizes 5, 10, 15)",
+                 sec_b * PAPER_POOLS / args.pools, f"x{PAPER_POOLS // args.pools} of "
+                 f"{args.pools}/size", sec_r * PAPER_POOLS / args.ref_pools,
+                 f"x{PAPER_POOLS // args.ref_pools} of {args.ref_pools}/size"))
+
+    print("\n| protocol | batched | | today's runner | | ratio |")
+    print("| --- | ---: | --- | ---: | --- | ---: |")
+    for name, b, how_b, r, how_r in rows:
+        print(f"| {name} | {format_seconds(b)} | {how_b} | {format_seconds(r)} | {how_r} | "
+              f"{r / b:.1f}x |")
+    total_b = sum(r[1] for r in rows)
+    total_r = sum(r[3] for r in rows)
+    print(f"| **full protocol** | **{format_seconds(total_b)}** | | "
+          f"**{format_seconds(total_r)}** | | {total_r / total_b:.1f}x |")
+    verdict = "met" if total_b < 600 else "NOT met"
+    print(f"\n10-minute target ({len(ids)} methods): {verdict} "
+          f"(batched {total_b:.0f} s, today's runner {total_r:.0f} s)")
+
+    per_method = (stab[stab["target"] == "gold"].set_index("method")["seconds"]
+                  .sort_values(ascending=False))
+    share = per_method / per_method.sum()
+    print("\nWhere N=1 stability time goes (batched engine, seconds over the 80 draws):")
+    for m in per_method.index[:10]:
+        print(f"  {m:32s} {per_method[m]:7.2f} s  {100 * share[m]:4.1f}%")
+    batched = [m for m in ids if is_batched(m)]
+    print(f"  closed forms over the stack ({len(batched)} identifiers): "
+          f"{per_method[batched].sum():.3f} s in all")
+    print(f"  the {len(study.SLOW_METHODS)} SLOW_METHODS: "
+          f"{100 * share[[m for m in study.SLOW_METHODS if m in share]].sum():.0f}% of the time")
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()
