@@ -195,3 +195,17 @@ def test_cli_quiet_engine_and_tables(tmp_path, capsys):
     md = (out / "tables.md").read_text()
     assert "| aime24 |" in md and "Best vs. gold standard" in md
     assert r"\begin{tabular}" in (out / "tables.tex").read_text()
+
+
+def test_run_studies_puts_benchmarks_side_by_side():
+    from bayesrank.study import run_studies
+
+    a, b = _simulate(seed=1), _simulate(seed=2)
+    results = run_studies({"a": a, "b": b}, protocols="gold", methods=["avg", "bayes", "borda"],
+                          quiet=True)
+    frame = tables.gold_table(results)
+    assert frame["benchmark"].tolist() == ["a", "b"]
+    single = run_study(b, protocols="gold", methods=["avg", "bayes", "borda"], quiet=True)
+    assert frame.loc[1, "mean"] == single["gold_summary"].loc[0, "mean"]
+    with pytest.raises(ValueError, match="no datasets"):
+        run_studies({})

@@ -6,10 +6,19 @@ appendices "Gold Standard Agreement", "Ranking-Method Stability at N=1",
 
 Every protocol is a function of a :class:`~bayesrank.ResponseData` returning a
 tidy :class:`pandas.DataFrame`; :func:`run_study` runs several with one seed and
-returns a :class:`StudyResult` (``.summary()``, ``.to_csv(dir)``).
+returns a :class:`StudyResult` (``.summary()``, ``.tables()``, ``.to_csv(dir)``).
+Draws are ranked in batches (:mod:`bayesrank.study.batched`), optionally on a
+Dask cluster (:mod:`bayesrank.study.engine`); the paper's tables come from
+:mod:`bayesrank.study.tables`.
 """
 
-from bayesrank.study._core import SLOW_METHODS, default_budgets, resolve_methods, trial_draws
+from bayesrank.study._core import (
+    ENGINES,
+    SLOW_METHODS,
+    default_budgets,
+    resolve_methods,
+    trial_draws,
+)
 from bayesrank.study.categorical import categorical_schemes, categorical_table
 from bayesrank.study.priors import (
     greedy_sampling_alignment,
@@ -25,9 +34,10 @@ from bayesrank.study.protocols import (
     stability,
     summarize_gold_agreement,
 )
-from bayesrank.study.result import PROTOCOLS, StudyResult, run_study
+from bayesrank.study.result import PROTOCOLS, StudyResult, run_studies, run_study
 
 __all__ = [
+    "ENGINES",
     "PROTOCOLS",
     "SLOW_METHODS",
     "StudyResult",
@@ -42,6 +52,7 @@ __all__ = [
     "prior_diagnostics",
     "prior_effect",
     "resolve_methods",
+    "run_studies",
     "run_study",
     "stability",
     "std_reduction",

@@ -28,7 +28,7 @@ from bayesrank.study.protocols import (
     summarize_gold_agreement,
 )
 
-__all__ = ["PROTOCOLS", "StudyResult", "run_study"]
+__all__ = ["PROTOCOLS", "StudyResult", "run_studies", "run_study"]
 
 #: Protocol names accepted by :func:`run_study` (and ``bayesrank study --protocol``).
 PROTOCOLS = ("gold", "stability", "convergence", "bootstrap", "prior", "categorical")
@@ -237,6 +237,24 @@ def run_study(
         "name": name or "benchmark",
     }
     return StudyResult(frames, settings, seed, timings)
+
+
+def run_studies(
+    datasets: Mapping[str, ResponseData], *, seed: int = 0, **options: Any
+) -> dict[str, StudyResult]:
+    """:func:`run_study` on several benchmarks with the same plan, keyed by name.
+
+    Each benchmark gets the same ``seed`` (as the paper's per-benchmark runs) and
+    ``name``; with ``client=`` every benchmark's tasks run on that cluster in turn.
+    ``bayesrank.study.tables.gold_table(results)`` (and the other tables) then put
+    the benchmarks side by side, one row each.
+    """
+    if "name" in options:
+        raise TypeError("run_studies names each study by its key in datasets")
+    if not datasets:
+        raise ValueError("no datasets given")
+    return {name: run_study(data, seed=seed, name=name, **options)
+            for name, data in datasets.items()}
 
 
 def _run(data, protocols, ids, client, engine, progress, *, seed, gold, n_trials, draws,
