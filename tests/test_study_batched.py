@@ -164,3 +164,14 @@ def test_draw_subset_equals_response_data_subset():
     stack = DrawStack.from_data(data, [np.array([4]), np.array([1])])
     assert stack.subset(0) == data.subset(trials=[4])
     assert stack.subset(1) == data.subset(trials=[1])
+
+
+def test_bootstrap_counts_a_repeated_pool_twice():
+    # L=4, size 3: only 4 distinct pools, so 12 draws repeat pools; both engines agree
+    # and every pool counts (n_subsets), as a loop over the drawn pools would.
+    data = _simulate(L=4, M=8, N=4)
+    ref = study.model_pool_bootstrap(data, ["avg", "elo_tie_draw"], sizes=(3,), subsets=12,
+                                     engine="reference")
+    got = study.model_pool_bootstrap(data, ["avg", "elo_tie_draw"], sizes=(3,), subsets=12)
+    _frames_equal(got, ref)
+    assert (got["n_subsets"] == 12).all()

@@ -245,7 +245,8 @@ def model_pool_bootstrap(
     count for every member, as the paper's tied classes).  The paper uses 1000
     pools; the default 50 keeps a 72-method run to minutes.
 
-    Every pool is one task (on a Dask ``client``, one task per pool).  With
+    Every pool is one task (on a Dask ``client``, one task per pool); with the
+    batched engine a pool drawn twice is ranked once and counted twice.  With
     ``engine="batched"`` the draws are reduced once on all models and each pool
     takes the rows and columns of those counts (:meth:`DrawStack.pool`); rules
     whose model scores depend only on the model's own counts (avg, Bayes@N) are
@@ -269,8 +270,17 @@ def model_pool_bootstrap(
         shared["stack"] = DrawStack.from_data(data, draw_idx)
         shared["separable"] = _separable_scores(data, shared["stack"], [*ids, gold])
     tasks = [(k, pool) for k, pool_list in pools.items() for pool in pool_list]
-    results = run_tasks(_pool_task, [pool for _, pool in tasks], client=client,
-                        progress=progress, label="model-pool bootstrap", unit="pools", **shared)
+    if engine == "reference":  # today's runner: every drawn pool ranked
+        results = run_tasks(_pool_task, [pool for _, pool in tasks], client=client,
+                            progress=progress, label="model-pool bootstrap", unit="pools",
+                            **shared)
+    else:  # a pool drawn twice has the same scores: rank each distinct pool once
+        distinct = list(dict.fromkeys(tuple(pool.tolist()) for _, pool in tasks))
+        done = run_tasks(_pool_task, [np.asarray(p) for p in distinct], client=client,
+                         progress=progress, label="model-pool bootstrap",
+                         unit="distinct pools", **shared)
+        by_pool = dict(zip(distinct, done, strict=True))
+        results = [by_pool[tuple(pool.tolist())] for _, pool in tasks]
     rows = []
     for k in pools:
         scores = {(m, t): [] for m in ids for t in ("gold", "self")}
