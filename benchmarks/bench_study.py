@@ -13,7 +13,7 @@ engines alike; the printed table says which numbers are measured and which
 extrapolated.  The machine is shared with other jobs: absolute times are rough,
 the ratios are the comparison.
 
-Run: ``python benchmarks/bench_study.py [--methods paper|fast] [--pools 2]``.
+Run: ``python benchmarks/bench_study.py [--methods paper|fast] [--pools 2] [--workers 2]``.
 """
 
 from __future__ import annotations
@@ -44,10 +44,13 @@ def main() -> None:
     parser.add_argument("--key", default="aime24")
     parser.add_argument("--methods", default="paper")
     parser.add_argument("--pools", type=int, default=2, help="measured pools per size (batched)")
-    parser.add_argument("--ref-pools", type=int, default=1,
+    parser.add_argument("--ref-pools", type=int, default=2,
                         help="measured pools per size (reference)")
     parser.add_argument("--ref-draws", type=int, default=20,
                         help="N=1 draws measured with the reference engine (of 80)")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="also time the bootstrap pools on a Dask LocalCluster with this "
+                        "many single-threaded worker processes (0: skip)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     data = br.datasets.example(args.key)
@@ -77,7 +80,7 @@ def main() -> None:
     rows.append(("prior effect (8 budgets x 50) + Table 4 row", sec_b, "measured", sec_r,
                  "measured"))
 
-    sec_b, _ = timed(study.model_pool_bootstrap, data, ids, sizes=SIZES, subsets=args.pools)
+    sec_b, boot = timed(study.model_pool_bootstrap, data, ids, sizes=SIZES, subsets=args.pools)
     sec_r, _ = timed(study.model_pool_bootstrap, data, ids, sizes=SIZES, subsets=args.ref_pools,
                      engine="reference")
     rows.append((f"model-pool bootstrap ({PAPER_POOLS} pools x sizes 5, 10, 15)",
@@ -85,15 +88,32 @@ def main() -> None:
                  f"{args.pools}/size", sec_r * PAPER_POOLS / args.ref_pools,
                  f"x{PAPER_POOLS // args.ref_pools} of {args.ref_pools}/size"))
 
+    if args.workers:
+        from distributed import Client, LocalCluster
+
+        with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            sec_c, on_cluster = timed(study.model_pool_bootstrap, data, ids, sizes=SIZES,
+                                      subsets=args.pools, client=client)
+        same = on_cluster.equals(boot)
+        rows.append((f"bootstrap on {args.workers} Dask workers (same pools; frames "
+                     f"{'identical' if same else 'DIFFER'})", sec_c * PAPER_POOLS / args.pools,
+                     f"x{PAPER_POOLS // args.pools} of {args.pools}/size",
+                     sec_b * PAPER_POOLS / args.pools, "batched, serial"))
+
+    serial = [r for r in rows if "Dask" not in r[0]]
     print("\n| protocol | batched | | today's runner | | ratio |")
     print("| --- | ---: | --- | ---: | --- | ---: |")
-    for name, b, how_b, r, how_r in rows:
+    for name, b, how_b, r, how_r in serial:
         print(f"| {name} | {format_seconds(b)} | {how_b} | {format_seconds(r)} | {how_r} | "
               f"{r / b:.1f}x |")
-    total_b = sum(r[1] for r in rows)
-    total_r = sum(r[3] for r in rows)
+    total_b = sum(r[1] for r in serial)
+    total_r = sum(r[3] for r in serial)
     print(f"| **full protocol** | **{format_seconds(total_b)}** | | "
           f"**{format_seconds(total_r)}** | | {total_r / total_b:.1f}x |")
+    for name, b, how_b, r, how_r in rows[len(serial):]:
+        print(f"| {name} | {format_seconds(b)} | {how_b} | {format_seconds(r)} | {how_r} | "
+              f"{r / b:.1f}x |")
     verdict = "met" if total_b < 600 else "NOT met"
     print(f"\n10-minute target ({len(ids)} methods): {verdict} "
           f"(batched {total_b:.0f} s, today's runner {total_r:.0f} s)")
