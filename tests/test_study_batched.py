@@ -175,3 +175,18 @@ def test_bootstrap_counts_a_repeated_pool_twice():
     got = study.model_pool_bootstrap(data, ["avg", "elo_tie_draw"], sizes=(3,), subsets=12)
     _frames_equal(got, ref)
     assert (got["n_subsets"] == 12).all()
+
+
+@pytest.mark.parametrize("budget", [2 * 7 * 12 * 7, 10])  # 2 draws per stack; none fits
+def test_memory_budget_splits_stacks_without_changing_results(monkeypatch, budget):
+    from bayesrank.study import batched
+
+    data = _simulate()
+    ref = study.stability(data, METHODS, engine="reference")
+    monkeypatch.setattr(batched, "STACK_ELEMENTS", budget)
+    assert batched.draws_per_stack(data, [np.array([d]) for d in range(6)]) == (
+        2 if budget > 10 else 0)
+    _frames_equal(study.stability(data, METHODS), ref)
+    _frames_equal(study.model_pool_bootstrap(data, METHODS, sizes=(4,), subsets=2),
+                  study.model_pool_bootstrap(data, METHODS, sizes=(4,), subsets=2,
+                                             engine="reference"))

@@ -24,6 +24,7 @@ from bayesrank.study.batched import (
     DrawRanks,
     DrawStack,
     batched_kendall_tau,
+    draws_per_stack,
     rank_stack,
 )
 from bayesrank.study.engine import run_tasks
@@ -254,11 +255,13 @@ def rank_draws(
     :meth:`ResponseData.subset`.  Both give the same ranks.
     """
     check_engine(engine)
-    if engine == "batched" and stack is None and data.complete and len(
-            {len(d) for d in draws}) == 1:
-        stack = DrawStack.from_data(data, draws)
     if engine == "batched" and stack is not None:
         return rank_stack(stack, methods, scores_cache=scores_cache)
+    block = draws_per_stack(data, draws) if engine == "batched" else 0
+    if block:  # one stack per block of draws (one block unless memory says otherwise)
+        return merge_draw_ranks([
+            rank_stack(DrawStack.from_data(data, draws[i:i + block]), methods)
+            for i in range(0, len(draws), block)])
     out = {m: DrawRanks([], [], 0, 0.0) for m in methods}
     for idx in draws:
         sub = data.subset(trials=idx)

@@ -50,6 +50,7 @@ __all__ = [
     "DrawRanks",
     "DrawStack",
     "batched_kendall_tau",
+    "draws_per_stack",
     "is_batched",
     "rank_stack",
 ]
@@ -57,6 +58,24 @@ __all__ = [
 #: Errors that mean "this method cannot rank these data" (reported, never hidden).
 #: Anything else is a bug and propagates.
 SKIPPABLE = (DataError, NotIdentifiedError, DisconnectedGraphError)
+
+
+#: Largest number of array elements one stack's reductions may hold (about 1 GiB of the
+#: biggest temporaries); larger stacks are split into blocks of draws, and a single
+#: draw above it is reduced on its own (the per-draw path).
+STACK_ELEMENTS = 2**27
+
+
+def draws_per_stack(data: ResponseData, draws: Sequence[np.ndarray]) -> int:
+    """How many of ``draws`` one :class:`DrawStack` may hold (0: none, use the per-draw path).
+
+    0 also when the data have missing trials or the draws differ in size.
+    """
+    if not data.complete or not draws or len({len(d) for d in draws}) != 1:
+        return 0
+    n = len(draws[0])
+    per_draw = data.L * data.M * max(data.L, n * data.n_categories)
+    return min(len(draws), STACK_ELEMENTS // per_draw)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

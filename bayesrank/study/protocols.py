@@ -35,7 +35,12 @@ from bayesrank.study._core import (
     tally,
     trial_draws,
 )
-from bayesrank.study.batched import SEPARABLE_RULES, DrawStack, batched_scores
+from bayesrank.study.batched import (
+    SEPARABLE_RULES,
+    DrawStack,
+    batched_scores,
+    draws_per_stack,
+)
 from bayesrank.study.engine import run_tasks
 from bayesrank.study.progress import Progress
 
@@ -266,7 +271,7 @@ def model_pool_bootstrap(
     draw_idx = trial_draws(data.N, n_trials, draws, rng)
     shared: dict[str, Any] = {"data": data, "ids": ids, "draws": draw_idx, "gold": gold,
                               "engine": engine, "stack": None, "separable": {}}
-    if engine == "batched" and data.complete and len({len(d) for d in draw_idx}) == 1:
+    if engine == "batched" and draws_per_stack(data, draw_idx) == len(draw_idx):
         shared["stack"] = DrawStack.from_data(data, draw_idx)
         shared["separable"] = _separable_scores(data, shared["stack"], [*ids, gold])
     tasks = [(k, pool) for k, pool_list in pools.items() for pool in pool_list]
