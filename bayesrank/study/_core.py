@@ -16,7 +16,7 @@ import numpy as np
 
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
-from bayesrank.ranks import kendall_tau
+from bayesrank.ranking import kendall_tau
 from bayesrank.registry import get_method, methods, rank
 
 __all__ = [

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from bayesrank.data import ResponseData, as_response_data
-from bayesrank.ranks import kendall_tau
+from bayesrank.ranking import kendall_tau
 from bayesrank.study._core import (
     TAU_TOL,
     budget_draws,

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from bayesrank.data import ResponseData, as_response_data
-from bayesrank.io import atomic_write
+from bayesrank.data.io import atomic_write
 from bayesrank.study._core import check_budgets, default_budgets, resolve_methods
 from bayesrank.study.categorical import categorical_schemes
 from bayesrank.study.priors import _require_model_prior, prior_diagnostics, prior_effect
