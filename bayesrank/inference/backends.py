@@ -151,8 +151,8 @@ def _sample_exact(model, *, draws, tune, chains, seed, progressbar, target_accep
     from pymc.backends.arviz import coords_and_dims_for_inferencedata
 
     if exact_draws is None:
-        raise ValueError("sampler 'conjugate' applies only to models with exact posterior draws "
-                         "(the 'bayes' model)")
+        raise ValueError("sampler 'conjugate' draws exact conjugate posteriors: it applies to "
+                         "the 'bayes' model only")
     t0 = time.perf_counter()
     posterior = exact_draws(model, draws=draws, chains=chains, seed=seed)
     t1 = time.perf_counter()

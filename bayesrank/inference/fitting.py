@@ -22,6 +22,7 @@ import pymc as pm
 import xarray as xr
 
 from bayesrank.analysis.posterior import Posterior
+from bayesrank.checks import check_int
 from bayesrank.data import ResponseData, as_response_data
 from bayesrank.datatree import from_arrays, group, has_group, with_groups
 from bayesrank.inference.backends import (
@@ -83,9 +84,9 @@ def _batch_sampler(model: str, sampler: str | None) -> str:
 
 
 def _check_draws(draws: int, tune: int, chains: int) -> None:
-    for name, value, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1)):
-        if int(value) != value or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    check_int("draws", draws)
+    check_int("tune", tune, minimum=0)
+    check_int("chains", chains)
 
 
 def _target_accept(spec: Any, target_accept: float | None) -> float:
