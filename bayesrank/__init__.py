@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from bayesrank.bayes_at_n import bayes_at_n
+from bayesrank.conjugate import bayes_at_n
 from bayesrank.data import ResponseData
 from bayesrank.errors import (
     DataError,
@@ -20,24 +20,24 @@ from bayesrank.errors import (
     NotIdentifiedError,
     UnknownMethodError,
 )
-from bayesrank.ranking import Ranking
-from bayesrank.ranks import kendall_tau, scores_to_ranks
+from bayesrank.ranking import Ranking, kendall_tau, scores_to_ranks
 from bayesrank.registry import methods, rank
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "load": "bayesrank.io",
-    "save": "bayesrank.io",
+    "load": "bayesrank.data.io",
+    "save": "bayesrank.data.io",
     "datasets": "bayesrank.datasets",
-    "fit": "bayesrank.fitting",
-    "fit_many": "bayesrank.fitting",
-    "Posterior": "bayesrank.posterior",
-    "NormalPosterior": "bayesrank.posterior",
-    "closed_form": "bayesrank.posterior",
-    "compare": "bayesrank.posterior",
+    "fit": "bayesrank.inference.fitting",
+    "fit_many": "bayesrank.inference.fitting",
+    "Posterior": "bayesrank.analysis.posterior",
+    "NormalPosterior": "bayesrank.analysis.posterior",
+    "closed_form": "bayesrank.analysis.posterior",
+    "compare": "bayesrank.analysis.comparison",
+    "write_report": "bayesrank.report",
     "run_study": "bayesrank.study",
-    "load_signals": "bayesrank.signals",
+    "load_signals": "bayesrank.data.signals",
     "schemes": "bayesrank.schemes",
     "adaptive": "bayesrank.adaptive",
 }

@@ -31,9 +31,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-import bayesrank as br
+from bayesrank.analysis.posterior import closed_form
+from bayesrank.data import ResponseData, io
 from bayesrank.errors import DataError
-from bayesrank.signals import _io_module
 
 __all__ = [
     "TARGETS", "Replay", "Settled", "add_cli", "cell_moments", "cli_main", "next_trials",
@@ -168,7 +168,7 @@ def _pair_variances(posterior: Any) -> tuple[np.ndarray, np.ndarray]:
     return var, diff
 
 
-def cell_moments(data: br.ResponseData) -> tuple[np.ndarray, np.ndarray]:
+def cell_moments(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
     """Posterior variance ``v_lm`` of each cell's weighted score and its total ``T_lm``.
 
     Cell (l, m) with category counts ``n_lmk`` has a Dirichlet(1 + n_lm) posterior
@@ -212,7 +212,7 @@ def next_trials(
     k: int | None = None,
     *,
     level: float = 0.95,
-    data: br.ResponseData | None = None,
+    data: ResponseData | None = None,
     available: Any = None,
 ) -> pd.DataFrame:
     """Allocate ``budget`` new trials to (model, question) cells to settle ``target`` fastest.
@@ -262,7 +262,7 @@ def next_trials(
         raise ValueError(f"budget must be a positive integer, got {budget!r}")
     level = _check_level(level)
     data = posterior.data if data is None else data
-    if not isinstance(data, br.ResponseData):
+    if not isinstance(data, ResponseData):
         raise DataError("next_trials needs the observed data: the posterior carries none, "
                         "pass data=...")
     if tuple(data.models) != tuple(posterior.models):
@@ -326,7 +326,7 @@ class Replay:
 
 
 def replay(
-    data: br.ResponseData,
+    data: ResponseData,
     target: Target = "top1",
     k: int | None = None,
     *,
@@ -358,9 +358,9 @@ def replay(
     n = np.full((L, M), start, dtype=np.int64)
     rounds = 0
     while True:
-        seen = br.ResponseData(shuffled, models=data.models, questions=data.questions,
+        seen = ResponseData(shuffled, models=data.models, questions=data.questions,
                                weights=data.weights, mask=np.arange(N) < n[:, :, None])
-        post = br.closed_form(seen, R0=None)
+        post = closed_form(seen, R0=None)
         state = settled(post, target, k, level)
         left = int(L * M * N - n.sum())
         if state.settled or left == 0:
@@ -406,15 +406,15 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
 
 def cli_main(args: argparse.Namespace) -> int:
     """Plan the next ``--budget`` trials and write them to ``--output`` (nothing on error)."""
-    data = br.load(args.data, key=args.key)
+    data = io.load(args.data, key=args.key)
     try:
-        post = br.closed_form(data, R0=None)
+        post = closed_form(data, R0=None)
         state = settled(post, args.target, args.k, args.level)
         plan = next_trials(post, args.budget, args.target, args.k, level=args.level)
     except ValueError as exc:
         print(f"bayesrank: error: {exc}", file=sys.stderr)
         return 2
-    _io_module().atomic_write(args.output, lambda p: plan.to_csv(p, index=False))
+    io.atomic_write(args.output, lambda p: plan.to_csv(p, index=False))
     print(f"# {state!r}")
     if not state.settled:
         print(state.unsettled.to_string(index=False, float_format="%.4f"))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import numpy as np
 
@@ -32,11 +32,10 @@ __all__ = [
     "check_probability",
 ]
 
-T = TypeVar("T")
 Closed = Literal["both", "left", "right", "neither"]
 
 
-def check_choice(name: str, value: T, allowed: Sequence[Any]) -> T:
+def check_choice[T](name: str, value: T, allowed: Sequence[Any]) -> T:
     """``value`` if it is one of ``allowed``, else a DataError listing the choices."""
     if value not in allowed:
         choices = ", ".join(repr(a) for a in allowed)

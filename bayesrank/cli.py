@@ -13,7 +13,8 @@ EXAMPLE_NOTE = "bundled simulated example (not real model results)"
 
 
 def _load_data(path: str | None, key: str | None, prior: str | None):
-    from bayesrank import datasets, io
+    from bayesrank import datasets
+    from bayesrank.data import io
 
     if path is None:
         return datasets.example(key or "combined"), EXAMPLE_NOTE
@@ -63,15 +64,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from bayesrank.report import write_report
 
     data, source = _load_data(args.data, args.key, args.prior)
+    if args.model == "closed_form":
+        from bayesrank.analysis import closed_form
+
+        post = closed_form(data)
+    else:
+        from bayesrank.inference import fit
+
+        post = fit(data, args.model, sampler=args.sampler, draws=args.draws, tune=args.tune,
+                   chains=args.chains, random_seed=args.seed)
     path = write_report(
-        data,
+        post,
         args.output,
-        model=args.model,
-        sampler=args.sampler,
         baselines=[b for b in (args.baselines or "").split(",") if b],
-        draws=args.draws,
-        tune=args.tune,
-        chains=args.chains,
         random_seed=args.seed,
         source=source,
     )

@@ -46,7 +46,7 @@ def rank(
         An identifier from :func:`methods` (e.g. ``"avg"``, ``"elo_tie_draw"``,
         ``"bradley_terry_map"``) or a base rule name (``"elo"``).
     ties : str
-        Tie convention of the returned ranks (see :mod:`bayesrank.ranks`).
+        Tie convention of the returned ranks (see :mod:`bayesrank.ranking`).
     **options
         Override the identifier's default arguments.
     """

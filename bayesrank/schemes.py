@@ -3,7 +3,7 @@
 Paper: appendix "Categorical Ranking", table "Eight representative categorical
 schemes" and Sec. "Derived Predicates and Thresholds".  A scheme ``s`` maps each
 completion to a category ``phi_s(x) in {0, ..., C_s}`` and scores categories
-with utilities ``w_s``; :func:`apply` turns a :class:`~bayesrank.signals.Signals`
+with utilities ``w_s``; :func:`apply` turns a :class:`~bayesrank.data.signals.Signals`
 table into :class:`~bayesrank.ResponseData` that every ranking method accepts
 (e.g. ``bayesrank.rank(apply(signals, "conservative"), "bayes")`` is the
 Dirichlet-multinomial Bayes@N ranking of the scheme).
@@ -63,9 +63,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-import bayesrank as br
-from bayesrank.errors import DataError
-from bayesrank.signals import Signals
+from bayesrank.data import ResponseData
+from bayesrank.data.signals import Signals
+from bayesrank.errors import DataError, UnknownMethodError
 
 __all__ = [
     "PAPER_SCHEMES",
@@ -391,7 +391,7 @@ def get(name: str | Scheme) -> Scheme:
     for ident, scheme in PAPER_SCHEMES.items():
         if key in (ident, scheme.name.lower()):
             return scheme
-    raise br.UnknownMethodError(f"unknown categorical scheme {name!r}; the paper's are "
+    raise UnknownMethodError(f"unknown categorical scheme {name!r}; the paper's are "
                                 f"{list(PAPER_SCHEMES)}")
 
 
@@ -450,7 +450,7 @@ def categories(signals: Signals, scheme: str | Scheme) -> np.ndarray:
     return out
 
 
-def apply(signals: Signals, scheme: str | Scheme) -> br.ResponseData:
+def apply(signals: Signals, scheme: str | Scheme) -> ResponseData:
     """Categorical outcomes of ``scheme`` on ``signals``, with the scheme's weights.
 
     Returns
@@ -466,7 +466,7 @@ def apply(signals: Signals, scheme: str | Scheme) -> br.ResponseData:
     """
     scheme = get(scheme)
     cats = categories(signals, scheme)
-    return br.ResponseData(np.maximum(cats, 0), models=signals.models,
+    return ResponseData(np.maximum(cats, 0), models=signals.models,
                            questions=signals.questions, weights=scheme.weights,
                            mask=signals.mask)
 

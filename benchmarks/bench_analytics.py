@@ -26,8 +26,8 @@ import xarray as xr
 from scipy import stats
 
 import bayesrank
-from bayesrank.posterior import Posterior, closed_form
-from bayesrank.report import render_report
+from bayesrank.analysis.posterior import Posterior, closed_form
+from bayesrank.report import ReportOptions, render_report
 
 
 def all_analytics(post) -> None:
@@ -99,8 +99,8 @@ def main() -> None:
 
     report_post = fresh()
     start = time.perf_counter()
-    html = render_report(report_post, data=data, source="bundled simulated example",
-                         ppc_draws=500, random_seed=0)
+    html = render_report(report_post, ReportOptions(source="bundled simulated example",
+                                                    ppc_draws=500, random_seed=0))
     report_seconds = time.perf_counter() - start
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "r.html").write_text(html, encoding="utf-8")

@@ -20,7 +20,7 @@ import numpy as np
 
 import bayesrank
 from bayesrank import ResponseData
-from bayesrank.ranks import kendall_tau
+from bayesrank.ranking import kendall_tau
 
 
 def irt_like(L: int, M: int, N: int, seed: int) -> np.ndarray:

@@ -45,7 +45,7 @@ from bayesrank.models import davidson_luce as dl
 from bayesrank.models.bradley_terry import pairs_of
 
 import bayesrank
-from bayesrank.fitting import fit
+from bayesrank.inference.fitting import fit
 
 MODELS = ("bayes", "rasch", "2pl", "3pl", "bradley_terry", "davidson", "davidson_luce")
 SAMPLERS = ("nutpie", "numpyro", "pymc")

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 import bayesrank
-from bayesrank.fitting import fit, fit_many
+from bayesrank.inference.fitting import fit, fit_many
 
 
 def subsample(data: bayesrank.ResponseData, rng: np.random.Generator) -> bayesrank.ResponseData:

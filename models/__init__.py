@@ -54,6 +54,7 @@ class ModelSpec:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     batchable: bool = True  # all data live in pm.Data containers of data-independent shape
     target_accept: float = 0.8  # NUTS adaptation target used when fit() is given none
+    exact_draws: Callable[..., dict] | None = None  # exact posterior sampler ("conjugate")
 
     def build(self, data: Any, **options: Any) -> pm.Model:
         return self.builder(data, **{**self.defaults, **options})
@@ -81,7 +82,10 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
     {
         spec.name: spec
         for spec in (
-            _spec("bayes", bayes.build, "Bayes@N Dirichlet-multinomial (closed form exists)"),
+            ModelSpec(
+                "bayes", bayes.build, "Bayes@N Dirichlet-multinomial (closed form exists)",
+                MappingProxyType({}), exact_draws=bayes.conjugate_draws,
+            ),
             # Smaller steps explore the one-sided difficulty posterior of a question
             # almost every model always solves (docs/samplers.md).
             _spec(

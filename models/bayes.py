@@ -11,7 +11,7 @@ outcome of each trial is one of C + 1 categories with probabilities p_lm:
 shape (M, C+1), or per model, (L, M, C+1)); without R0 the prior is uniform
 (Bayes_U@N).  The model is conjugate: p_lm | data ~ Dirichlet(alpha_lm + n_lm.),
 so the posterior mean and sd of theta equal the closed form
-:func:`bayesrank.bayes_at_n` (tested).  :func:`conjugate_draws` samples that
+:func:`bayesrank.conjugate` (tested).  :func:`conjugate_draws` samples that
 posterior exactly (``fit(..., sampler="conjugate")``, the default for this
 model: i.i.d. draws in milliseconds); NUTS samples the same PyMC model like the
 others.  Either way the result is a :class:`~bayesrank.Posterior` with a
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
+from bayesrank import conjugate
 from bayesrank.data import ResponseData
-from bayesrank.errors import DataError
 
 from ._common import coords_of, response_data
 
@@ -67,7 +67,7 @@ def dirichlet_multinomial(
 def build(
     data: ResponseData | Any,
     *,
-    R0: Any = "data",
+    R0: Any = None,
     weights: Any = None,
 ) -> pm.Model:
     """Build the Bayes@N model of ``data``.
@@ -75,10 +75,10 @@ def build(
     Parameters
     ----------
     data : ResponseData or array_like (L, M, N)
-    R0 : "data", None or array_like
-        ``"data"`` uses the data's prior outcomes (uniform prior when it has
-        none), ``None`` forces the uniform prior (Bayes_U@N), an array of shape
-        (M, D) or (L, M, D) replaces them.
+    R0 : None, "data" or array_like
+        Prior outcomes, as everywhere in bayesrank (:func:`bayesrank.conjugate.prior_counts`):
+        ``None`` (default) the uniform prior (Bayes_U@N), ``"data"`` the data's
+        own prior outcomes, an array of shape (M, D) or (L, M, D) replaces them.
     weights : array_like, optional
         Category utilities (default: the data's weights).
 
@@ -89,21 +89,11 @@ def build(
         (llm, question, category); ranking quantity ``theta`` (llm).
     """
     d = response_data(data)
-    if isinstance(R0, str):
-        if R0 != "data":
-            raise ValueError(f"R0 must be 'data', None or an array, got {R0!r}")
-    elif R0 is not None:
-        d = ResponseData(
-            d.R, models=d.models, questions=d.questions, R0=R0, weights=d.weights, mask=d.mask
-        )
-    w = d.weights if weights is None else np.asarray(weights, dtype=float)
-    if w.shape != (d.n_categories,) or not np.all(np.isfinite(w)):
-        raise DataError(f"weights must be {d.n_categories} finite numbers, got shape {w.shape}")
-    red = d.reductions
-    counts = red.category_counts
-    use_prior = R0 is not None and d.R0 is not None
-    prior = red.prior_category_counts if use_prior else np.zeros(counts.shape)
-    return dirichlet_multinomial(counts, prior.astype(float), w, coords_of(d))
+    w = conjugate.resolve_weights(d, weights)
+    counts = d.reductions.category_counts
+    prior = conjugate.prior_counts(d, R0)
+    prior = np.zeros(counts.shape) if prior is None else prior.astype(float)
+    return dirichlet_multinomial(counts, prior, w, coords_of(d))
 
 
 def conjugate_draws(
@@ -111,19 +101,12 @@ def conjugate_draws(
 ) -> dict[str, np.ndarray]:
     """Exact posterior draws of a model built by :func:`build` (no MCMC).
 
-    p_lm | data ~ Dirichlet(alpha_lm + n_lm.), independently over cells, so
-    draws are i.i.d.: the effective sample size equals the number of draws.
-
-    Returns
-    -------
-    dict
-        ``p`` (chain, draw, llm, question, category) and ``theta`` (chain, draw, llm).
+    p_lm | data ~ Dirichlet(alpha_lm + n_lm.), independently over cells
+    (:func:`bayesrank.conjugate.exact_draws`), so draws are i.i.d.: the
+    effective sample size equals the number of draws.
     """
-    alpha = np.asarray(model["alpha"].get_value()) + np.asarray(
+    nu = np.asarray(model["alpha"].get_value()) + np.asarray(
         model["category_counts"].get_value()
     )
-    w = np.asarray(model["weights"].get_value())
-    rng = np.random.default_rng(seed)
-    gamma = rng.standard_gamma(alpha, size=(chains, draws, *alpha.shape))
-    p = gamma / gamma.sum(axis=-1, keepdims=True)
-    return {"p": p, "theta": (p @ w).mean(axis=-1)}
+    weights = np.asarray(model["weights"].get_value())
+    return conjugate.exact_draws(nu, weights, draws=draws, chains=chains, seed=seed)

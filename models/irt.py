@@ -40,7 +40,7 @@ Over-dispersion (``likelihood="beta_binomial"``).  Repeated trials of one
 model on one question share that pair's idiosyncrasies, so the cell solve
 rates of LLM benchmarks vary more around any item-response curve than binomial
 noise allows (the posterior-predictive dispersion checks of
-:mod:`bayesrank.ppc` flag it on the bundled example).  The beta-binomial
+:mod:`bayesrank.analysis.ppc` flag it on the bundled example).  The beta-binomial
 draws each cell's rate from Beta(p_lm phi, (1 - p_lm) phi) around the curve:
 mean n p, variance n p (1 - p) (n + phi) / (1 + phi), the binomial as phi ->
 infinity.  The prior 1 / sqrt(phi) ~ HalfNormal(1) puts the binomial limit at

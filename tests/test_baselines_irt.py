@@ -33,7 +33,7 @@ import bayesrank
 from bayesrank import ResponseData, datasets
 from bayesrank.baselines import irt
 from bayesrank.errors import DataError, NotIdentifiedError
-from bayesrank.ranks import kendall_tau, scores_to_ranks
+from bayesrank.ranking import kendall_tau, scores_to_ranks
 
 scorio_rank = pytest.importorskip("scorio.rank")
 

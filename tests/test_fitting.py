@@ -10,8 +10,8 @@ import pytest
 
 import bayesrank
 from bayesrank import DataError, MissingDependencyError, ResponseData, UnknownMethodError
-from bayesrank.diagnostics import SamplingWarning, check, problems, summarize
-from bayesrank.fitting import fit, fit_many
+from bayesrank.inference.diagnostics import SamplingWarning, check, problems, summarize
+from bayesrank.inference.fitting import fit, fit_many
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:arviz")
 
@@ -132,7 +132,7 @@ def test_summarize_reads_an_inference_data():
     assert frame.attrs["divergences"] == 0 and frame.attrs["draws"] == 2000
 
 
-@pytest.mark.filterwarnings("ignore::bayesrank.diagnostics.SamplingWarning")
+@pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 def test_fit_many_fits_each_dataset_in_one_batch():
     datasets = [small_data(seed=s) for s in range(3)]
     posts = fit_many(datasets, "rasch", sampler="numpyro", random_seed=5, **QUICK)
@@ -155,7 +155,7 @@ def test_fit_many_on_a_cpu_fits_one_by_one_with_the_default_sampler(recwarn):
     """Without a GPU the vectorised batch is slower than nutpie per dataset (docs/samplers.md)."""
     import jax
 
-    from bayesrank.diagnostics import SamplingWarning
+    from bayesrank.inference.diagnostics import SamplingWarning
 
     if jax.default_backend() != "cpu":
         pytest.skip("JAX sees an accelerator: the default is the vectorised batch")
@@ -200,7 +200,7 @@ def test_bad_input_errors_name_the_fix(monkeypatch):
     with pytest.raises(DataError, match="R0"):
         fit(data, "bayes", R0=np.ones((data.L, data.M + 1, 1), dtype=int))
 
-    import bayesrank.sampling as sampling
+    import bayesrank.inference.backends as sampling
 
     real = sampling.find_spec
     missing = ("jax", "nutpie")
@@ -215,8 +215,8 @@ def test_bad_input_errors_name_the_fix(monkeypatch):
 
 
 def test_default_sampler_falls_back_when_nutpie_is_missing(monkeypatch):
-    import bayesrank.fitting as fitting
-    import bayesrank.sampling as sampling
+    import bayesrank.inference.backends as sampling
+    import bayesrank.inference.fitting as fitting
 
     real = sampling.find_spec
     monkeypatch.setattr(sampling, "find_spec", lambda n: None if n == "nutpie" else real(n))
@@ -227,7 +227,7 @@ def test_default_sampler_falls_back_when_nutpie_is_missing(monkeypatch):
 def test_progress_bar_only_for_people(monkeypatch):
     import sys
 
-    from bayesrank.sampling import default_progressbar
+    from bayesrank.inference.backends import default_progressbar
 
     class Stream:
         def __init__(self, tty):

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from bayesrank import DataError, LoadError, ResponseData, load, save
-from bayesrank.io import load_benchmarks, save_benchmarks
+from bayesrank.data.io import load_benchmarks, save_benchmarks
 
 FORMATS = ["npz", "nc", "csv", "jsonl", "parquet"]
 

@@ -10,7 +10,7 @@ from scipy import stats
 
 import bayesrank
 from bayesrank import DataError, ResponseData
-from bayesrank.fitting import fit
+from bayesrank.inference.fitting import fit
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:arviz")
 
@@ -36,7 +36,7 @@ def categorical_data(seed=1, L=3, M=5, N=8):
     return ResponseData(R, R0=R0, mask=mask, weights=[0.0, 0.3, 1.0])
 
 
-def assert_matches_closed_form(post, data, R0="data", k=4.0):
+def assert_matches_closed_form(post, data, R0=None, k=4.0):
     """Posterior mean and sd of theta within k Monte Carlo standard errors of Bayes@N."""
     mu, sigma = bayesrank.bayes_at_n(data, R0=R0)
     theta = post.idata.posterior["theta"]
@@ -48,10 +48,29 @@ def assert_matches_closed_form(post, data, R0="data", k=4.0):
     np.testing.assert_array_less(np.abs(sd - sigma), k * mcse_sd)
 
 
+def test_one_r0_default_everywhere():
+    """rank(d, "bayes"), closed_form(d), fit(d, "bayes"): the uniform prior unless asked."""
+    data = binary_data(prior="shared")
+    uniform_mu, _ = bayesrank.bayes_at_n(data, R0=None)
+    prior_mu, _ = bayesrank.bayes_at_n(data, R0="data")
+    assert not np.allclose(uniform_mu, prior_mu)  # the prior matters on these data
+    np.testing.assert_allclose(bayesrank.bayes_at_n(data)[0], uniform_mu)
+    np.testing.assert_allclose(bayesrank.rank(data, "bayes").scores, uniform_mu)
+    np.testing.assert_allclose(bayesrank.closed_form(data).mu, uniform_mu)
+    np.testing.assert_allclose(bayesrank.rank(data, "bayes_greedy").scores, prior_mu)
+    np.testing.assert_allclose(bayesrank.closed_form(data, R0="data").mu, prior_mu)
+    assert bayesrank.closed_form(data).model == "bayes"
+    assert bayesrank.closed_form(data, R0="data").model == "bayes_greedy"
+    post = fit(data, "bayes", draws=2000, chains=2, random_seed=2)
+    assert_matches_closed_form(post, data, R0=None)
+    with pytest.raises(DataError, match="have none"):
+        bayesrank.closed_form(binary_data(prior=None), R0="data")
+
+
 @pytest.mark.parametrize(
     "make, R0",
     [
-        (lambda: binary_data(prior=None), "data"),
+        (lambda: binary_data(prior=None), None),
         (lambda: binary_data(prior="per_model"), "data"),
         (lambda: binary_data(prior="per_model"), None),
         (lambda: binary_data(prior="shared"), "data"),
@@ -78,7 +97,7 @@ def test_model_density_is_dirichlet_times_multinomial():
     from pymc.model.transform.conditioning import remove_value_transforms
 
     data = categorical_data()
-    model = remove_value_transforms(bayes.build(data))
+    model = remove_value_transforms(bayes.build(data, R0="data"))
     rng = np.random.default_rng(3)
     p = rng.dirichlet(np.ones(3), size=(data.L, data.M))
     logp = model.compile_logp(jacobian=False)({"p": p})
@@ -93,7 +112,7 @@ def test_model_density_is_dirichlet_times_multinomial():
     assert logp == pytest.approx(expected, rel=1e-10)
 
 
-@pytest.mark.filterwarnings("ignore::bayesrank.diagnostics.SamplingWarning")
+@pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 def test_log_likelihood_is_multinomial_per_cell():
     data = binary_data(prior="per_model")
     post = fit(data, "bayes", draws=50, chains=2, random_seed=2)

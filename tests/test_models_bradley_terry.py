@@ -11,7 +11,7 @@ from scipy import stats
 
 import bayesrank
 from bayesrank import ResponseData, kendall_tau
-from bayesrank.fitting import fit, fit_many
+from bayesrank.inference.fitting import fit, fit_many
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:arviz")
 
@@ -31,7 +31,7 @@ def baseline_log_strengths(data, identifier) -> np.ndarray:
     return theta - theta.mean()
 
 
-@pytest.mark.filterwarnings("ignore::bayesrank.diagnostics.SamplingWarning")
+@pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 def test_bradley_terry_simulation_based_calibration():
     """Ranks of the true log-strengths among posterior draws are uniform.
 

@@ -15,7 +15,7 @@ from scipy.special import comb
 
 import bayesrank
 from bayesrank import DataError, ResponseData, kendall_tau
-from bayesrank.fitting import fit, fit_many
+from bayesrank.inference.fitting import fit, fit_many
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:arviz")
 

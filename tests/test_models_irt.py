@@ -10,7 +10,7 @@ from scipy import stats
 
 import bayesrank
 from bayesrank import DataError, ResponseData, kendall_tau
-from bayesrank.fitting import fit
+from bayesrank.inference.fitting import fit
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:arviz")
 
@@ -33,7 +33,7 @@ def draws_of(post, name: str) -> np.ndarray:
 
 # -- simulation-based calibration ---------------------------------------------------------
 
-@pytest.mark.filterwarnings("ignore::bayesrank.diagnostics.SamplingWarning")
+@pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 def test_rasch_simulation_based_calibration():
     """Ranks of the true theta and b among posterior draws are uniform (Talts et al. 2018).
 
@@ -169,7 +169,7 @@ def test_beta_binomial_log_likelihood_is_scipys_pmf():
     np.testing.assert_allclose(post.idata.log_likelihood["k"].values[0, 10], expected, rtol=1e-9)
 
 
-@pytest.mark.filterwarnings("ignore::bayesrank.diagnostics.SamplingWarning")
+@pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 def test_binomial_3pl_is_multimodal_where_the_default_converges():
     """Bundled example, aime24: the default 3PL passes every check; binomial chains disagree."""
     data = bayesrank.datasets.example("aime24")

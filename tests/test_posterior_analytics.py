@@ -21,19 +21,19 @@ import xarray as xr
 from scipy import stats
 
 from bayesrank import compare
-from bayesrank.comparison import pointwise_log_likelihood
-from bayesrank.data import ResponseData
-from bayesrank.errors import DataError
-from bayesrank.plots import plot_ppc_rootogram
-from bayesrank.posterior import NormalPosterior, Posterior, closed_form
-from bayesrank.ppc import bayesian_p_values
-from bayesrank.ranks import scores_to_ranks
-from bayesrank.uncertainty import (
+from bayesrank.analysis.comparison import pointwise_log_likelihood
+from bayesrank.analysis.posterior import NormalPosterior, Posterior, closed_form
+from bayesrank.analysis.ppc import bayesian_p_values
+from bayesrank.analysis.rank_stats import (
     normal_rank_probabilities,
     rank_probabilities_from_draws,
     superiority_from_draws,
     top_set_indices,
 )
+from bayesrank.data import ResponseData
+from bayesrank.errors import DataError
+from bayesrank.ranking import scores_to_ranks
+from bayesrank.report.plots import plot_ppc_rootogram
 
 pm = pytest.importorskip("pymc")
 

@@ -17,11 +17,11 @@ import pytest
 from scipy import stats
 
 import bayesrank
+from bayesrank.analysis.posterior import Posterior, closed_form
 from bayesrank.cli import EXAMPLE_NOTE, main
 from bayesrank.data import ResponseData
 from bayesrank.errors import UnknownMethodError
-from bayesrank.posterior import Posterior, closed_form
-from bayesrank.report import write_report
+from bayesrank.report.html import write_report
 
 pm = pytest.importorskip("pymc")
 
@@ -59,14 +59,15 @@ def posterior(data) -> Posterior:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             idata = pm.sample(draws=300, tune=300, chains=2, cores=1, random_seed=3,
-                              progressbar=False, compute_convergence_checks=False)
+                              nuts_sampler="pymc", progressbar=False,
+                              compute_convergence_checks=False)
     return Posterior(idata, data, "rasch", sampler="pymc", pymc_model=model, observed_var="k")
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory, data, posterior) -> Path:
     out = tmp_path_factory.mktemp("report") / "report.html"
-    write_report(data, out, posterior=posterior, baselines=["avg", "bradley_terry"],
+    write_report(posterior, out, baselines=["avg", "bradley_terry"],
                  source="bundled simulated example", ppc_draws=200)
     return out
 
@@ -166,7 +167,7 @@ def test_report_sections_and_simulated_banner(report, tmp_path, data, posterior)
     assert 'id="simulated-note"' in text and "SIMULATED" in text
     assert 'id="ppc-summary"' in text
     plain = tmp_path / "plain.html"
-    write_report(data, plain, posterior=posterior, baselines=[], source="my_results.csv",
+    write_report(posterior, plain, baselines=[], source="my_results.csv",
                  ppc_draws=100)
     assert 'id="simulated-note"' not in plain.read_text(encoding="utf-8")
 
@@ -180,7 +181,7 @@ def test_diagnostics_warn_in_plain_language(tmp_path, data):
                          dims={"theta": ["llm"]})
     bad = Posterior(idata, data, "stuck")
     out = tmp_path / "bad.html"
-    write_report(data, out, posterior=bad, baselines=[])
+    write_report(bad, out, baselines=[])
     text = out.read_text(encoding="utf-8")
     assert "R-hat &gt; 1.01" in text or "R-hat > 1.01" in text
     assert "did not pass every check" in text
@@ -189,7 +190,7 @@ def test_diagnostics_warn_in_plain_language(tmp_path, data):
 
 def test_closed_form_report_needs_no_sampling(tmp_path, data):
     out = tmp_path / "closed.html"
-    write_report(data, out, model="closed_form", baselines=["avg"])
+    write_report(closed_form(data), out, baselines=["avg"])
     text = out.read_text(encoding="utf-8")
     rows = parse(out).tables["leaderboard"]
     header = rows[0]
@@ -204,31 +205,31 @@ def test_failed_report_leaves_no_file_and_keeps_the_old_one(tmp_path, data, post
     out = tmp_path / "r.html"
     out.write_text("previous report", encoding="utf-8")
     with pytest.raises(UnknownMethodError):
-        write_report(data, out, posterior=posterior, baselines=["no_such_method"])
-    import bayesrank.report as report_module
+        write_report(posterior, out, baselines=["no_such_method"])
+    import bayesrank.report.html as report_module
 
     def boom(*args, **kwargs):
         raise RuntimeError("rendering failed")
 
     monkeypatch.setattr(report_module, "render_report", boom)
     with pytest.raises(RuntimeError):
-        write_report(data, out, posterior=posterior, baselines=[])
+        write_report(posterior, out, baselines=[])
     fresh = tmp_path / "fresh.html"
     with pytest.raises(RuntimeError):
-        write_report(data, fresh, posterior=posterior, baselines=[])
+        write_report(posterior, fresh, baselines=[])
     assert out.read_text(encoding="utf-8") == "previous report"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
 
 
-def test_interrupted_write_removes_the_temporary_file(tmp_path, monkeypatch):
-    import bayesrank.report as report_module
+def test_interrupted_write_removes_the_temporary_file(tmp_path, monkeypatch, posterior):
+    import bayesrank.data.io as io_module
 
     def fail(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(report_module.os, "replace", fail)
+    monkeypatch.setattr(io_module.os, "replace", fail)
     with pytest.raises(OSError):
-        report_module._atomic_write(tmp_path / "x.html", "<html></html>")
+        write_report(posterior, tmp_path / "x.html", baselines=[], ppc_draws=50)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -254,8 +255,8 @@ def test_report_fits_with_bayesrank_fit(tmp_path, data):
     out = tmp_path / "fit.html"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        write_report(data, out, model="rasch", draws=200, tune=200, chains=2, random_seed=1,
-                     baselines=["avg"], ppc_draws=100)
+        post = bayesrank.fit(data, "rasch", draws=200, tune=200, chains=2, random_seed=1)
+        write_report(post, out, baselines=["avg"], ppc_draws=100)
     text = out.read_text(encoding="utf-8")
     assert 'id="ppc-summary"' in text
     assert len(parse(out).tables["leaderboard"]) == data.L + 1

@@ -15,11 +15,11 @@ import pytest
 pytest.importorskip("jax")
 pytest.importorskip("numpyro")
 
-from bayesrank import fitting  # noqa: E402
-from bayesrank.fitting import fit, fit_many  # noqa: E402
-from bayesrank.jax_nuts import ProgressBar  # noqa: E402
+from bayesrank.inference import fitting  # noqa: E402
+from bayesrank.inference.fitting import fit, fit_many  # noqa: E402
+from bayesrank.inference.jax_nuts import ProgressBar  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::bayesrank.diagnostics.SamplingWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 
 # An unusual size/setting combination, so that no other test has compiled these programs.
 TUNE, DRAWS, CHAINS = 150, 100, 3

@@ -319,6 +319,6 @@ def test_cli_study_from_signals(tmp_path, capsys):
 
 
 def test_public_names_are_lazy_exports():
-    assert br.load_signals is br.signals.load_signals
+    assert br.load_signals is br.data.signals.load_signals
     assert br.schemes.PAPER_SCHEMES is schemes.PAPER_SCHEMES
     assert callable(br.adaptive.next_trials)

@@ -226,7 +226,7 @@ def test_prior_effect_matches_direct_loop(aime):
     for n in trials:
         sub = aime.subset(trials=[n])
         mu_u, _ = br.bayes_at_n(sub, R0=None)
-        mu_g, _ = br.bayes_at_n(sub)
+        mu_g, _ = br.bayes_at_n(sub, R0="data")
         uni.append(_tau(br.scores_to_ranks(mu_u), gold))
         pri.append(_tau(br.scores_to_ranks(mu_g), gold))
     row = frame.loc[1]

@@ -135,7 +135,7 @@ def test_unknown_engine_is_refused():
 
 
 def test_competition_ranks_equal_scores_to_ranks_with_near_ties():
-    from bayesrank.ranks import scores_to_ranks
+    from bayesrank.ranking import scores_to_ranks
     from bayesrank.study.batched import competition_ranks
 
     rng = np.random.default_rng(4)
@@ -148,7 +148,7 @@ def test_competition_ranks_equal_scores_to_ranks_with_near_ties():
 
 
 def test_competition_ranks_of_a_stack_are_the_rows_ranks():
-    from bayesrank.ranks import scores_to_ranks
+    from bayesrank.ranking import scores_to_ranks
     from bayesrank.study.batched import competition_ranks
 
     rng = np.random.default_rng(5)

@@ -10,7 +10,7 @@ Label symmetry: every pairwise term comes from a label-free formula and each
 model sums its terms over opponents in increasing index order, so two models
 with identical outcome streams end with identical ratings -- bit-identical for
 Elo and whenever ties are skipped, otherwise up to the rounding of a reordered
-sum, far inside the tie tolerance of :func:`bayesrank.ranks.scores_to_ranks`.
+sum, far inside the tie tolerance of :func:`bayesrank.ranking.scores_to_ranks`.
 
 Compilation happens on first use and is cached on disk (``cache=True``).
 """

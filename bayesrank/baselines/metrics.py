@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from bayesrank.bayes_at_n import bayes_at_n
 from bayesrank.checks import check_finite, check_in_interval, check_int, check_probability
+from bayesrank.conjugate import bayes_at_n
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
@@ -179,7 +179,7 @@ def bayes(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Bayes@N posterior mean (or a normal-quantile lower score) of each model's utility.
 
-    Uses :func:`bayesrank.bayes_at_n` (Dirichlet-multinomial, categorical weights).
+    Uses :func:`bayesrank.conjugate.bayes_at_n` (Dirichlet-multinomial, categorical weights).
 
     Parameters
     ----------
@@ -195,14 +195,6 @@ def bayes(
 
     ``details``: ``mu`` and ``sigma``.
     """
-    if isinstance(R0, str):
-        if R0 != "data":
-            raise DataError(f"R0 must be None, 'data' or an array of prior outcomes, got {R0!r}")
-        if data.R0 is None:
-            raise DataError(
-                "bayes_greedy uses the data's prior outcomes R0 (e.g. greedy decodes), but "
-                "these data have none; build ResponseData(..., R0=...) or use 'bayes'"
-            )
     mu, sigma = bayes_at_n(data, weights=weights, R0=R0)
     if quantile is None:
         return mu, {"mu": mu, "sigma": sigma}

@@ -38,7 +38,7 @@ def example(key: str = "combined", *, greedy_prior: bool = True) -> ResponseData
         Attach the simulated greedy decodes as per-model prior outcomes
         R0 of shape (20, M, 1).
     """
-    from bayesrank.io import load
+    from bayesrank.data.io import load
 
     if key not in EXAMPLE_KEYS:
         raise DataError(f"unknown example benchmark {key!r}; choose one of {EXAMPLE_KEYS}")

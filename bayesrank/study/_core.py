@@ -17,7 +17,7 @@ import numpy as np
 
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
-from bayesrank.ranks import kendall_tau
+from bayesrank.ranking import kendall_tau
 from bayesrank.registry import get_method, methods, rank
 from bayesrank.study.batched import (
     SKIPPABLE,

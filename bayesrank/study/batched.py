@@ -20,7 +20,7 @@ difficulty, Bayes@N with and without the R0 prior and its quantile score, Borda,
 Copeland, win rate, Minimax) are evaluated for every draw in one vectorised call;
 each returns exactly the scores of the rule on each draw alone (same formula, same
 floating-point operations up to summation order, well inside the 1e-12 tie tolerance of
-:func:`bayesrank.ranks.scores_to_ranks`).  Every other rule (sequential ratings,
+:func:`bayesrank.ranking.scores_to_ranks`).  Every other rule (sequential ratings,
 iterative fits, voting rules with combinatorial searches) keeps the per-draw path:
 :meth:`DrawStack.subset` builds the draw's ``ResponseData`` with its reductions cache
 already filled from the stack, and :func:`bayesrank.rank` runs the rule unchanged.
@@ -42,7 +42,7 @@ from scipy import stats
 
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
-from bayesrank.ranks import DEFAULT_TOL
+from bayesrank.ranking import DEFAULT_TOL
 from bayesrank.registry import get_method, rank
 
 __all__ = [

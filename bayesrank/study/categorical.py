@@ -24,9 +24,9 @@ import pandas as pd
 
 from bayesrank import schemes as scheme_defs
 from bayesrank.data import ResponseData, as_response_data
+from bayesrank.data.io import atomic_write
+from bayesrank.data.signals import Signals, load_signals
 from bayesrank.errors import DataError
-from bayesrank.io import atomic_write
-from bayesrank.signals import Signals, load_signals
 from bayesrank.study._core import TauSample, gold_ranks, safe_ranks, trial_draws
 
 __all__ = ["categorical_schemes", "categorical_table"]

@@ -15,7 +15,7 @@ import pandas as pd
 
 from bayesrank.data import ResponseData, as_response_data
 from bayesrank.errors import DataError
-from bayesrank.ranks import kendall_tau, scores_to_ranks
+from bayesrank.ranking import kendall_tau, scores_to_ranks
 from bayesrank.study._core import (
     budget_draws,
     check_budgets,

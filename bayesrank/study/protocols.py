@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bayesrank.data import ResponseData, as_response_data
-from bayesrank.ranks import kendall_tau, scores_to_ranks
+from bayesrank.ranking import kendall_tau, scores_to_ranks
 from bayesrank.registry import get_method
 from bayesrank.study._core import (
     TAU_TOL,

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from bayesrank.data import ResponseData, as_response_data
-from bayesrank.io import atomic_write
+from bayesrank.data.io import atomic_write
 from bayesrank.study import tables as paper_tables
 from bayesrank.study._core import check_budgets, check_engine, default_budgets, resolve_methods
 from bayesrank.study.categorical import categorical_schemes

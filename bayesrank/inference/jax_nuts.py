@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
+from bayesrank.inference.cache import cached
+
 __all__ = ["JaxModel", "ProgressBar", "jaxify", "run_nuts"]
 
 STAT_NAMES = ("lp", "energy", "diverging", "n_steps", "step_size", "acceptance_rate")
@@ -274,7 +276,7 @@ def _chain_sampler(
     return jax.jit(program)
 
 
-def run_nuts(
+def _run_nuts(
     jm: JaxModel,
     datasets: Sequence[Sequence[np.ndarray]],
     *,
@@ -316,12 +318,9 @@ def run_nuts(
     """
     import jax
 
-    jax.config.update("jax_enable_x64", True)  # PyMC graphs are float64
     n_sets = len(datasets)
     t0 = time.perf_counter()
     import jax.numpy as jnp
-
-    from bayesrank.sampling import cached
 
     progressbar = bool(progressbar)
     bar = None
@@ -384,3 +383,16 @@ def run_nuts(
             }
         )
     return results, {"compile": t1 - t0, "sample": t2 - t1}
+
+
+def run_nuts(jm: JaxModel, datasets: Sequence[list[np.ndarray]], **options: Any
+             ) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """Sample every dataset in one vectorised program (see :func:`_run_nuts` for options).
+
+    PyMC graphs are float64: JAX runs with 64-bit types inside this call only
+    (``jax.enable_x64`` as a context), leaving the process-wide setting alone.
+    """
+    import jax
+
+    with jax.enable_x64(True):
+        return _run_nuts(jm, datasets, **options)

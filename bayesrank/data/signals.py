@@ -22,7 +22,6 @@ raises a :class:`~bayesrank.errors.DataError` naming it
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-import bayesrank as br
+from bayesrank.data import io
+from bayesrank.data.response import ResponseData
 from bayesrank.errors import DataError, LoadError
 
 __all__ = ["BINARY_SIGNALS", "PROBABILITY_SIGNALS", "SIGNALS", "Signals", "load_signals"]
@@ -94,7 +94,7 @@ class Signals:
                             f"(it has {list(self.names)})")
         return {n: self.values[n] for n in names}
 
-    def outcomes(self, name: str = "is_correct", *, R0: Any = None) -> br.ResponseData:
+    def outcomes(self, name: str = "is_correct", *, R0: Any = None) -> ResponseData:
         """A binary signal as :class:`~bayesrank.ResponseData` (default: correctness).
 
         ``R0`` (array or file, as :func:`bayesrank.load` takes it) adds prior
@@ -105,8 +105,8 @@ class Signals:
         values = np.nan_to_num(self[name], nan=0.0).astype(np.int64)
         prior = None
         if R0 is not None:  # parse the prior with the loader's own rules (.npy / keyed .npz)
-            prior = br.load(values, R0=R0).R0
-        return br.ResponseData(values, models=self.models, questions=self.questions,
+            prior = io.load(values, R0=R0).R0
+        return ResponseData(values, models=self.models, questions=self.questions,
                                mask=self.mask, R0=prior, weights=[0.0, 1.0])
 
     def to_xarray(self) -> xr.Dataset:
@@ -126,11 +126,6 @@ class Signals:
         return f"Signals(L={L}, M={M}, N={N}; {', '.join(self.names)})"
 
 
-def _io_module() -> Any:
-    # The long-format readers live next to bayesrank.load, wherever the package
-    # layout puts that module; reach them through the public function.
-    return sys.modules[br.load.__module__]
-
 
 def _read_source(source: Any, fmt: str | None) -> tuple[pd.DataFrame, str]:
     if isinstance(source, pd.DataFrame):
@@ -143,7 +138,6 @@ def _read_source(source: Any, fmt: str | None) -> tuple[pd.DataFrame, str]:
         raise LoadError(f"no such file: {path}")
     if path.is_dir():
         raise LoadError(f"{path} is a directory, not a signals file")
-    io = _io_module()
     kind = io._format_of(path, fmt)
     if kind not in ("csv", "jsonl", "parquet"):
         raise LoadError(f"signals are read from long tables (csv, jsonl, parquet), not {kind}")
@@ -214,7 +208,7 @@ def load_signals(
         raise DataError(f"{where} lacks key column(s) {missing_keys}; found {list(frame.columns)}")
     # The key checks (empty keys, duplicate completions, ordering, missing trials)
     # are those of the outcome loader: run it on the keys alone.
-    layout = _io_module().from_long(df[list(_KEYS)].assign(outcome=0), source=where)
+    layout = io.from_long(df[list(_KEYS)].assign(outcome=0), source=where)
     li = pd.Index(layout.models).get_indexer(df["model"].astype(str))
     qi = pd.Index(layout.questions).get_indexer(df["question"].astype(str))
     _, ti = np.unique(df["trial"].to_numpy(), return_inverse=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from importlib.util import find_spec
 from typing import Any
@@ -24,9 +23,11 @@ import pymc as pm
 import xarray as xr
 
 from bayesrank.datatree import from_arrays, group, with_groups, without_groups
-from bayesrank.errors import MissingDependencyError
+from bayesrank.errors import DataError, MissingDependencyError
+from bayesrank.inference.cache import cached
+from bayesrank.inference.jax_nuts import jaxify, run_nuts
 
-__all__ = ["SAMPLERS", "require", "sample", "default_progressbar", "clear_cache", "structure_key"]
+__all__ = ["SAMPLERS", "default_progressbar", "require", "sample", "sample_batch"]
 
 SAMPLERS = ("nutpie", "numpyro", "pymc", "conjugate")
 _PACKAGES = {
@@ -59,47 +60,6 @@ def default_progressbar() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
-
-
-_CACHE: OrderedDict[Hashable, Any] = OrderedDict()
-_CACHE_SIZE = 8
-
-
-def cached(key: Hashable | None, make: Callable[[], Any]) -> tuple[Any, bool]:
-    """``make()``, remembered under ``key`` (a few most recent); returns (value, was_cached)."""
-    if key is None:
-        return make(), False
-    if key in _CACHE:
-        _CACHE.move_to_end(key)
-        return _CACHE[key], True
-    value = make()
-    _CACHE[key] = value
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
-    return value, False
-
-
-def clear_cache() -> None:
-    """Forget every compiled model (frees memory; the next fit compiles again)."""
-    _CACHE.clear()
-
-
-def structure_key(model: pm.Model, tag: Hashable | None) -> Hashable | None:
-    """Key under which a compiled ``model`` can be reused for other data of the same shape.
-
-    ``tag`` names the model and its options (everything that shapes the graph
-    besides data); all data must live in ``pm.Data`` containers, whose names,
-    shapes and dtypes complete the key, with the names of the model's variables
-    (data-driven choices such as a parameterisation show there).  None
-    disables reuse.
-    """
-    if tag is None:
-        return None
-    shapes = tuple(
-        (v.name, tuple(np.shape(v.get_value(borrow=True))), str(v.dtype)) for v in model.data_vars
-    )
-    variables = tuple(v.name for v in (*model.free_RVs, *model.deterministics))
-    return (tag, shapes, variables)
 
 
 def _relabel(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
@@ -186,15 +146,15 @@ def _sample_pymc(model, *, draws, tune, chains, seed, progressbar, target_accept
     return _keep_model_vars(idata, model), {"compile": t1 - t0, "sample": t2 - t1}
 
 
-def _sample_conjugate(model, *, draws, tune, chains, seed, progressbar, target_accept):
+def _sample_exact(model, *, draws, tune, chains, seed, progressbar, target_accept,
+                  exact_draws=None):
     from pymc.backends.arviz import coords_and_dims_for_inferencedata
 
-    from bayesrank.models.bayes import conjugate_draws
-
-    if "alpha" not in model.named_vars or "p" not in model.named_vars:
-        raise ValueError("sampler 'conjugate' applies to the 'bayes' model only")
+    if exact_draws is None:
+        raise ValueError("sampler 'conjugate' draws exact conjugate posteriors: it applies to "
+                         "the 'bayes' model only")
     t0 = time.perf_counter()
-    posterior = conjugate_draws(model, draws=draws, chains=chains, seed=seed)
+    posterior = exact_draws(model, draws=draws, chains=chains, seed=seed)
     t1 = time.perf_counter()
     coords, dims = coords_and_dims_for_inferencedata(model)
     idata = from_arrays(
@@ -225,7 +185,7 @@ def jax_inference_data(model: pm.Model, result: dict[str, Any]) -> xr.DataTree:
 
 def _sample_numpyro(model, *, draws, tune, chains, seed, progressbar, target_accept,
                     log_likelihood=(), key=None):
-    from bayesrank.jax_nuts import jaxify, run_nuts
+    from bayesrank.inference.jax_nuts import jaxify, run_nuts
 
     t0 = time.perf_counter()
     jm, _ = cached(
@@ -261,6 +221,7 @@ def sample(
     target_accept: float = 0.8,
     log_likelihood: tuple[str, ...] = (),
     key: Hashable | None = None,
+    exact_draws: Callable[..., dict[str, np.ndarray]] | None = None,
 ) -> tuple[xr.DataTree, dict[str, float]]:
     """Draw from the posterior of ``model`` with ``sampler``.
 
@@ -269,6 +230,8 @@ def sample(
     leave that to :func:`pymc.compute_log_likelihood`).  With a ``key`` from
     :func:`structure_key`, the nutpie and NumPyro back ends reuse a model
     compiled earlier for data of the same shape and only swap the data in.
+    ``exact_draws(model, draws=, chains=, seed=)`` is the model's own exact
+    sampler, used by ``sampler="conjugate"``.
     """
     require(sampler)
     kwargs = dict(
@@ -284,8 +247,51 @@ def sample(
     if sampler == "pymc":
         return _sample_pymc(model, **kwargs)
     if sampler == "conjugate":
-        return _sample_conjugate(model, **kwargs)
+        return _sample_exact(model, **kwargs, exact_draws=exact_draws)
     return _sample_numpyro(model, **kwargs, log_likelihood=log_likelihood, key=key)
+
+
+def sample_batch(
+    models: list[pm.Model],
+    *,
+    draws: int,
+    tune: int,
+    chains: int,
+    seed: int,
+    progressbar: bool,
+    target_accept: float = 0.8,
+    log_likelihood: tuple[str, ...] = (),
+    key: Hashable | None = None,
+) -> tuple[list[xr.DataTree], dict[str, float]]:
+    """Sample models of one structure (the same graph, other data) as one NumPyro program.
+
+    Every chain of every model runs NUTS under ``jax.vmap`` in one compiled
+    program (what a GPU runs in parallel).  All models must hold data of equal
+    shapes; a :class:`~bayesrank.errors.DataError` names the first that does not.
+    """
+    require("numpyro")
+    jm, _ = cached(("jaxify", key, log_likelihood), lambda: jaxify(models[0], log_likelihood))
+    values = [jm.data_values(m) for m in models]
+    for i, vals in enumerate(values[1:], start=1):
+        for name, a, b in zip(jm.data_names, values[0], vals, strict=True):
+            if a.shape != b.shape:
+                raise DataError(
+                    f"dataset {i} has {name} of shape {b.shape} but dataset 0 has {a.shape}; "
+                    "fit_many needs datasets of equal shape"
+                )
+    results, timings = run_nuts(
+        jm,
+        values,
+        chains=chains,
+        draws=draws,
+        tune=tune,
+        seed=seed,
+        target_accept=target_accept,
+        cache_key=None if key is None else (key, log_likelihood),
+        progressbar=progressbar,
+    )
+    trees = [jax_inference_data(m, r) for m, r in zip(models, results, strict=True)]
+    return trees, {**timings, "batch_size": len(models)}
 
 
 def seed_or_new(random_seed: int | None) -> int:

@@ -28,7 +28,7 @@ from bayesrank.datatree import group, has_group
 from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
-    from bayesrank.posterior import Posterior
+    from bayesrank.analysis.posterior import Posterior
 
 __all__ = ["compare", "pointwise_log_likelihood", "observation_unit"]
 

@@ -49,7 +49,7 @@ from bayesrank.datatree import group, has_group, with_groups
 from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
-    from bayesrank.posterior import Posterior
+    from bayesrank.analysis.posterior import Posterior
 
 __all__ = ["PPCResult", "posterior_predictive_check", "bayesian_p_values", "STATISTICS"]
 
@@ -279,8 +279,8 @@ def posterior_predictive_check(
     if not set(_CELL_DIMS) <= set(rep_values.dims):
         raise DataError(
             f"posterior-predictive statistics need cell counts with dims (llm, question); "
-            f"{posterior.model!r} observes {var!r} with dims {rep_values.dims}; inspect "
-            "the replicated data from bayesrank.ppc.replicate(posterior) with arviz.plot_ppc_dist."
+            f"{posterior.model!r} observes {var!r} with dims {rep_values.dims}; inspect the "
+            "replicated data (bayesrank.analysis.ppc.replicate(posterior)) with ArviZ's plots."
         )
     weights = data.weights
     trials = data.reductions.trials

@@ -1,6 +1,6 @@
 """A self-contained HTML report of a Bayesian ranking.
 
-:func:`write_report` fits a model (or takes a fitted posterior) and writes one
+:func:`write_report` takes a fitted posterior (it never fits) and writes one
 HTML file: leaderboard with intervals, LCB ranks, P(best), expected ranks and
 top-set membership; forest plot; superiority heat map; rank distribution;
 posterior-predictive checks; sampler diagnostics in plain language; the data
@@ -16,22 +16,21 @@ import base64
 import html
 import io
 import os
-import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bayesrank.data import ResponseData, as_response_data
-from bayesrank.posterior import NormalPosterior, Posterior, RankAnalytics, closed_form
+from bayesrank.analysis.posterior import NormalPosterior, Posterior, RankAnalytics
+from bayesrank.data import ResponseData
 
-__all__ = ["write_report", "render_report", "DEFAULT_BASELINES", "CLOSED_FORM"]
+__all__ = ["DEFAULT_BASELINES", "ReportOptions", "render_report", "write_report"]
 
 DEFAULT_BASELINES = ("avg", "bradley_terry", "elo_tie_draw")
-CLOSED_FORM = "closed_form"  # model name for the MCMC-free Bayes@N normal approximation
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
@@ -60,7 +59,7 @@ def _new_figure(kind: str, n_models: int, nrows: int = 1, ncols: int = 1) -> tup
     """A figure outside pyplot (no global backend state; safe inside notebooks)."""
     from matplotlib.figure import Figure
 
-    from bayesrank.plots import figure_size
+    from bayesrank.report.plots import figure_size
 
     fig = Figure(figsize=figure_size(kind, n_models), layout="constrained")
     axes = fig.subplots(nrows, ncols)
@@ -150,7 +149,7 @@ def _baseline_rankings(data: ResponseData, baselines: Sequence[str]) -> dict[str
 
 def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: dict[str, Any],
                          prob: float, q: float, alpha: float, level: float) -> str:
-    from bayesrank.ranks import kendall_tau
+    from bayesrank.ranking import kendall_tau
 
     rows = pd.DataFrame(
         {
@@ -208,7 +207,7 @@ def _diagnostics_section(post: RankAnalytics) -> str:
     if not isinstance(post, Posterior):
         return ('<p class="ok">Closed-form normal approximation: no sampling, so no sampler '
                 "diagnostics apply.</p>")
-    from bayesrank import diagnostics as diag
+    from bayesrank.inference import diagnostics as diag
 
     frame = post.diagnostics
     if not isinstance(frame, pd.DataFrame) or "r_hat" not in frame:
@@ -249,7 +248,7 @@ def _ppc_section(post: RankAnalytics, ppc_draws: int, random_seed: int | None,
         return ('<p class="note">Posterior-predictive checks need a generative model fitted by '
                 "MCMC; not available for this posterior.</p>")
     from bayesrank.errors import DataError
-    from bayesrank.plots import plot_ppc_statistics
+    from bayesrank.report.plots import plot_ppc_statistics
 
     try:
         result = post.ppc(num_draws=ppc_draws, random_seed=random_seed, alpha=alpha)
@@ -280,7 +279,7 @@ def _ppc_section(post: RankAnalytics, ppc_draws: int, random_seed: int | None,
 
 
 def _counts_ppc_figure(result: Any) -> str:
-    from bayesrank.plots import plot_ppc_rootogram
+    from bayesrank.report.plots import plot_ppc_rootogram
 
     fig = plot_ppc_rootogram(result)
     return _figure_html(fig, "posterior predictive rootogram of the cell counts")
@@ -293,33 +292,67 @@ def _plot(function: Any, kind: str, post: RankAnalytics, alt: str, **options: An
 
 
 # ------------------------------------------------------------------------ public API
-def render_report(
-    post: RankAnalytics,
-    *,
-    data: ResponseData | None = None,
-    baselines: Sequence[str] = DEFAULT_BASELINES,
-    source: str | None = None,
-    simulated: bool | None = None,
-    prob: float = 0.9,
-    q: float = 0.05,
-    alpha: float = 0.05,
-    level: float = 0.95,
-    ppc_draws: int = 500,
-    random_seed: int | None = 0,
-    settings: dict[str, Any] | None = None,
-) -> str:
+@dataclass(frozen=True)
+class ReportOptions:
+    """What a report shows and how (every field has a default).
+
+    Attributes
+    ----------
+    baselines : sequence of str
+        Deterministic methods (:func:`bayesrank.methods`) shown beside the posterior
+        with their Kendall tau-b agreement.
+    prob, q, alpha, level : float
+        Credible-interval mass, LCB quantile, top-set level 1 - alpha, and
+        superiority level for calling adjacent models separated.
+    ppc_draws : int
+        Posterior draws used to replicate the data in the predictive checks.
+    random_seed : int, optional
+        Seeds the posterior-predictive replication.
+    source : str, optional
+        Where the data came from (shown in the report).  A source mentioning
+        "simulated" (as the CLI's bundled example does) adds a SIMULATED banner.
+    simulated : bool, optional
+        Force the SIMULATED banner on or off.
+    """
+
+    baselines: Sequence[str] = DEFAULT_BASELINES
+    prob: float = 0.9
+    q: float = 0.05
+    alpha: float = 0.05
+    level: float = 0.95
+    ppc_draws: int = 500
+    random_seed: int | None = 0
+    source: str | None = None
+    simulated: bool | None = None
+
+
+def _settings(post: RankAnalytics) -> dict[str, Any]:
+    settings: dict[str, Any] = {"model": post.model}
+    if isinstance(post, Posterior):
+        theta = post.theta
+        seed = post.idata["posterior"].attrs.get("random_seed")
+        settings.update(sampler=post.sampler, chains=theta.sizes["chain"],
+                        draws=theta.sizes["draw"], seed=seed)
+    elif isinstance(post, NormalPosterior):
+        settings["approximation"] = "normal (closed form)"
+    return settings
+
+
+def render_report(post: RankAnalytics, options: ReportOptions | None = None) -> str:
     """The report of a fitted posterior as one HTML string (see :func:`write_report`)."""
     from bayesrank import __version__
-    from bayesrank.plots import plot_forest, plot_rank_distribution, plot_superiority
+    from bayesrank.report.plots import plot_forest, plot_rank_distribution, plot_superiority
 
-    data = data if data is not None else getattr(post, "data", None)
+    o = options or ReportOptions()
+    prob, q, alpha, level = o.prob, o.q, o.alpha, o.level
+    data = getattr(post, "data", None)
     if data is None:
-        raise ValueError("render_report needs the data (pass data=...)")
+        raise ValueError("a report needs the data the posterior was fitted to (post.data)")
     started = time.perf_counter()
     board = post.leaderboard(prob=prob, q=q, alpha=alpha, level=level)
-    baseline_results = _baseline_rankings(data, baselines)
+    baseline_results = _baseline_rankings(data, o.baselines)
     sections = [
-        ("Data", _data_section(data, source, _is_simulated(source, simulated))),
+        ("Data", _data_section(data, o.source, _is_simulated(o.source, o.simulated))),
         ("Leaderboard", _leaderboard_section(post, board, baseline_results, prob, q, alpha,
                                              level)),
         ("Credible intervals", _plot(plot_forest, "forest", post, "forest plot of credible "
@@ -330,10 +363,10 @@ def render_report(
         ("Rank distribution", "<p>Posterior probability of each rank; crosses mark the "
                               "expected rank.</p>"
          + _plot(plot_rank_distribution, "rank_distribution", post, "rank distribution")),
-        ("Posterior-predictive checks", _ppc_section(post, ppc_draws, random_seed, alpha)),
+        ("Posterior-predictive checks", _ppc_section(post, o.ppc_draws, o.random_seed, alpha)),
         ("Sampler diagnostics", _diagnostics_section(post)),
     ]
-    settings = dict(settings or {})
+    settings = _settings(post)
     timings = dict(getattr(post, "timings", {}) or {})
     timings["report"] = time.perf_counter() - started
     settings_text = "; ".join(f"{_esc(k)}={_esc(v)}" for k, v in settings.items())
@@ -352,101 +385,35 @@ def render_report(
     )
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a report is an ordinary file
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_report(
-    data: ResponseData | Any,
+    post: RankAnalytics,
     output: str | os.PathLike[str],
-    *,
-    model: str = "rasch",
-    sampler: str | None = None,
-    baselines: Sequence[str] = DEFAULT_BASELINES,
-    draws: int = 1000,
-    tune: int = 1000,
-    chains: int = 4,
-    random_seed: int | None = 0,
-    source: str | None = None,
-    posterior: RankAnalytics | None = None,
-    simulated: bool | None = None,
-    prob: float = 0.9,
-    q: float = 0.05,
-    alpha: float = 0.05,
-    level: float = 0.95,
-    ppc_draws: int = 500,
+    options: ReportOptions | None = None,
+    **option_fields: Any,
 ) -> Path:
-    """Fit ``model`` to ``data`` and write a self-contained HTML report to ``output``.
+    """Write the self-contained HTML report of a fitted posterior to ``output``.
 
     Parameters
     ----------
-    data : ResponseData or array_like (L, M, N)
+    post : Posterior or NormalPosterior
+        From :func:`bayesrank.fit`, :func:`bayesrank.closed_form` or
+        :func:`bayesrank.load_posterior`; the report only renders it, it never fits.
     output : path
         Destination ``.html``; written atomically (nothing is left behind on error).
-    model : str
-        Model for :func:`bayesrank.fit` (``"rasch"``, ``"bayes"``, ``"2pl"``, ...) or
-        ``"closed_form"`` for the MCMC-free Bayes@N normal approximation.
-    sampler, draws, tune, chains, random_seed
-        Passed to :func:`bayesrank.fit`; ``random_seed`` also seeds the PPC.
-    baselines : sequence of str
-        Deterministic methods (:func:`bayesrank.methods`) shown beside the posterior
-        with their Kendall tau-b agreement.  Unknown identifiers raise before fitting.
-    source : str, optional
-        Where the data came from (shown in the report).  A source mentioning
-        "simulated" (as the CLI's bundled example does) adds a SIMULATED banner.
-    posterior : Posterior or NormalPosterior, optional
-        Report this already fitted posterior instead of fitting.
-    simulated : bool, optional
-        Force the SIMULATED banner on or off.
-    prob, q, alpha, level
-        Credible-interval mass, LCB quantile, top-set level 1 - alpha, and
-        superiority level for calling adjacent models separated.
-    ppc_draws : int
-        Posterior draws used to replicate the data in the predictive checks.
+    options : ReportOptions, optional
+    **option_fields
+        Fields of :class:`ReportOptions` set directly (``baselines=[...]``).
 
     Returns
     -------
     pathlib.Path
         The written file.
     """
+    from bayesrank.data.io import atomic_write
     from bayesrank.registry import get_method
 
-    d = as_response_data(data)
-    for ident in baselines:
-        get_method(ident)  # fail fast on typos, before a long fit
-    output = Path(output)
-    if posterior is None:
-        if model == CLOSED_FORM:
-            posterior = closed_form(d)
-        else:
-            from bayesrank.fitting import fit
-
-            posterior = fit(d, model, sampler=sampler, draws=draws, tune=tune, chains=chains,
-                            random_seed=random_seed)
-    settings: dict[str, Any] = {"model": posterior.model}
-    if isinstance(posterior, Posterior):
-        theta = posterior.theta
-        settings.update(sampler=posterior.sampler, chains=theta.sizes["chain"],
-                        draws=theta.sizes["draw"], seed=random_seed)
-    elif isinstance(posterior, NormalPosterior):
-        settings["approximation"] = "normal (closed form)"
-    text = render_report(
-        posterior, data=d, baselines=baselines, source=source, simulated=simulated, prob=prob,
-        q=q, alpha=alpha, level=level, ppc_draws=ppc_draws, random_seed=random_seed,
-        settings=settings,
-    )
-    _atomic_write(output, text)
-    return output
+    o = replace(options or ReportOptions(), **option_fields)
+    for ident in o.baselines:
+        get_method(ident)  # fail on typos before any work
+    text = render_report(post, o)
+    return atomic_write(output, lambda tmp: tmp.write_text(text, encoding="utf-8"))

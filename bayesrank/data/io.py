@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayesrank.data import ResponseData
+from bayesrank.data.response import ResponseData
 from bayesrank.errors import DataError, LoadError
 
 __all__ = ["load", "save", "load_benchmarks", "save_benchmarks", "from_long", "atomic_write"]

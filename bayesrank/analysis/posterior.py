@@ -27,24 +27,20 @@ import pandas as pd
 import xarray as xr
 from scipy import special
 
-from bayesrank import uncertainty as unc
-from bayesrank.data import ResponseData
+from bayesrank import conjugate
+from bayesrank.analysis import rank_stats as unc
+from bayesrank.checks import check_probability
+from bayesrank.data import ResponseData, as_response_data
 from bayesrank.datatree import from_arrays, has_group
 from bayesrank.ranking import Ranking
 
 if TYPE_CHECKING:
-    from bayesrank.ppc import PPCResult
+    from bayesrank.analysis.ppc import PPCResult
 
-__all__ = ["Posterior", "NormalPosterior", "RankAnalytics", "closed_form", "compare"]
+__all__ = ["Posterior", "NormalPosterior", "RankAnalytics", "closed_form"]
 
 RankBy = Literal["mean", "median", "lcb"]
 IntervalKind = Literal["eti", "hdi"]
-
-
-def _check_prob(prob: float, name: str = "prob") -> float:
-    if not 0 < prob < 1:
-        raise ValueError(f"{name} must lie strictly between 0 and 1, got {prob!r}")
-    return float(prob)
 
 
 class RankAnalytics:
@@ -86,11 +82,11 @@ class RankAnalytics:
         q : float
             Quantile for ``by="lcb"``.
         ties : str
-            Tie convention of the ranks (see :mod:`bayesrank.ranks`).
+            Tie convention of the ranks (see :mod:`bayesrank.ranking`).
         """
         if by not in ("mean", "median", "lcb"):
             raise ValueError(f"by must be 'mean', 'median' or 'lcb', got {by!r}")
-        q = _check_prob(q, "q")
+        q = check_probability("q", q)
         scores = self._point(by, q)
         details = {"by": by, "sd": self._sd()}
         if by == "lcb":
@@ -102,7 +98,7 @@ class RankAnalytics:
 
         Returns a frame indexed by ``llm`` with columns ``mean``, ``lower``, ``upper``.
         """
-        prob = _check_prob(prob)
+        prob = check_probability("prob", prob)
         if kind not in ("eti", "hdi"):
             raise ValueError(f"kind must be 'eti' or 'hdi', got {kind!r}")
         lower, upper = self._interval(prob, kind)
@@ -145,7 +141,7 @@ class RankAnalytics:
 
     def rank_summary(self, prob: float = 0.9) -> pd.DataFrame:
         """Expected rank, equal-tailed rank credible interval and P(best) per model."""
-        prob = _check_prob(prob)
+        prob = check_probability("prob", prob)
         p = self._rank_probs()
         lower, upper = unc.rank_intervals(p, prob)
         frame = pd.DataFrame(
@@ -179,7 +175,7 @@ class RankAnalytics:
         ``p_superior = P(theta_upper > theta_lower)``, its ``mcse``, and
         ``separated = p_superior >= level``.
         """
-        level = _check_prob(level, "level")
+        level = check_probability("level", level)
         order = self._order(by, q)
         prob, mcse = self._superiority_arrays()
         upper, lower = order[:-1], order[1:]
@@ -388,9 +384,9 @@ class Posterior(RankAnalytics):
         ``result.idata``, a copy of :attr:`idata` with the
         ``posterior_predictive`` group (for :func:`arviz.plot_ppc_dist`);
         this posterior is not changed.  See
-        :func:`bayesrank.ppc.posterior_predictive_check`.
+        :func:`bayesrank.analysis.ppc.posterior_predictive_check`.
         """
-        from bayesrank.ppc import posterior_predictive_check
+        from bayesrank.analysis.ppc import posterior_predictive_check
 
         return posterior_predictive_check(
             self, num_draws=num_draws, random_seed=random_seed, alpha=alpha
@@ -412,7 +408,7 @@ class NormalPosterior(RankAnalytics):
     (identifier ``bayes_ci``).  Here every analytic is exact under that
     approximation: superiority ``Phi((mu_i - mu_j) / sqrt(sigma_i^2 + sigma_j^2))``
     (MCSE 0), intervals from normal quantiles, and the rank distribution by
-    one-dimensional quadrature (:func:`bayesrank.uncertainty.normal_rank_probabilities`).
+    one-dimensional quadrature (:func:`bayesrank.analysis.rank_stats.normal_rank_probabilities`).
 
     Parameters
     ----------
@@ -491,11 +487,11 @@ class NormalPosterior(RankAnalytics):
 
 
 def closed_form(
-    data: ResponseData | Any, *, weights: np.ndarray | None = None, R0: Any = "data"
+    data: ResponseData | Any, *, weights: np.ndarray | None = None, R0: Any = None
 ) -> NormalPosterior:
     """Closed-form Bayes@N posterior ``N(mu_l, sigma_l^2)`` with exact ranking analytics.
 
-    Wraps :func:`bayesrank.bayes_at_n` (paper appendix, "Bayes@N"): ``mu_l`` and
+    Wraps :func:`bayesrank.conjugate` (paper appendix, "Bayes@N"): ``mu_l`` and
     ``sigma_l`` are the mean and standard deviation of model ``l``'s weighted
     score under independent Dirichlet posteriors per question.  ``R0=None`` gives
     Bayes_U@N (uniform prior only); the default uses the data's own prior
@@ -507,21 +503,7 @@ def closed_form(
     >>> post.rank("lcb", q=0.05)                      # = bayes_ci ranking  # doctest: +SKIP
     >>> post.superiority()["prob"]                    # doctest: +SKIP
     """
-    from bayesrank.bayes_at_n import bayes_at_n
-    from bayesrank.data import as_response_data
-
     d = as_response_data(data)
-    mu, sigma = bayes_at_n(d, weights=weights, R0=R0)
-    uses_prior = R0 is not None and not (isinstance(R0, str) and R0 == "data" and d.R0 is None)
-    label = "bayes_greedy" if uses_prior else "bayes"
+    mu, sigma = conjugate.bayes_at_n(d, weights=weights, R0=R0)
+    label = "bayes_greedy" if conjugate.uses_prior(R0) else "bayes"
     return NormalPosterior(mu, sigma, d.models, data=d, model=label)
-
-
-def compare(posteriors: dict[str, Posterior], **options: Any) -> pd.DataFrame:
-    """PSIS-LOO comparison of ranking models fitted to the same data.
-
-    See :func:`bayesrank.comparison.compare`.
-    """
-    from bayesrank.comparison import compare as _compare
-
-    return _compare(posteriors, **options)

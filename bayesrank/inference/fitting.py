@@ -7,7 +7,7 @@ Every fit returns a :class:`~bayesrank.Posterior` whose InferenceData holds
 ``posterior``, ``sample_stats``, ``observed_data`` and ``log_likelihood``
 (pointwise, e.g. per model-question cell for the Bayes@N and IRT models), and
 whose ``diagnostics`` frame holds R-hat, bulk/tail ESS, divergences and E-BFMI;
-a :class:`~bayesrank.diagnostics.SamplingWarning` names whatever failed.
+a :class:`~bayesrank.inference.diagnostics.SamplingWarning` names whatever failed.
 """
 
 from __future__ import annotations
@@ -21,19 +21,20 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from bayesrank.analysis.posterior import Posterior
+from bayesrank.checks import check_int
 from bayesrank.data import ResponseData, as_response_data
 from bayesrank.datatree import from_arrays, group, has_group, with_groups
-from bayesrank.diagnostics import SamplingWarning, check, summarize
-from bayesrank.errors import DataError
-from bayesrank.posterior import Posterior
-from bayesrank.sampling import (
+from bayesrank.inference.backends import (
     default_progressbar,
-    jax_inference_data,
     require,
     sample,
+    sample_batch,
     seed_or_new,
-    structure_key,
 )
+from bayesrank.inference.cache import structure_key
+from bayesrank.inference.diagnostics import SamplingWarning, check, summarize
+from bayesrank.models import get_model
 
 __all__ = ["fit", "fit_many", "DEFAULT_SAMPLER"]
 
@@ -83,9 +84,9 @@ def _batch_sampler(model: str, sampler: str | None) -> str:
 
 
 def _check_draws(draws: int, tune: int, chains: int) -> None:
-    for name, value, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1)):
-        if int(value) != value or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    check_int("draws", draws)
+    check_int("tune", tune, minimum=0)
+    check_int("chains", chains)
 
 
 def _target_accept(spec: Any, target_accept: float | None) -> float:
@@ -196,8 +197,6 @@ def fit(
     SamplingWarning
         When R-hat > 1.01, bulk/tail ESS < 400, any divergence, or E-BFMI < 0.3.
     """
-    from bayesrank.models import get_model
-
     _check_draws(draws, tune, chains)
     spec = get_model(model)
     target_accept = _target_accept(spec, target_accept)
@@ -217,6 +216,7 @@ def fit(
         target_accept=float(target_accept),
         log_likelihood=(observed_var,) if log_likelihood else (),
         key=structure_key(pymc_model, _tag(spec, model_options)),
+        exact_draws=spec.exact_draws,
     )
     if log_likelihood and not has_group(idata, "log_likelihood"):
         import time
@@ -289,10 +289,6 @@ def fit_many(
         ``timings`` with the batch's compile and sampling seconds and
         ``batch_size``; per-dataset seeds are drawn from ``random_seed``.
     """
-    from bayesrank.jax_nuts import jaxify, run_nuts
-    from bayesrank.models import get_model
-    from bayesrank.sampling import cached
-
     _check_draws(draws, tune, chains)
     spec = get_model(model)
     if not len(datasets):
@@ -316,32 +312,19 @@ def fit_many(
     models = [spec.build(d, **model_options) for d in data]
     observed_var = spec.observed_var(models[0])
     wanted = (observed_var,) if log_likelihood else ()
-    key = structure_key(models[0], _tag(spec, model_options))
-    jm, _ = cached(("jaxify", key, wanted), lambda: jaxify(models[0], wanted))
-    values = [jm.data_values(m) for m in models]
-    for i, vals in enumerate(values[1:], start=1):
-        for name, a, b in zip(jm.data_names, values[0], vals, strict=True):
-            if a.shape != b.shape:
-                raise DataError(
-                    f"dataset {i} has {name} of shape {b.shape} but dataset 0 has {a.shape}; "
-                    "fit_many needs datasets of equal shape"
-                )
     seed = seed_or_new(random_seed)
-    results, timings = run_nuts(
-        jm,
-        values,
+    trees, timings = sample_batch(
+        models,
         chains=int(chains),
         draws=int(draws),
         tune=int(tune),
         seed=seed,
         target_accept=float(target_accept),
-        cache_key=(key, wanted),
         progressbar=default_progressbar() if progressbar is None else bool(progressbar),
+        log_likelihood=wanted,
+        key=structure_key(models[0], _tag(spec, model_options)),
     )
-    timings = {**timings, "batch_size": len(data)}
     return [
-        _finish(
-            jax_inference_data(m, r), d, model, m, observed_var, "numpyro", seed, timings, warn
-        )
-        for d, m, r in zip(data, models, results, strict=True)
+        _finish(tree, d, model, m, observed_var, "numpyro", seed, timings, warn)
+        for d, m, tree in zip(data, models, trees, strict=True)
     ]

@@ -21,7 +21,7 @@ import xarray as xr
 from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
-    from bayesrank.reductions import Reductions
+    from bayesrank.data.reductions import Reductions
 
 __all__ = ["ResponseData", "as_response_data"]
 
@@ -314,7 +314,7 @@ class ResponseData:
     @cached_property
     def reductions(self) -> Reductions:
         """Shared sufficient statistics, computed lazily and cached."""
-        from bayesrank.reductions import Reductions
+        from bayesrank.data.reductions import Reductions
 
         return Reductions(self)
 

@@ -1,7 +1,7 @@
 """Rank uncertainty from posterior draws or from a normal approximation.
 
-Pure functions over arrays; :class:`bayesrank.posterior.Posterior` and
-:class:`bayesrank.posterior.NormalPosterior` wrap them with labels.
+Pure functions over arrays; :class:`bayesrank.analysis.posterior.Posterior` and
+:class:`bayesrank.analysis.posterior.NormalPosterior` wrap them with labels.
 
 Conventions (paper, Sec. "Interval estimates and conservative ranking"):
 

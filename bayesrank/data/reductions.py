@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from bayesrank.data import ResponseData
+    from bayesrank.data.response import ResponseData
 
 __all__ = ["Reductions", "SetwiseEvents"]
 

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from bayesrank.posterior import RankAnalytics
-    from bayesrank.ppc import PPCResult
+    from bayesrank.analysis.posterior import RankAnalytics
+    from bayesrank.analysis.ppc import PPCResult
 
 __all__ = [
     "plot_forest",

@@ -1,0 +1,9 @@
+"""The report layer: render a fitted posterior (never fits).
+
+:func:`write_report` / :func:`render_report` (:mod:`.html`) produce a
+self-contained HTML report; :mod:`.plots` draws the figures.
+"""
+
+from bayesrank.report.html import ReportOptions, render_report, write_report
+
+__all__ = ["ReportOptions", "render_report", "write_report"]
