@@ -92,7 +92,7 @@ def main() -> None:
         from distributed import Client, LocalCluster
 
         with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
             sec_c, on_cluster = timed(study.model_pool_bootstrap, data, ids, sizes=SIZES,
                                       subsets=args.pools, client=client)
         same = on_cluster.equals(boot)

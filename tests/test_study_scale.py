@@ -44,7 +44,7 @@ def test_dask_cluster_gives_the_serial_frames():
     data = _simulate()
     serial = run_study(data, **PLAN)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         on_cluster = run_study(data, client=client, **PLAN)
         # the same plan given by scheduler address (bayesrank study --scheduler ADDRESS)
