@@ -17,7 +17,7 @@ recomputing anything (the model-pool bootstrap reduces its draws once).
 
 Rules with a closed form over these counts (:data:`BATCHED_RULES`: avg, inverse
 difficulty, Bayes@N with and without the R0 prior and its quantile score, Borda,
-Copeland, win rate, Minimax) are evaluated for every draw in one vectorised call;
+Copeland, win rate, Minimax, Schulze) are evaluated for every draw in one vectorised call;
 each returns exactly the scores of the rule on each draw alone (same formula, same
 floating-point operations up to summation order, well inside the 1e-12 tie tolerance of
 :func:`bayesrank.ranking.scores_to_ranks`).  Every other rule (sequential ratings,
@@ -305,6 +305,44 @@ def _minimax(stack: DrawStack, *, variant="margin", tie_policy="half", **_: obje
     return -np.where(np.isfinite(worst), worst, 0.0)
 
 
+def _dag_levels(above: np.ndarray) -> np.ndarray | None:
+    """Kahn levels of every draw's acyclic relation (D, L, L), as ``voting.dag_levels``.
+
+    Sources get level L, the next layer L - 1, ...; None when some draw has a cycle
+    (the rule then reports it per draw).
+    """
+    D, L, _ = above.shape
+    adj = above.astype(np.int64)
+    indegree = adj.sum(axis=1)
+    alive = np.ones((D, L), dtype=bool)
+    scores = np.zeros((D, L))
+    level = float(L)
+    while alive.any():
+        sources = alive & (indegree == 0)
+        if (alive.any(axis=1) & ~sources.any(axis=1)).any():
+            return None
+        scores[sources] = level
+        level -= 1.0
+        alive &= ~sources
+        indegree = indegree - np.einsum("dl,dlj->dj", sources.astype(np.int64), adj)
+    return scores
+
+
+def _schulze(stack: DrawStack, *, tie_policy="half", strength="winning_votes", **_: object):
+    """Schulze beatpath levels: widest-path (max-min) closure by Floyd-Warshall, every draw."""
+    P = _preferences(stack, tie_policy)
+    if P is None or strength not in ("margin", "winning_votes"):
+        return None
+    margin = P - np.swapaxes(P, 1, 2)
+    p = np.where(margin > 0, margin if strength == "margin" else P, 0.0)
+    eye = np.eye(P.shape[1], dtype=bool)
+    p[:, eye] = 0.0
+    for k in range(p.shape[1]):
+        np.maximum(p, np.minimum(p[:, :, k:k + 1], p[:, k:k + 1, :]), out=p)
+    p[:, eye] = 0.0
+    return _dag_levels(p > np.swapaxes(p, 1, 2))
+
+
 #: Base rule name -> closed form over a :class:`DrawStack` (scores of every draw, (D, L)).
 BATCHED_RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "avg": _avg,
@@ -314,6 +352,7 @@ BATCHED_RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "copeland": _copeland,
     "win_rate": _win_rate,
     "minimax": _minimax,
+    "schulze": _schulze,
 }
 
 #: Rules whose score of a model depends on that model's own counts only: their scores on a
