@@ -209,3 +209,9 @@ def test_run_studies_puts_benchmarks_side_by_side():
     assert frame.loc[1, "mean"] == single["gold_summary"].loc[0, "mean"]
     with pytest.raises(ValueError, match="no datasets"):
         run_studies({})
+
+
+def test_unreachable_scheduler_is_a_clear_error():
+    pytest.importorskip("distributed")
+    with pytest.raises(ValueError, match="cannot reach the Dask scheduler"):
+        run_study(_simulate(), methods=["avg"], scheduler="tcp://127.0.0.1:9", quiet=True)

@@ -30,7 +30,10 @@ def connect(address: str) -> Any:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("running a study on a cluster needs dask.distributed: "
                           "pip install 'bayesrank[cluster]'") from exc
-    return Client(address)
+    try:
+        return Client(address, timeout="10s")
+    except (OSError, TimeoutError) as exc:  # the CLI reports ValueErrors as one clean line
+        raise ValueError(f"cannot reach the Dask scheduler at {address!r}: {exc}") from exc
 
 
 class _Shared:
