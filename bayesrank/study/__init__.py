@@ -34,12 +34,13 @@ from bayesrank.study.protocols import (
     stability,
     summarize_gold_agreement,
 )
-from bayesrank.study.result import PROTOCOLS, StudyResult, run_studies, run_study
+from bayesrank.study.result import PROTOCOLS, StudyPlan, StudyResult, run_studies, run_study
 
 __all__ = [
     "ENGINES",
     "PROTOCOLS",
     "SLOW_METHODS",
+    "StudyPlan",
     "StudyResult",
     "categorical_schemes",
     "categorical_table",

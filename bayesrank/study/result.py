@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -160,26 +160,57 @@ def _check_plan(data: ResponseData, protocols: Sequence[str], budgets, sizes, sc
         raise ValueError("the 'categorical' protocol needs schemes={name: ResponseData}")
 
 
+@dataclass(frozen=True)
+class StudyPlan:
+    """How much of each protocol to run (the paper's settings by default).
+
+    Attributes
+    ----------
+    gold : str
+        Identifier of the gold standard (Bayes_U@N, ``"bayes"``).
+    n_trials : int
+        Trials per low-budget draw (N = 1 in the paper).
+    draws : int, optional
+        Low-budget draws (default: all N single-trial draws).
+    budgets : sequence of int, optional
+        Trial budgets for convergence and the prior effect (default:
+        :func:`default_budgets`).
+    reps : int
+        Convergence draws per budget.
+    sizes : sequence of int
+        Model-pool sizes of the bootstrap.
+    subsets : int
+        Model pools per size.
+    prior_reps : int
+        Prior-effect draws per budget.
+    schemes : mapping of str -> ResponseData, optional
+        Categorical schemes for the ``categorical`` protocol.
+    """
+
+    gold: str = "bayes"
+    n_trials: int = 1
+    draws: int | None = None
+    budgets: Sequence[int] | None = None
+    reps: int = 20
+    sizes: Sequence[int] = (5, 10, 15)
+    subsets: int = 50
+    prior_reps: int = 50
+    schemes: Mapping[str, ResponseData] | None = None
+
+
 def run_study(
     data: ResponseData,
     protocols: str | Iterable[str] = ("gold", "stability"),
     methods: str | Iterable[str] | None = None,
     *,
     seed: int = 0,
-    gold: str = "bayes",
-    n_trials: int = 1,
-    draws: int | None = None,
-    budgets: Sequence[int] | None = None,
-    reps: int = 20,
-    sizes: Sequence[int] = (5, 10, 15),
-    subsets: int = 50,
-    prior_reps: int = 50,
-    schemes: Mapping[str, ResponseData] | None = None,
+    plan: StudyPlan | None = None,
     engine: str = "batched",
     client: Any = None,
     scheduler: str | None = None,
     quiet: bool | None = None,
     name: str | None = None,
+    **plan_fields: Any,
 ) -> StudyResult:
     """Run the paper's evaluation protocols on ``data`` and collect the frames.
 
@@ -196,6 +227,9 @@ def run_study(
         Method identifiers; default the paper's 72.
     seed : int
         One seed for everything random; the same call gives the same frames.
+    plan : StudyPlan, optional
+        How much of each protocol to run; fields can also be given directly
+        (``run_study(data, sizes=(5,), subsets=1000)``).
     engine : {"batched", "reference"}
         ``"batched"`` (default) reduces all draws of a protocol at once and runs
         closed-form rules over the stack; ``"reference"`` is the per-draw loop.
@@ -213,9 +247,14 @@ def run_study(
         Benchmark name for the paper tables (``StudyResult.tables()``).
     """
     data = as_response_data(data)
+    unknown = sorted(set(plan_fields) - {f.name for f in fields(StudyPlan)})
+    if unknown:
+        raise TypeError(f"run_study got unknown option(s) {', '.join(unknown)}; the plan's "
+                        f"fields are {', '.join(f.name for f in fields(StudyPlan))}")
+    plan = replace(plan or StudyPlan(), **plan_fields)
     protocols = [p.strip() for p in protocols.split(",")] if isinstance(protocols, str) else list(
         protocols)
-    _check_plan(data, protocols, budgets, sizes, schemes)
+    _check_plan(data, protocols, plan.budgets, plan.sizes, plan.schemes)
     ids = resolve_methods(methods)
     check_engine(engine)
     if client is not None and scheduler is not None:
@@ -223,18 +262,16 @@ def run_study(
     own_client = connect(scheduler) if scheduler is not None else None
     try:
         frames, timings = _run(data, protocols, ids, own_client or client, engine,
-                               Progress(quiet), seed=seed, gold=gold, n_trials=n_trials,
-                               draws=draws, budgets=budgets, reps=reps, sizes=sizes,
-                               subsets=subsets, prior_reps=prior_reps, schemes=schemes)
+                               Progress(quiet), plan, seed)
     finally:
         if own_client is not None:
             own_client.close()
     settings = {
-        "protocols": protocols, "methods": ids, "gold": gold, "n_trials": n_trials,
-        "draws": draws, "budgets": list(budgets or default_budgets(data.N)), "reps": reps,
-        "sizes": list(sizes), "subsets": subsets, "prior_reps": prior_reps,
-        "schemes": list(schemes or ()), "data": repr(data), "engine": engine,
-        "name": name or "benchmark",
+        "protocols": protocols, "methods": ids, "gold": plan.gold, "n_trials": plan.n_trials,
+        "draws": plan.draws, "budgets": list(plan.budgets or default_budgets(data.N)),
+        "reps": plan.reps, "sizes": list(plan.sizes), "subsets": plan.subsets,
+        "prior_reps": plan.prior_reps, "schemes": list(plan.schemes or ()), "data": repr(data),
+        "engine": engine, "name": name or "benchmark",
     }
     return StudyResult(frames, settings, seed, timings)
 
@@ -257,8 +294,7 @@ def run_studies(
             for name, data in datasets.items()}
 
 
-def _run(data, protocols, ids, client, engine, progress, *, seed, gold, n_trials, draws,
-         budgets, reps, sizes, subsets, prior_reps, schemes):
+def _run(data, protocols, ids, client, engine, progress, plan: StudyPlan, seed: int):
     frames: dict[str, pd.DataFrame] = {}
     timings: dict[str, float] = {}
 
@@ -268,6 +304,7 @@ def _run(data, protocols, ids, client, engine, progress, *, seed, gold, n_trials
         timings[name] = time.perf_counter() - start
         return frames[name]
 
+    gold, n_trials, draws, budgets = plan.gold, plan.n_trials, plan.draws, plan.budgets
     common = {"seed": seed, "gold": gold}
     run = {"engine": engine, "client": client, "progress": progress}
     if "gold" in protocols:
@@ -277,17 +314,19 @@ def _run(data, protocols, ids, client, engine, progress, *, seed, gold, n_trials
         timed("stability", stability, data, ids, n_trials=n_trials, draws=draws, **common,
               **run)
     if "convergence" in protocols:
-        timed("convergence", convergence, data, ids, budgets=budgets, reps=reps, **common,
+        timed("convergence", convergence, data, ids, budgets=budgets, reps=plan.reps, **common,
               **run)
     if "bootstrap" in protocols:
-        timed("bootstrap", model_pool_bootstrap, data, ids, sizes=sizes, subsets=subsets,
+        timed("bootstrap", model_pool_bootstrap, data, ids, sizes=plan.sizes,
+              subsets=plan.subsets,
               n_trials=n_trials, draws=draws, **common, **run)
     if "prior" in protocols:
-        timed("prior_effect", prior_effect, data, budgets=budgets, reps=prior_reps, seed=seed,
+        timed("prior_effect", prior_effect, data, budgets=budgets, reps=plan.prior_reps,
+              seed=seed,
               gold=gold, **run)
-        timed("prior_diagnostics", prior_diagnostics, data, reps=prior_reps, seed=seed,
+        timed("prior_diagnostics", prior_diagnostics, data, reps=plan.prior_reps, seed=seed,
               engine=engine)
     if "categorical" in protocols:
-        timed("categorical", categorical_schemes, data, schemes, draws=draws, seed=seed,
+        timed("categorical", categorical_schemes, data, plan.schemes, draws=draws, seed=seed,
               gold=gold)
     return frames, timings
