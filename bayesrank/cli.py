@@ -1,24 +1,156 @@
-"""Command-line interface: ``bayesrank rank``, ``methods``, ``report`` and ``study``."""
+"""Command-line interface: ``bayesrank rank``, ``methods``, ``report``, ``study`` and ``plan``.
+
+Every mistake ends with one line on stderr naming the problem (and the fix, in
+command-line terms) and exit status 2 for a usage error or 1 for a data or run
+error; ``--debug`` shows the Python traceback instead.  Ctrl-C prints
+``interrupted`` (status 130) and a closed output pipe ends quietly (status 141,
+as for other tools killed by SIGPIPE).
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import inspect
+import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from bayesrank import __version__
 
 EXAMPLE_NOTE = "bundled simulated example (not real model results)"
+LONG_COLUMNS = ("model", "question", "trial", "outcome")
 
 
-def _load_data(path: str | None, key: str | None, prior: str | None):
+class UsageError(Exception):
+    """A command-line mistake: exit status 2 with the message."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: the problem and where to read the usage."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+# -- argument types and checks -------------------------------------------------------------
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {value}")
+        return value
+
+    return parse
+
+
+def _columns(text: str) -> dict[str, str]:
+    """``model=llm,outcome=correct`` -> ``{"model": "llm", "outcome": "correct"}``."""
+    mapping: dict[str, str] = {}
+    for item in (p.strip() for p in text.split(",") if p.strip()):
+        ours, sep, theirs = item.partition("=")
+        if not sep or not theirs or ours not in LONG_COLUMNS:
+            raise argparse.ArgumentTypeError(
+                f"bad entry {item!r}: give OURS=YOURS pairs with OURS one of "
+                f"{', '.join(LONG_COLUMNS)}, e.g. --columns trial=sample_idx,outcome=correct"
+            )
+        mapping[ours] = theirs
+    return mapping
+
+
+def _first_existing(path: Path) -> Path:
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _check_writable_folder(folder: Path, flag: str) -> None:
+    existing = _first_existing(folder)
+    if not existing.is_dir():
+        raise UsageError(f"cannot write {flag} under {folder}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {flag} under {existing}: permission denied; "
+                         f"choose another {flag}")
+
+
+def check_output_file(path: str | os.PathLike, flag: str = "-o") -> Path:
+    """Refuse, before any work, an output file that could not be written."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{flag} {target} is a directory; give a file name, "
+                         f"e.g. {flag} {target / 'report.html'}")
+    _check_writable_folder(target.parent, flag)
+    return target
+
+
+def check_output_dir(path: str | os.PathLike, flag: str = "-o") -> Path:
+    """Refuse, before any work, an output directory that could not be created or written."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{flag} {target} is an existing file, but this command writes several "
+                         f"files into a directory; give a directory name")
+    _check_writable_folder(target, flag)
+    return target
+
+
+# -- progress and warnings ------------------------------------------------------------------
+def _watched(args: argparse.Namespace) -> bool:
+    """Progress for a person at a terminal, unless --quiet."""
+    if getattr(args, "quiet", False):
+        return False
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _step(args: argparse.Namespace, text: str) -> None:
+    if _watched(args):
+        print(f"bayesrank: {text}", file=sys.stderr, flush=True)
+
+
+def _one_line(message: Warning | str) -> str:
+    return " ".join(str(message).split())
+
+
+@contextlib.contextmanager
+def _cli_warnings() -> Iterator[None]:
+    """Warnings as one ``bayesrank: warning: ...`` line each, without Python source lines."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"bayesrank: warning: {_one_line(message)}", file=file or sys.stderr)
+
+    with warnings.catch_warnings():
+        # PyTensor's C backend warns when it finds no system BLAS; the samplers bayesrank
+        # uses (nutpie, numpyro) compile their own kernels, so the warning is only noise here.
+        warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
+        # PyTensor's note that a random variable's perform method runs in Numba object mode
+        # concerns only its speed when replicating data, not the results
+        warnings.filterwarnings("ignore", message="Numba will use object mode")
+        warnings.showwarning = show
+        yield
+
+
+# -- data ----------------------------------------------------------------------------------
+def _load_data(path: str | None, key: str | None, prior: str | None,
+               columns: dict[str, str] | None = None):
     from bayesrank import datasets
     from bayesrank.data import io
 
     if path is None:
+        if prior or columns:
+            flag = "--prior" if prior else "--columns"
+            raise UsageError(f"{flag} applies to a DATA file; give one (the bundled example "
+                             "already has its prior)")
         return datasets.example(key or "combined"), EXAMPLE_NOTE
-    return io.load(path, key=key, R0=prior), path
+    return io.load(path, key=key, R0=prior, columns=columns), path
 
 
 def _add_data_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,23 +158,23 @@ def _add_data_arguments(p: argparse.ArgumentParser) -> None:
                    "omit to use the bundled simulated example")
     p.add_argument("--key", help="benchmark key inside a multi-benchmark .npz "
                    "(example: aime24, aime25, hmmt_feb_2025, brumo_2025, combined)")
-    p.add_argument("--prior", help="prior-outcome archive/array (e.g. greedy decodes) for R0")
+    p.add_argument("--prior", help="prior outcomes for R0 (e.g. greedy decodes): a long table "
+                   "(.csv/.jsonl/.parquet with question, [model,] trial, outcome; aligned by "
+                   "name), a .nc/.npz written by bayesrank, or an array (.npy, keyed .npz)")
+    p.add_argument("--columns", type=_columns, metavar="OURS=YOURS,...",
+                   help="names of your table's columns, e.g. "
+                   "--columns model=llm,question=task_id,trial=sample_idx,outcome=correct")
 
 
-def _cmd_rank(args: argparse.Namespace) -> int:
-    from bayesrank import rank
-
-    data, source = _load_data(args.data, args.key, args.prior)
-    options = {}
-    for item in args.option or []:
-        name, _, value = item.partition("=")
-        options[name] = _parse_value(value)
-    result = rank(data, args.method, ties=args.ties, **options)
-    print(f"# {result.method} on {source}: {data!r}")
-    print(result.to_frame().to_string(index=False))
-    return 0
+def _add_common_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show the Python traceback of an error")
+    if quiet:
+        p.add_argument("-q", "--quiet", action="store_true",
+                       help="no progress output (default: progress only in a terminal)")
 
 
+# -- rank ----------------------------------------------------------------------------------
 def _parse_value(text: str):
     import json
 
@@ -50,6 +182,44 @@ def _parse_value(text: str):
         return json.loads(text)
     except json.JSONDecodeError:
         return text
+
+
+def method_options(identifier: str, items: Sequence[str] | None) -> dict:
+    """``-O NAME=VALUE`` items checked against the options of method ``identifier``."""
+    from bayesrank.registry import get_method
+
+    spec = get_method(identifier)
+    params = inspect.signature(spec.function).parameters.values()
+    accepts_any = any(p.kind is p.VAR_KEYWORD for p in params)
+    known = [p.name for p in params if p.kind is p.KEYWORD_ONLY]
+    options = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            example = known[0] if known else "NAME"
+            raise UsageError(f"-O {item!r}: write NAME=VALUE, e.g. -O {example}=3")
+        if not accepts_any and name not in known:
+            listed = ", ".join(f"{k} (default {spec.defaults.get(k, _default(spec, k))!r})"
+                               for k in known) or "none"
+            raise UsageError(f"method {identifier!r} has no option {name!r}; its options: {listed}")
+        options[name] = _parse_value(value)
+    return options
+
+
+def _default(spec, name: str):
+    param = inspect.signature(spec.function).parameters[name]
+    return None if param.default is param.empty else param.default
+
+
+def _cmd_rank(args: argparse.Namespace) -> int:
+    from bayesrank import rank
+
+    options = method_options(args.method, args.option)
+    data, source = _load_data(args.data, args.key, args.prior, args.columns)
+    result = rank(data, args.method, ties=args.ties, **options)
+    print(f"# {result.method} on {source}: {data!r}")
+    print(result.to_frame().to_string(index=False))
+    return 0
 
 
 def _cmd_methods(args: argparse.Namespace) -> int:
@@ -60,42 +230,95 @@ def _cmd_methods(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- report --------------------------------------------------------------------------------
+def _check_report_arguments(args: argparse.Namespace) -> None:
+    from bayesrank.inference.backends import SAMPLERS
+    from bayesrank.models import MODELS
+    from bayesrank.registry import get_method
+
+    if args.posterior is not None:
+        given = [flag for flag, value in (("DATA", args.data), ("--model", args.model),
+                                          ("--prior", args.prior), ("--columns", args.columns),
+                                          ("--sampler", args.sampler),
+                                          ("--save-posterior", args.save_posterior))
+                 if value is not None]
+        if given:
+            raise UsageError(f"--posterior renders a saved fit as it is; drop {', '.join(given)}")
+        if not Path(args.posterior).is_file():
+            raise UsageError(f"--posterior {args.posterior}: no such file")
+    model = args.model or "rasch"
+    if model != "closed_form" and model not in MODELS:
+        raise UsageError(f"unknown --model {model!r}; choose one of "
+                         f"{', '.join([*MODELS, 'closed_form'])}")
+    if args.sampler is not None and args.sampler not in SAMPLERS:
+        raise UsageError(f"unknown --sampler {args.sampler!r}; choose one of "
+                         f"{', '.join(SAMPLERS)} (or leave it out for the model's default)")
+    for ident in _baselines(args):
+        get_method(ident)
+    check_output_file(args.output)
+    if args.save_posterior is not None:
+        check_output_file(args.save_posterior, "--save-posterior")
+
+
+def _baselines(args: argparse.Namespace) -> list[str]:
+    return [b.strip() for b in (args.baselines or "").split(",") if b.strip()]
+
+
+def _fit_for_report(args: argparse.Namespace):
+    data, source = _load_data(args.data, args.key, args.prior, args.columns)
+    model = args.model or "rasch"
+    if model == "closed_form":
+        from bayesrank.analysis import closed_form
+
+        _step(args, f"closed-form Bayes@N posterior of {data!r}")
+        return closed_form(data), source
+    from bayesrank.inference import fit
+
+    _step(args, f"fitting {model} ({args.chains} chains x {args.draws} draws after "
+                f"{args.tune} warm-up) to {data!r}")
+    post = fit(data, model, sampler=args.sampler, draws=args.draws, tune=args.tune,
+               chains=args.chains, random_seed=args.seed, progressbar=_watched(args))
+    return post, source
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from bayesrank.report import write_report
 
-    data, source = _load_data(args.data, args.key, args.prior)
-    if args.model == "closed_form":
-        from bayesrank.analysis import closed_form
+    _check_report_arguments(args)
+    if args.posterior is not None:
+        from bayesrank.analysis.persist import load_posterior
 
-        post = closed_form(data)
+        _step(args, f"loading {args.posterior}")
+        post, source = load_posterior(args.posterior), f"posterior saved in {args.posterior}"
     else:
-        from bayesrank.inference import fit
-
-        post = fit(data, args.model, sampler=args.sampler, draws=args.draws, tune=args.tune,
-                   chains=args.chains, random_seed=args.seed)
-    path = write_report(
-        post,
-        args.output,
-        baselines=[b for b in (args.baselines or "").split(",") if b],
-        random_seed=args.seed,
-        source=source,
-    )
+        post, source = _fit_for_report(args)
+        if args.save_posterior is not None:
+            post.save(args.save_posterior)
+            print(f"wrote {args.save_posterior}")
+    _step(args, "rendering the report (leaderboard, plots, posterior-predictive checks)")
+    path = write_report(post, args.output, baselines=_baselines(args), random_seed=args.seed,
+                        source=source)
     print(f"wrote {path}")
     return 0
 
 
+# -- study ---------------------------------------------------------------------------------
 def _int_list(text: str | None) -> list[int] | None:
-    return [int(v) for v in text.split(",") if v] if text else None
+    try:
+        return [int(v) for v in text.split(",") if v] if text else None
+    except ValueError:
+        raise UsageError(f"expected comma-separated integers, e.g. 1,2,4; got {text!r}") from None
 
 
 def _cmd_study(args: argparse.Namespace) -> int:
     from bayesrank.study import categorical, run_study
     from bayesrank.study import cli as study_cli
 
+    check_output_dir(args.output)
     if args.signals:
         return categorical.cli_main(args)
 
-    data, source = _load_data(args.data, args.key, args.prior)
+    data, source = _load_data(args.data, args.key, args.prior, args.columns)
     try:
         result = run_study(
             data,
@@ -124,16 +347,19 @@ def _cmd_study(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- parser and entry point ----------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     from bayesrank import adaptive
     from bayesrank.study import categorical
     from bayesrank.study import cli as study_cli
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="bayesrank",
         description="Rank LLMs from repeated-trial benchmark results, with honest uncertainty.",
     )
     parser.add_argument("--version", action="version", version=f"bayesrank {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the Python traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("rank", help="rank models with a deterministic method; print a leaderboard")
@@ -142,26 +368,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ties", default="competition",
                    choices=["competition", "dense", "average", "ordinal"])
     p.add_argument("-O", "--option", action="append", metavar="NAME=VALUE",
-                   help="override a method argument (JSON value), e.g. -O K=16")
+                   help="override an option of the method (JSON value), "
+                   "e.g. --method elo -O K=16 or --method pass_at_k -O k=4")
+    _add_common_arguments(p)
     p.set_defaults(func=_cmd_rank)
 
     p = sub.add_parser("methods", help="list every ranking method identifier")
     p.add_argument("--paper", action="store_true", help="only the paper's 72 identifiers")
+    _add_common_arguments(p, quiet=False)
     p.set_defaults(func=_cmd_methods)
 
     p = sub.add_parser("report", help="fit a Bayesian model and write a self-contained HTML report")
     _add_data_arguments(p)
-    p.add_argument("--model", default="rasch",
-                   help="bayes, rasch, 2pl, 3pl, bradley_terry, davidson_luce, or closed_form "
-                   "(Bayes@N normal approximation: no MCMC, seconds)")
+    p.add_argument("--model", default=None,
+                   help="bayes, rasch (default), 2pl, 3pl, bradley_terry, davidson_luce, or "
+                   "closed_form (Bayes@N normal approximation: no MCMC, seconds)")
     p.add_argument("--sampler", default=None, help="numpyro, nutpie or pymc (default: per model)")
     p.add_argument("--baselines", default="avg,bradley_terry,elo_tie_draw",
                    help="comma-separated deterministic methods to show beside the posterior")
-    p.add_argument("--draws", type=int, default=1000)
-    p.add_argument("--tune", type=int, default=1000)
-    p.add_argument("--chains", type=int, default=4)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--draws", type=_int_at_least(1), default=1000)
+    p.add_argument("--tune", type=_int_at_least(0), default=1000)
+    p.add_argument("--chains", type=_int_at_least(1), default=4)
+    p.add_argument("--seed", type=_int_at_least(0), default=0)
+    p.add_argument("--posterior", metavar="FILE", default=None,
+                   help="render a posterior saved with --save-posterior or post.save() "
+                   "instead of fitting")
+    p.add_argument("--save-posterior", metavar="FILE", default=None,
+                   help="also save the fitted posterior (.nc or .zarr) for later use")
     p.add_argument("-o", "--output", default="report.html")
+    _add_common_arguments(p)
     p.set_defaults(func=_cmd_report)
 
     p = sub.add_parser("study", help="run the paper's evaluation protocols (gold agreement, N=1 "
@@ -183,24 +418,67 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prior-reps", type=int, default=50, help="prior-effect draws per budget")
     p.add_argument("-o", "--output", default="study", help="directory for the CSV files")
     categorical.add_cli_arguments(p)
-    study_cli.add_cli_arguments(p)
+    _add_common_arguments(p, quiet=False)
     p.set_defaults(func=_cmd_study)
-    adaptive.add_cli(sub)
+    p = adaptive.add_cli(sub)
+    _add_common_arguments(p, quiet=False)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    # PyTensor's C backend warns when it finds no system BLAS; the samplers bayesrank
-    # uses (nutpie, numpyro) compile their own kernels, so the warning is only noise here.
-    warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
-    args = build_parser().parse_args(argv)
-    from bayesrank.errors import BayesrankError
+def _cli_message(exc: BaseException) -> str:
+    """The error in command-line terms (errors may carry their own ``cli_message``)."""
+    text = getattr(exc, "cli_message", None) or str(exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        text = f"{exc.strerror}{where}"
+    return _one_line(text.strip("'\""))
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe, point stdout at /dev/null so the exit flush stays silent."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the parsed command, turning every error into one line and an exit status."""
+    from bayesrank.errors import BayesrankError, UnknownMethodError
 
     try:
+        if args.command == "plan":  # bayesrank.adaptive's command: check its -o here too
+            check_output_file(args.output)
         return int(args.func(args))
-    except (BayesrankError, FileNotFoundError) as exc:
-        print(f"bayesrank: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("\nbayesrank: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 141
+    except (UsageError, UnknownMethodError) as exc:
+        print(f"bayesrank: error: {_cli_message(exc)}", file=sys.stderr)
         return 2
+    except (BayesrankError, OSError, ValueError) as exc:
+        print(f"bayesrank: error: {_cli_message(exc)}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: still one line, with the way to the details
+        print(f"bayesrank: error: {type(exc).__name__}: {_cli_message(exc)} "
+              "(rerun with --debug for the traceback, and please report it)", file=sys.stderr)
+        return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while the heavy modules load
+        print("\nbayesrank: interrupted", file=sys.stderr)
+        return 130
+    with _cli_warnings():
+        if getattr(args, "debug", False):
+            return int(args.func(args))
+        return run(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

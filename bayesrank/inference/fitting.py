@@ -89,6 +89,17 @@ def _check_draws(draws: int, tune: int, chains: int) -> None:
     check_int("chains", chains)
 
 
+def _require_all_draws(idata: xr.DataTree, draws: int) -> None:
+    """Raise KeyboardInterrupt when a sampler stopped early (Ctrl-C returns a partial trace).
+
+    nutpie and PyMC catch the interrupt and hand back the draws made so far (none
+    during warm-up); those would pass for a finished fit, so the interrupt goes on.
+    """
+    kept = group(idata, "posterior").sizes.get("draw", 0)
+    if kept < draws:
+        raise KeyboardInterrupt(f"sampling interrupted after {kept} of {draws} draws")
+
+
 def _target_accept(spec: Any, target_accept: float | None) -> float:
     value = spec.target_accept if target_accept is None else float(target_accept)
     if not 0.0 < value < 1.0:
@@ -205,19 +216,24 @@ def fit(
     observed_var = spec.observed_var(pymc_model)
     chosen = _choose_sampler(model, sampler)
     seed = seed_or_new(random_seed)
-    idata, timings = sample(
-        pymc_model,
-        chosen,
-        draws=int(draws),
-        tune=int(tune),
-        chains=int(chains),
-        seed=seed,
-        progressbar=default_progressbar() if progressbar is None else bool(progressbar),
-        target_accept=float(target_accept),
-        log_likelihood=(observed_var,) if log_likelihood else (),
-        key=structure_key(pymc_model, _tag(spec, model_options)),
-        exact_draws=spec.exact_draws,
-    )
+    with warnings.catch_warnings():
+        # ArviZ's guess that dims are misnamed when an interrupted run kept fewer draws than
+        # chains; _require_all_draws below reports the interrupt itself
+        warnings.filterwarnings("ignore", message="Found chain dimension to be longer")
+        idata, timings = sample(
+            pymc_model,
+            chosen,
+            draws=int(draws),
+            tune=int(tune),
+            chains=int(chains),
+            seed=seed,
+            progressbar=default_progressbar() if progressbar is None else bool(progressbar),
+            target_accept=float(target_accept),
+            log_likelihood=(observed_var,) if log_likelihood else (),
+            key=structure_key(pymc_model, _tag(spec, model_options)),
+            exact_draws=spec.exact_draws,
+        )
+    _require_all_draws(idata, int(draws))
     if log_likelihood and not has_group(idata, "log_likelihood"):
         import time
 
@@ -324,6 +340,8 @@ def fit_many(
         log_likelihood=wanted,
         key=structure_key(models[0], _tag(spec, model_options)),
     )
+    for tree in trees:
+        _require_all_draws(tree, int(draws))
     return [
         _finish(tree, d, model, m, observed_var, "numpyro", seed, timings, warn)
         for d, m, tree in zip(data, models, trees, strict=True)
