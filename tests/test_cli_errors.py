@@ -179,3 +179,43 @@ def test_warnings_print_as_one_line(capsys, data_file, monkeypatch):
     assert main(["rank", str(data_file)]) == 0
     err = capsys.readouterr().err
     assert err == "bayesrank: warning: first part second part\n"
+
+
+def _harness(tmp_path):
+    data = tmp_path / "std.csv"
+    data.write_text("llm,task_id,sample_idx,correct\n" + "".join(
+        f"{m},{q},{t},{'yes' if (m == 'good') or (t == 0 and q == 'a') else 'no'}\n"
+        for m in ("good", "bad") for q in ("a", "b") for t in (0, 1)))
+    greedy = tmp_path / "greedy.csv"
+    greedy.write_text("llm,task_id,correct\ngood,b,true\nbad,a,false\ngood,a,true\nbad,b,false\n")
+    return data, greedy
+
+
+def test_harness_columns_and_prior_on_the_command_line(capsys, tmp_path):
+    data, greedy = _harness(tmp_path)
+    code, err = run_cli(capsys, "rank", str(data))
+    assert code == 1
+    assert "--columns model=...,question=...,trial=...,outcome=..." in err
+    assert "columns={" not in err
+    columns = "model=llm,question=task_id,trial=sample_idx,outcome=correct"
+    assert main(["rank", str(data), "--columns", columns, "--method", "bayes_greedy",
+                 "--prior", str(greedy)]) == 0
+    out = capsys.readouterr().out
+    assert "R0 per-model, D=1" in out
+    assert out.splitlines()[2].split()[:2] == ["1", "good"]
+    greedy.write_text("llm,task_id,correct\ngood,b,1\ngood,c,1\n")
+    code, err = run_cli(capsys, "rank", str(data), "--columns", columns, "--prior", str(greedy))
+    assert code == 1 and "does not match the data by name" in err and "['c']" in err
+
+
+def test_report_and_study_read_harness_columns(capsys, tmp_path):
+    data, _ = _harness(tmp_path)
+    columns = "model=llm,question=task_id,trial=sample_idx,outcome=correct"
+    out = tmp_path / "r.html"
+    assert main(["report", str(data), "--columns", columns, "--model", "closed_form",
+                 "--baselines", "avg", "-o", str(out)]) == 0
+    assert out.exists()
+    folder = tmp_path / "study"
+    assert main(["study", str(data), "--columns", columns, "--methods", "avg",
+                 "--protocol", "gold", "-o", str(folder)]) == 0
+    assert any(folder.iterdir())

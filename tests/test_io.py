@@ -103,12 +103,12 @@ def test_long_format_custom_columns_and_missing_trials():
         (
             pd.DataFrame({"model": ["a", "a"], "question": ["q", "q"], "trial": [0, 0],
                           "outcome": [1, 0]}),
-            r"rows sharing a \(model, question, trial\).*'a', 'q', 0",
+            r"rows sharing a \(model, question, trial\); first: \(a, q, 0\) at row 0, row 1",
         ),
         (
             pd.DataFrame({"model": ["a", "b"], "question": ["q", "q"], "trial": [0, 0],
                           "outcome": [1, None]}),
-            "at row 1 is not a number",
+            "outcome nan at row 1 of the DataFrame is not a number",
         ),
         (
             pd.DataFrame({"model": ["a", "b"], "question": ["q", "q"], "trial": [0, 0],
@@ -179,3 +179,94 @@ def test_written_files_get_ordinary_permissions(tmp_path: Path):
         assert stat.S_IMODE(target.stat().st_mode) == 0o640
     finally:
         os.umask(old)
+
+
+# -- harness formats: --columns / columns=, word outcomes, priors by name ------------------------
+def _harness_csv(path: Path, rows: list[str], header: str = "llm,task_id,sample_idx,correct"):
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return path
+
+
+HARNESS = {"model": "llm", "question": "task_id", "trial": "sample_idx", "outcome": "correct"}
+
+
+def test_columns_mapping_and_word_outcomes(tmp_path: Path):
+    rows = ["m1,a,0,True", "m1,a,1,false", "m1,b,0,YES", "m1,b,1,no",
+            "m2,a,0,1", "m2,a,1,0", "m2,b,0,yes", "m2,b,1,yes"]
+    d = load(_harness_csv(tmp_path / "h.csv", rows), columns=HARNESS)
+    assert d.models == ("m1", "m2") and d.questions == ("a", "b")
+    np.testing.assert_array_equal(d.R, [[[1, 0], [1, 0]], [[1, 0], [1, 1]]])
+
+
+def test_ambiguous_word_outcome_names_its_line(tmp_path: Path):
+    path = _harness_csv(tmp_path / "h.csv", ["m1,a,0,yes", "m1,a,1,2", "m1,b,0,no"])
+    with pytest.raises(DataError, match=rf"outcome 2 at line 3 of {path} is not binary"):
+        load(path, columns=HARNESS)
+
+
+def test_nan_outcome_names_the_line_a_person_counts(tmp_path: Path):
+    rows = ["m1,a,0,1", "m1,a,1,0", "m1,b,0,1", "m1,b,1,0", "m2,a,0,nan", "m2,a,1,1"]
+    path = _harness_csv(tmp_path / "h.csv", rows)
+    with pytest.raises(DataError) as err:
+        load(path, columns=HARNESS)
+    assert str(err.value).startswith(f"outcome nan at line 6 of {path} is not a number")
+    assert "np.float64" not in str(err.value)
+
+
+def test_missing_columns_speak_python_and_cli(tmp_path: Path):
+    path = _harness_csv(tmp_path / "h.csv", ["m1,a,0,1"])
+    with pytest.raises(LoadError) as err:
+        load(path)
+    assert "columns={'model': ..." in str(err.value)
+    assert "--columns model=...,question=...,trial=...,outcome=..." in err.value.cli_message
+    assert "llm, task_id, sample_idx, correct" in str(err.value)
+
+
+def _data_frame() -> pd.DataFrame:
+    return pd.DataFrame({"model": ["x", "x", "y", "y"] * 2, "question": ["a", "b"] * 4,
+                         "trial": [0, 0, 0, 0, 1, 1, 1, 1], "outcome": [1, 0, 1, 1, 0, 0, 1, 0]})
+
+
+def test_prior_long_csv_aligned_by_name(tmp_path: Path):
+    data = tmp_path / "d.csv"
+    _data_frame().to_csv(data, index=False)
+    # shared greedy decode per question, in another order, with its own column names
+    (tmp_path / "g.csv").write_text("task_id,correct\nb,yes\na,no\n")
+    d = load(data, R0=tmp_path / "g.csv", columns={"question": "task_id", "outcome": "correct"})
+    np.testing.assert_array_equal(d.R0, [[0], [1]])
+    # per model, rows shuffled
+    (tmp_path / "pm.csv").write_text("model,question,outcome\ny,b,1\nx,a,1\ny,a,0\nx,b,0\n")
+    d = load(data, R0=str(tmp_path / "pm.csv"))
+    np.testing.assert_array_equal(d.R0, [[[1], [0]], [[0], [1]]])
+    assert load(_data_frame(), R0=tmp_path / "pm.csv") == d
+
+
+def test_prior_names_that_do_not_match(tmp_path: Path):
+    data = tmp_path / "d.csv"
+    _data_frame().to_csv(data, index=False)
+    (tmp_path / "g.csv").write_text("question,outcome\na,1\nc,0\n")
+    with pytest.raises(DataError, match=r"no prior for 1 question\(s\) of the data: \['b'\]; "
+                                        r"1 question\(s\) not in the data: \['c'\]"):
+        load(data, R0=tmp_path / "g.csv")
+    (tmp_path / "m.csv").write_text("model,question,outcome\nx,a,1\nx,b,0\nz,a,1\nz,b,1\n")
+    with pytest.raises(DataError, match=r"model\(s\) of the data: \['y'\].*data: \['z'\]"):
+        load(data, R0=tmp_path / "m.csv")
+
+
+def test_prior_from_a_bayesrank_file_is_aligned_by_name(tmp_path: Path):
+    prior = ResponseData(np.array([[[1], [0]], [[0], [0]]]), models=["y", "x"],
+                         questions=["a", "b"])
+    for name in ("p.nc", "p.npz"):
+        save(prior, tmp_path / name)
+        d = load(_data_frame(), R0=tmp_path / name)
+        np.testing.assert_array_equal(d.R0, [[[0], [0]], [[1], [0]]])
+
+
+def test_long_dataframe_given_to_response_data_says_what_to_call():
+    import bayesrank
+
+    with pytest.raises(DataError, match=r"call bayesrank.load\(df\)"):
+        ResponseData(_data_frame())
+    with pytest.raises(DataError, match=r"call bayesrank.load\(df\)"):
+        bayesrank.rank(_data_frame(), "avg")
+    assert bayesrank.rank(load(_data_frame()), "avg").models == ("x", "y")

@@ -24,7 +24,7 @@ import os
 import stat
 import tempfile
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,10 @@ import pandas as pd
 from bayesrank.data.response import ResponseData
 from bayesrank.errors import DataError, LoadError
 
-__all__ = ["load", "save", "load_benchmarks", "save_benchmarks", "from_long", "atomic_write"]
+__all__ = [
+    "load", "save", "load_benchmarks", "save_benchmarks", "from_long", "align_prior",
+    "atomic_write",
+]
 
 LONG_COLUMNS = ("model", "question", "trial", "outcome")
 _SUFFIX_FORMAT = {
@@ -50,6 +53,13 @@ _SUFFIX_FORMAT = {
 }
 
 
+def _error(python: str, cli: str) -> LoadError:
+    """A LoadError worded for Python callers, with ``cli_message`` for the command line."""
+    exc = LoadError(python)
+    exc.cli_message = cli  # type: ignore[attr-defined]
+    return exc
+
+
 def _format_of(path: Path, fmt: str | None) -> str:
     if fmt is not None:
         if fmt not in set(_SUFFIX_FORMAT.values()):
@@ -59,9 +69,12 @@ def _format_of(path: Path, fmt: str | None) -> str:
     try:
         return _SUFFIX_FORMAT[path.suffix.lower()]
     except KeyError:
-        raise LoadError(
+        known = sorted(_SUFFIX_FORMAT)
+        raise _error(
             f"cannot tell the format of {path} from its suffix {path.suffix!r}; "
-            f"pass format= (one of {sorted(set(_SUFFIX_FORMAT.values()))})"
+            f"pass format= (one of {sorted(set(_SUFFIX_FORMAT.values()))})",
+            f"cannot tell the format of {path} from its suffix {path.suffix!r}; "
+            f"rename it to one of {', '.join(known)}",
         ) from None
 
 
@@ -101,7 +114,8 @@ def _pick_key(arrays: Mapping[str, np.ndarray], key: str | None, path: Path) -> 
         return key
     if len(arrays) == 1:
         return next(iter(arrays))
-    raise LoadError(f"{path} holds several benchmarks {sorted(arrays)}; choose one with key=")
+    raise _error(f"{path} holds several benchmarks {sorted(arrays)}; choose one with key=",
+                 f"{path} holds several benchmarks {sorted(arrays)}; choose one with --key")
 
 
 def _read_npy(path: Path) -> np.ndarray:
@@ -128,6 +142,73 @@ def _from_npz(path: Path, key: str | None, R0: Any, names: dict[str, Any]) -> Re
     return ResponseData(arrays[chosen], R0=_prior_array(R0, chosen), **names)
 
 
+_TRUE_WORDS = frozenset({"1", "true", "yes"})
+_FALSE_WORDS = frozenset({"0", "false", "no"})
+
+
+def _show(value: Any) -> str:
+    """A cell as a person reads it in the file: ``nan``, ``3``, ``'maybe'`` (no numpy repr)."""
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return repr(value)
+        return value.strip()
+    if isinstance(value, float | np.floating):
+        return f"{float(value):g}"
+    return str(value)
+
+
+def _place(frame: pd.DataFrame, pos: int, source: str, first_line: int | None) -> str:
+    """Where row ``pos`` is: a line of the file (as an editor counts) or the frame's row label."""
+    if first_line is None:
+        return f"row {frame.index[pos]!r} of {source}"
+    return f"line {pos + first_line} of {source}"
+
+
+def _outcomes(frame: pd.DataFrame, source: str, first_line: int | None) -> np.ndarray:
+    """Outcomes as floats: numbers, booleans, or the words true/false and yes/no.
+
+    Words are read only where they are unambiguous: every outcome of the table is
+    then one of 0/1, true/false, yes/no (any case).
+    """
+    column = frame["outcome"]
+    if pd.api.types.is_bool_dtype(column):
+        return column.to_numpy(dtype=float)
+    numeric = pd.to_numeric(column, errors="coerce")
+    text = column.astype(str).str.strip().str.lower()
+    words = text.isin(list(_TRUE_WORDS | _FALSE_WORDS))
+    if (words & numeric.isna()).any():  # true/false or yes/no present
+        binary = words | numeric.isin([0, 1])
+        if not binary.all():
+            pos = int(np.flatnonzero(~binary.to_numpy())[0])
+            raise DataError(
+                f"outcome {_show(column.iloc[pos])} at {_place(frame, pos, source, first_line)} "
+                "is not binary, but other outcomes are words (true/false, yes/no); give every "
+                "outcome as 0/1, true/false or yes/no"
+            )
+        return (text.isin(list(_TRUE_WORDS)) | (numeric == 1)).to_numpy(dtype=float)
+    values = numeric.to_numpy(dtype=float)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        pos = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"outcome {_show(column.iloc[pos])} at {_place(frame, pos, source, first_line)} "
+            "is not a number (give 0, 1, ..., C, or true/false, yes/no)"
+        )
+    return values
+
+
+def _missing_columns_error(missing: list[str], frame: pd.DataFrame, source: str) -> LoadError:
+    found = ", ".join(map(str, frame.columns))
+    head = f"{source} lacks column(s) {', '.join(missing)}; found {found}"
+    example = ",".join(f"{c}=..." for c in missing)
+    return _error(
+        f"{head} (map yours with columns={{{', '.join(repr(c) + ': ...' for c in missing)}}})",
+        f"{head} (map yours with --columns {example})",
+    )
+
+
 def from_long(
     frame: pd.DataFrame,
     *,
@@ -136,42 +217,50 @@ def from_long(
     weights: Any = None,
     n_categories: int | None = None,
     source: str = "table",
+    first_line: int | None = None,
 ) -> ResponseData:
     """Build ResponseData from a long table with one row per (model, question, trial).
 
     Models and questions keep their order of first appearance; trial labels are
     sorted and mapped to positions 0..N-1.  Missing (model, question, trial)
-    combinations become masked (missing) trials.
+    combinations become masked (missing) trials.  Outcomes are numbers,
+    booleans, or the words true/false and yes/no (any case) when every outcome
+    is binary.
+
+    Parameters
+    ----------
+    columns : mapping, optional
+        ``{our name: your column}`` for any of model, question, trial, outcome.
+    source : str
+        What the table is called in error messages (a file name).
+    first_line : int, optional
+        Line of the file holding the table's first row (2 for a CSV with a
+        header); errors then name lines, else the frame's row labels.
     """
     rename = {v: k for k, v in (columns or {}).items()}
+    unknown = sorted(set(columns or {}) - set(LONG_COLUMNS))
+    if unknown:
+        raise DataError(f"columns= maps unknown name(s) {unknown}; use {list(LONG_COLUMNS)}")
     df = frame.rename(columns=rename)
     missing = [c for c in LONG_COLUMNS if c not in df.columns]
     if missing:
-        raise DataError(
-            f"{source} lacks column(s) {missing}; found {list(frame.columns)} "
-            "(map yours with columns={'model': ..., 'question': ..., 'trial': ..., 'outcome': ...})"
-        )
+        raise _missing_columns_error(missing, frame, source)
     if df.empty:
         raise DataError(f"{source} has no rows")
     for col in ("model", "question", "trial"):
         if df[col].isna().any():
-            row = int(np.flatnonzero(df[col].isna().to_numpy())[0])
-            raise DataError(f"{source}: empty {col!r} at row {row}")
+            pos = int(np.flatnonzero(df[col].isna().to_numpy())[0])
+            raise DataError(f"empty {col} at {_place(df, pos, source, first_line)}")
     dup = df.duplicated(subset=["model", "question", "trial"], keep=False).to_numpy()
     if dup.any():
         rows = np.flatnonzero(dup)[:4].tolist()
         first = df.iloc[rows[0]]
+        where = ", ".join(_place(df, r, source, first_line).split(" of ")[0] for r in rows)
         raise DataError(
             f"{source} has {int(dup.sum())} rows sharing a (model, question, trial); first: "
-            f"({first['model']!r}, {first['question']!r}, {first['trial']}) at rows {rows}"
+            f"({first['model']}, {first['question']}, {first['trial']}) at {where}"
         )
-    outcome = pd.to_numeric(df["outcome"], errors="coerce")
-    bad = outcome.isna().to_numpy() | ~np.isfinite(outcome.to_numpy(dtype=float))
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise DataError(
-            f"{source}: outcome {df['outcome'].iloc[row]!r} at row {row} is not a number"
-        )
+    outcome = _outcomes(df, source, first_line)
     model_order = pd.unique(df["model"].astype(str))
     question_order = pd.unique(df["question"].astype(str))
     m_pos = pd.Index(model_order).get_indexer(df["model"].astype(str))
@@ -180,7 +269,7 @@ def from_long(
     shape = (len(model_order), len(question_order), len(trials))
     values = np.zeros(shape, dtype=float)
     observed = np.zeros(shape, dtype=bool)
-    values[m_pos, q_pos, ti] = outcome.to_numpy(dtype=float)
+    values[m_pos, q_pos, ti] = outcome
     observed[m_pos, q_pos, ti] = True
     return ResponseData(
         values,
@@ -191,6 +280,9 @@ def from_long(
         n_categories=n_categories,
         mask=None if observed.all() else observed,
     )
+
+
+_FIRST_LINE = {"csv": 2, "jsonl": 1}  # a CSV's header is line 1
 
 
 def _read_table(path: Path, fmt: str) -> pd.DataFrame:
@@ -217,6 +309,78 @@ def _read_netcdf(path: Path) -> ResponseData:
     return ResponseData.from_xarray(ds)
 
 
+def _prior_table(frame: pd.DataFrame, columns: Mapping[str, str] | None,
+                 source: str, first_line: int | None) -> ResponseData:
+    """A long prior table; without a model column it is shared, without a trial column D = 1."""
+    rename = {v: k for k, v in (columns or {}).items()}
+    df = frame.rename(columns=rename)
+    if "model" not in df.columns:
+        df = df.assign(model=_SHARED)
+    if "trial" not in df.columns:
+        df = df.assign(trial=0)
+    return from_long(df, source=f"prior {source}", first_line=first_line)
+
+
+_SHARED = "\x00shared"  # the one "model" of a prior table without a model column
+
+
+def _named_prior(R0: Any, columns: Mapping[str, str] | None) -> ResponseData | None:
+    """R0 from a file that names its models and questions (aligned to the data by name)."""
+    if not isinstance(R0, str | os.PathLike):
+        return None
+    path = Path(R0)
+    if not path.exists():
+        raise LoadError(f"prior file {path} does not exist")
+    fmt = _format_of(path, None)
+    if fmt in ("csv", "jsonl", "parquet"):
+        return _prior_table(_read_table(path, fmt), columns, str(path), _FIRST_LINE.get(fmt))
+    if fmt == "netcdf":
+        return _read_netcdf(path)
+    if fmt == "npz" and "R" in _read_npz(path):
+        return _from_npz(path, None, None, {})
+    return None  # a bare array (.npy, benchmark-keyed .npz): aligned by position
+
+
+def _mismatch(kind: str, wanted: Sequence[str], have: Sequence[str]) -> str | None:
+    absent = [x for x in wanted if x not in set(have)]
+    extra = [x for x in have if x not in set(wanted)]
+    if not absent and not extra:
+        return None
+    parts = []
+    if absent:
+        parts.append(f"no prior for {len(absent)} {kind}(s) of the data: {absent[:5]}")
+    if extra:
+        parts.append(f"{len(extra)} {kind}(s) not in the data: {extra[:5]}")
+    return "; ".join(parts)
+
+
+def align_prior(prior: ResponseData, data: ResponseData, source: str = "prior") -> np.ndarray:
+    """Prior outcomes ordered like ``data``: (M, D) shared or (L, M, D) per model.
+
+    Raises a :class:`DataError` naming the models and questions that do not match.
+    """
+    if prior.mask is not None:
+        raise DataError(f"{source} has fewer prior trials for some cells; every (model, "
+                        "question) needs the same number of prior outcomes")
+    shared = prior.models == (_SHARED,)
+    problems = [p for p in (
+        _mismatch("question", data.questions, prior.questions),
+        None if shared else _mismatch("model", data.models, prior.models),
+    ) if p]
+    if problems:
+        raise DataError(f"{source} does not match the data by name: {'; '.join(problems)}")
+    qi = [prior.questions.index(q) for q in data.questions]
+    if shared:
+        return np.asarray(prior.R[0][qi])
+    mi = [prior.models.index(m) for m in data.models]
+    return np.asarray(prior.R[np.ix_(mi, qi)])
+
+
+def _with_prior(data: ResponseData, R0: np.ndarray) -> ResponseData:
+    return ResponseData(data.R, models=data.models, questions=data.questions, R0=R0,
+                        weights=data.weights, mask=data.mask)
+
+
 def load(
     source: Any,
     *,
@@ -238,15 +402,32 @@ def load(
         Benchmark inside a multi-benchmark ``.npz`` (also selects R0 from a
         keyed prior archive).
     R0 : array_like, str or Path, optional
-        Prior outcomes, or a file holding them (``.npy``, or ``.npz`` keyed
-        like the data).
+        Prior outcomes (e.g. greedy decodes), or a file holding them: a long
+        table (``.csv``, ``.jsonl``, ``.parquet`` with columns question,
+        outcome and optionally model and trial, renamed with ``columns`` like
+        the data) or a ``.nc`` / ``.npz`` written by bayesrank, aligned to the
+        data by model and question names (without a model column the prior is
+        shared by all models); or a bare array (``.npy``, or ``.npz`` keyed
+        like the data), aligned by position.
     format : str, optional
         Override the suffix: npy, npz, csv, jsonl, parquet, netcdf.
     columns : mapping, optional
-        Long-format column names, e.g. ``{"model": "llm", "outcome": "correct"}``.
+        Long-format column names, ``{our name: yours}``, e.g.
+        ``{"model": "llm", "trial": "sample_idx", "outcome": "correct"}``.
     models, questions, weights, n_categories
         Passed to :class:`ResponseData` (for array-like sources).
     """
+    named = _named_prior(R0, columns)
+    data = _load(source, key=key, R0=None if named is not None else R0, format=format,
+                 columns=columns, models=models, questions=questions, weights=weights,
+                 n_categories=n_categories)
+    if named is None:
+        return data
+    return _with_prior(data, align_prior(named, data, f"prior {R0}"))
+
+
+def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
+          n_categories) -> ResponseData:
     names = {
         k: v
         for k, v in dict(
@@ -255,10 +436,10 @@ def load(
         if v is not None
     }
     if isinstance(source, ResponseData):
-        return source
+        return source if R0 is None else _with_prior(source, _prior_array(R0, key))
     if isinstance(source, pd.DataFrame):
         return from_long(source, columns=columns, R0=_prior_array(R0, key), weights=weights,
-                         n_categories=n_categories)
+                         n_categories=n_categories, source="the DataFrame")
     if not isinstance(source, str | os.PathLike):
         return ResponseData(source, R0=_prior_array(R0, key), **names)
     path = Path(source)
@@ -272,7 +453,8 @@ def load(
     if fmt == "npz":
         return _from_npz(path, key, R0, names)
     if fmt == "netcdf":
-        return _read_netcdf(path)
+        data = _read_netcdf(path)
+        return data if R0 is None else _with_prior(data, _prior_array(R0, key))
     return from_long(
         _read_table(path, fmt),
         columns=columns,
@@ -280,6 +462,7 @@ def load(
         weights=weights,
         n_categories=n_categories,
         source=str(path),
+        first_line=_FIRST_LINE.get(fmt),
     )
 
 

@@ -97,7 +97,8 @@ class ResponseData:
         model ``l`` on question ``m`` in trial ``n``.  A 2-D input is one trial
         per question (N = 1).  Booleans are binary outcomes.
     models, questions : sequence of str, optional
-        Unique names; default ``model_00``..., ``q000``...
+        Unique names; default ``model_0``, ``model_1``, ... and ``q0``, ``q1``, ...,
+        zero-padded to one width (``model_00`` ... ``model_11`` for 12 models).
     R0 : array_like, optional
         Prior outcomes (e.g. greedy decodes): shared ``(M, D)`` (or ``(M,)``
         for D = 1) or per model ``(L, M, D)``.
@@ -131,6 +132,14 @@ class ResponseData:
         n_categories: int | None = None,
         mask: Any = None,
     ) -> None:
+        if isinstance(R, pd.DataFrame | pd.Series):
+            raise DataError(
+                "R is a pandas table; ResponseData takes the (L, M, N) array of outcomes. For a "
+                "long table with one row per trial call bayesrank.load(df) (add columns={'model': "
+                "..., 'question': ..., 'trial': ..., 'outcome': ...} to rename yours); for a "
+                "wide (models x questions) table call ResponseData(df.to_numpy(), "
+                "models=df.index, questions=df.columns)"
+            )
         raw = np.asarray(R)
         if raw.ndim == 2:
             raw = raw[:, :, None]
