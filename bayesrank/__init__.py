@@ -34,6 +34,7 @@ _LAZY = {
     "Posterior": "bayesrank.analysis.posterior",
     "NormalPosterior": "bayesrank.analysis.posterior",
     "closed_form": "bayesrank.analysis.posterior",
+    "load_posterior": "bayesrank.analysis.persist",
     "compare": "bayesrank.analysis.comparison",
     "write_report": "bayesrank.report",
     "run_study": "bayesrank.study",
@@ -68,3 +69,8 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'bayesrank' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # the lazy names too, so tab completion and dir() show the whole public API
+    return sorted({*__all__, "__version__"})

@@ -399,6 +399,16 @@ class Posterior(RankAnalytics):
             f"{c} chains x {d} draws, L={self.theta.sizes['llm']})"
         )
 
+    def save(self, path: str | Any) -> Any:
+        """Write the draws, data and settings to a ``.nc`` or ``.zarr`` file (atomically).
+
+        Read it back with :func:`bayesrank.load_posterior`; see
+        :mod:`bayesrank.analysis.persist`.
+        """
+        from bayesrank.analysis.posterior_file import save_posterior
+
+        return save_posterior(self, path)
+
 
 class NormalPosterior(RankAnalytics):
     """Independent normal posteriors ``theta_l ~ N(mu_l, sigma_l^2)``, analysed exactly.
@@ -484,6 +494,12 @@ class NormalPosterior(RankAnalytics):
 
     def __repr__(self) -> str:
         return f"NormalPosterior(model={self.model!r}, L={self.mu.size})"
+
+    def save(self, path: str | Any) -> Any:
+        """Write mu, sigma, data and settings to a ``.nc`` or ``.zarr`` file (atomically)."""
+        from bayesrank.analysis.posterior_file import save_posterior
+
+        return save_posterior(self, path)
 
 
 def closed_form(

@@ -114,6 +114,21 @@ def _tag(spec: Any, options: dict[str, Any]) -> tuple | None:
     return (spec.name, repr(sorted({**spec.defaults, **options}.items())))
 
 
+def _options_json(options: dict[str, Any]) -> str:
+    """Model options as JSON (arrays as lists): stored with the draws, read by load_posterior."""
+    import json
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, np.ndarray | np.generic):
+            return value.tolist()
+        raise TypeError(value)
+
+    try:
+        return json.dumps(options, sort_keys=True, default=plain)
+    except TypeError:  # e.g. a callable: the fit stands, a reload cannot rebuild the model
+        return ""
+
+
 def _add_observed(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
     from pymc.backends.arviz import coords_and_dims_for_inferencedata, find_observations
 
@@ -133,10 +148,13 @@ def _finish(
     seed: int,
     timings: dict[str, float],
     warn: bool = True,
+    model_options: dict[str, Any] | None = None,
 ) -> Posterior:
     idata = _add_observed(idata, pymc_model)
     posterior = group(idata, "posterior")
-    posterior.attrs.update({"bayesrank_model": name, "sampler": sampler, "random_seed": seed})
+    # the options the model was built with, so a saved posterior can rebuild it (ppc, LOO)
+    posterior.attrs.update({"bayesrank_model": name, "sampler": sampler, "random_seed": seed,
+                            "model_options": _options_json(model_options or {})})
     idata = with_groups(idata, posterior=posterior)
     # exact i.i.d. draws need no convergence check of every cell; theta's row confirms it
     diagnostics = summarize(idata, ["theta"] if sampler == "conjugate" else None)
@@ -248,7 +266,8 @@ def fit(
         idata = with_groups(idata, log_likelihood=group(loglik, "log_likelihood")
                             if isinstance(loglik, xr.DataTree) else loglik)
         timings["log_likelihood"] = time.perf_counter() - t0
-    return _finish(idata, d, model, pymc_model, observed_var, chosen, seed, timings)
+    return _finish(idata, d, model, pymc_model, observed_var, chosen, seed, timings,
+                   model_options=model_options)
 
 
 def fit_many(
@@ -343,6 +362,6 @@ def fit_many(
     for tree in trees:
         _require_all_draws(tree, int(draws))
     return [
-        _finish(tree, d, model, m, observed_var, "numpyro", seed, timings, warn)
+        _finish(tree, d, model, m, observed_var, "numpyro", seed, timings, warn, model_options)
         for d, m, tree in zip(data, models, trees, strict=True)
     ]
