@@ -216,6 +216,7 @@ def _cmd_rank(args: argparse.Namespace) -> int:
 
     options = method_options(args.method, args.option)
     data, source = _load_data(args.data, args.key, args.prior, args.columns)
+    _step(args, f"ranking {data.L} models with {args.method}")
     result = rank(data, args.method, ties=args.ties, **options)
     print(f"# {result.method} on {source}: {data!r}")
     print(result.to_frame().to_string(index=False))

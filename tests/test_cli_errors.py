@@ -219,3 +219,18 @@ def test_report_and_study_read_harness_columns(capsys, tmp_path):
     assert main(["study", str(data), "--columns", columns, "--methods", "avg",
                  "--protocol", "gold", "-o", str(folder)]) == 0
     assert any(folder.iterdir())
+
+
+def test_progress_in_a_terminal_unless_quiet(capsys, tmp_path, monkeypatch):
+    out = tmp_path / "r.html"
+    argv = ["report", "--model", "closed_form", "--baselines", "avg", "-o", str(out)]
+    assert main(argv) == 0
+    assert capsys.readouterr().err == ""  # not a terminal: no progress
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "bayesrank: closed-form Bayes@N posterior" in err
+    assert "bayesrank: rendering the report" in err
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main([*argv, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""

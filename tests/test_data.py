@@ -77,8 +77,19 @@ def test_nan_allowed_only_in_missing_cells():
 def test_model_with_no_observation_is_rejected():
     mask = np.ones((2, 1, 2), bool)
     mask[1] = False
-    with pytest.raises(DataError, match="no observed trial"):
+    with pytest.raises(DataError, match="model index 1 has no observed trial"):
         ResponseData(np.zeros((2, 1, 2), int), mask=mask)
+    with pytest.raises(DataError, match="model 'beta' has no observed trial"):
+        ResponseData(np.zeros((2, 1, 2), int), mask=mask, models=["alpha", "beta"])
+
+
+def test_default_names_are_as_documented():
+    assert ResponseData(np.zeros((3, 2, 1), int)).models == ("model_0", "model_1", "model_2")
+    d = ResponseData(np.zeros((12, 11, 1), int))
+    assert d.models[0] == "model_00" and d.models[-1] == "model_11"
+    assert d.questions[:2] == ("q00", "q01")
+    assert "``model_00`` ... ``model_11`` for 12 models" in " ".join(
+        ResponseData.__doc__.split())
 
 
 def test_xarray_and_frame():

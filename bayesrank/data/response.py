@@ -169,8 +169,11 @@ class ResponseData:
             else:
                 empty_models = ~m.any(axis=(1, 2))
                 if empty_models.any():
+                    first = int(np.argmax(empty_models))
+                    named = models is not None and len(models) == raw.shape[0]
                     raise DataError(
-                        f"model index {int(np.argmax(empty_models))} has no observed trial"
+                        f"model {str(models[first])!r} has no observed trial" if named  # type: ignore[index]
+                        else f"model index {first} has no observed trial"
                     )
             observed = m
         values = _integer_outcomes(raw, "R", observed)
