@@ -419,6 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prior-reps", type=int, default=50, help="prior-effect draws per budget")
     p.add_argument("-o", "--output", default="study", help="directory for the CSV files")
     categorical.add_cli_arguments(p)
+    study_cli.add_cli_arguments(p)
     _add_common_arguments(p, quiet=False)
     p.set_defaults(func=_cmd_study)
     p = adaptive.add_cli(sub)
