@@ -150,7 +150,16 @@ def _load_data(path: str | None, key: str | None, prior: str | None,
             raise UsageError(f"{flag} applies to a DATA file; give one (the bundled example "
                              "already has its prior)")
         return datasets.example(key or "combined"), EXAMPLE_NOTE
+    check_input_file(path)
+    if prior is not None:
+        check_input_file(prior, "--prior ")
     return io.load(path, key=key, R0=prior, columns=columns), path
+
+
+def check_input_file(path: str | os.PathLike, flag: str = "") -> None:
+    """A file named on the command line that is not there is a usage error (status 2)."""
+    if not Path(path).exists():
+        raise UsageError(f"{flag}no such file: {path}")
 
 
 def _add_data_arguments(p: argparse.ArgumentParser) -> None:
@@ -450,7 +459,8 @@ def run(args: argparse.Namespace) -> int:
     from bayesrank.errors import BayesrankError, UnknownMethodError
 
     try:
-        if args.command == "plan":  # bayesrank.adaptive's command: check its -o here too
+        if args.command == "plan":  # bayesrank.adaptive's command: check its paths here too
+            check_input_file(args.data)
             check_output_file(args.output)
         return int(args.func(args))
     except KeyboardInterrupt:

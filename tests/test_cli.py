@@ -40,7 +40,7 @@ def test_rank_file_and_bad_method(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[2].split()[:2] == ["1", "y"]
     assert main(["rank", str(path), "--method", "nope"]) == 2
     assert "unknown ranking method" in capsys.readouterr().err
-    assert main(["rank", str(tmp_path / "absent.npz")]) == 1  # a data error, not usage
+    assert main(["rank", str(tmp_path / "absent.npz")]) == 2
     assert "no such file" in capsys.readouterr().err
 
 

@@ -47,7 +47,8 @@ def run_cli(capsys, *argv):
         (["rank", "--prior", "greedy.csv"], 2, ["--prior", "DATA file"]),
         (["rank", "--columns", "outcome"], 2, ["--columns", "OURS=YOURS"]),
         (["rank", "--columns", "score=correct"], 2, ["--columns", "outcome"]),
-        (["rank", "absent.csv"], 1, ["no such file: absent.csv"]),
+        (["rank", "absent.csv"], 2, ["no such file: absent.csv"]),
+        (["rank", "absent.csv", "--prior", "g.csv"], 2, ["no such file: absent.csv"]),
     ],
 )
 def test_usage_and_data_errors_are_one_line(capsys, tmp_path, argv, code, words):
