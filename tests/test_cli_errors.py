@@ -235,3 +235,13 @@ def test_progress_in_a_terminal_unless_quiet(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     assert main([*argv, "--quiet"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_nan_in_an_array_file_gets_command_line_advice(capsys, tmp_path):
+    R = np.zeros((2, 3, 2))
+    R[1, 2, 0] = np.nan
+    path = tmp_path / "r.npy"
+    np.save(path, R)
+    code, err = run_cli(capsys, "rank", str(path))
+    assert code == 1 and "NaN/inf" in err and "leave their rows out of a long table" in err
+    assert "mask=" not in err

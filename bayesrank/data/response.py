@@ -58,10 +58,13 @@ def _integer_outcomes(values: Any, name: str, observed: np.ndarray | None) -> np
             bad &= observed
         if bad.any():
             where = _first_index(bad)
-            raise DataError(
-                f"{name} has {int(bad.sum())} NaN/inf value(s) in observed cells, first at "
-                f"index {where}; mark missing trials with mask=... instead"
-            )
+            head = (f"{name} has {int(bad.sum())} NaN/inf value(s) in observed cells, first at "
+                    f"index {where}")
+            exc = DataError(f"{head}; mark missing trials with mask=... instead")
+            exc.cli_message = (  # type: ignore[attr-defined]
+                f"{head}; for missing trials leave their rows out of a long table "
+                "(.csv/.jsonl/.parquet) or save the data with a mask (.npz/.nc)")
+            raise exc
         filled = np.where(np.isfinite(arr), arr, 0.0)
         frac = filled != np.round(filled)
         if frac.any():
