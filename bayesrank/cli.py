@@ -254,7 +254,7 @@ def _check_report_arguments(args: argparse.Namespace) -> None:
                  if value is not None]
         if given:
             raise UsageError(f"--posterior renders a saved fit as it is; drop {', '.join(given)}")
-        if not Path(args.posterior).is_file():
+        if not Path(args.posterior).exists():  # a .nc file or a .zarr folder
             raise UsageError(f"--posterior {args.posterior}: no such file")
     model = args.model or "rasch"
     if model != "closed_form" and model not in MODELS:

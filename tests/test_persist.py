@@ -127,6 +127,11 @@ def test_report_from_a_saved_posterior_without_refitting(small, tmp_path, capsys
     assert f"wrote {second}" in capsys.readouterr().out
     text = second.read_text()
     assert "bayesrank report: bayes" in text and "Posterior-predictive checks" in text
+    zarr_store = br.load_posterior(saved).save(tmp_path / "fit.zarr")
+    third = tmp_path / "third.html"
+    assert main(["report", "--posterior", str(zarr_store), "--baselines", "avg",
+                 "-o", str(third)]) == 0
+    assert third.exists()
     code = main(["report", str(data), "--posterior", str(saved), "-o", str(second)])
     assert code == 2 and "--posterior renders a saved fit as it is; drop DATA" in (
         capsys.readouterr().err)

@@ -43,8 +43,8 @@ def store_kind(path: Path) -> str:
     try:
         return _KINDS[path.suffix.lower()]
     except KeyError:
-        raise LoadError(f"cannot tell how to store a posterior in {path}: use a .nc (NetCDF) "
-                        "or .zarr name") from None
+        raise LoadError(f"cannot tell the posterior format of {path} from its suffix: use a "
+                        ".nc (NetCDF) or .zarr name") from None
 
 
 def _diagnostics_dataset(frame: pd.DataFrame | None) -> xr.Dataset | None:
