@@ -380,3 +380,17 @@ def test_matharena_gold_ranking_reproduces_published_leaderboard(shared_dir):
     np.testing.assert_array_equal(gold, stats.rankdata(-published, method="min"))
     conv = study.convergence(data, ["avg", "bayes"], budgets=(4,))
     np.testing.assert_allclose(conv[conv.target == "self"]["tau_mean"], 1.0, rtol=0, atol=1e-12)
+
+
+def test_summary_explains_failed_draws():
+    """A method that cannot rank some draws shows how many and why, never a bare NaN."""
+    data = br.datasets.example("aime25").subset(trials=range(4))
+    result = br.run_study(data, protocols=("gold", "stability"),
+                          methods=["avg", "bradley_terry"], quiet=True)
+    summary = result.summary().set_index("method")
+    stability = result.frames["stability"].set_index(["method", "target"])
+    failed = int(stability.loc[("bradley_terry", "gold"), "n_failed"])
+    assert failed > 0  # single-trial draws where a model wins or loses everything
+    assert summary.loc["bradley_terry", "n_failed"] == failed
+    assert summary.loc["bradley_terry", "reason"].startswith("NotIdentifiedError")
+    assert summary.loc["avg", "n_failed"] == 0 and summary.loc["avg", "reason"] == ""

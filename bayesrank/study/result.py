@@ -57,21 +57,31 @@ class StudyResult:
     def summary(self) -> pd.DataFrame:
         """One row per method: full-N gold agreement and low-budget gold/self tau_b.
 
-        Sorted by low-budget gold agreement when the stability protocol ran,
-        else by full-N gold agreement.
+        ``n_failed`` counts the low-budget draws a method could not rank and
+        ``reason`` says why a value is missing or draws failed (the first
+        reason met), so a NaN never stands unexplained.  Sorted by low-budget
+        gold agreement when the stability protocol ran, else by full-N gold
+        agreement.
         """
         parts = []
+        reasons = []
         if "gold" in self.frames:
-            parts.append(self.frames["gold"].set_index("method")[["tau_gold", "consensus"]])
+            gold = self.frames["gold"].set_index("method")
+            parts.append(gold[["tau_gold", "consensus"]])
+            reasons.append(gold["skip_reason"])
         if "stability" in self.frames:
-            st = self.frames["stability"].pivot(index="method", columns="target",
-                                                values=["tau_mean", "tau_std"])
+            frame = self.frames["stability"]
+            st = frame.pivot(index="method", columns="target", values=["tau_mean", "tau_std"])
             st.columns = [f"{t}_{stat.removeprefix('tau_')}" for stat, t in st.columns]
             parts.append(st[[c for c in ("gold_mean", "gold_std", "self_mean", "self_std")
                              if c in st.columns]])
+            by_method = frame.groupby("method", sort=False)
+            parts.append(by_method["n_failed"].max().rename("n_failed").to_frame())
+            reasons.append(by_method["skip_reason"].agg(_first_reason))
         if not parts:
             return pd.DataFrame()
         table = pd.concat(parts, axis=1)
+        table["reason"] = pd.concat(reasons, axis=1).apply(_first_reason, axis=1)
         key = "gold_mean" if "gold_mean" in table else "tau_gold"
         return table.sort_values(key, ascending=False, kind="stable").reset_index()
 
@@ -196,6 +206,11 @@ class StudyPlan:
     subsets: int = 50
     prior_reps: int = 50
     schemes: Mapping[str, ResponseData] | None = None
+
+
+def _first_reason(values: pd.Series) -> str:
+    found = [str(v) for v in values if isinstance(v, str) and v]
+    return found[0] if found else ""
 
 
 def run_study(
