@@ -287,12 +287,12 @@ def test_example_benchmark_every_identifier_converges_or_explains():
     warnings except the 3PL joint ML, whose weakest model is explained by guessing."""
     data = datasets.example("combined")
     k, n = data.reductions.successes, data.reductions.trials
-    weakest = int(np.argmin(k.sum(axis=1)))
+    weakest = data.models[int(np.argmin(k.sum(axis=1)))]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for identifier in IRT:
             if identifier == "rasch_3pl":
-                with pytest.raises(NotIdentifiedError, match=rf"model\(s\) \[{weakest}\] run off"):
+                with pytest.raises(NotIdentifiedError, match=rf"model\(s\) '{weakest}' run off"):
                     bayesrank.rank(data, identifier)
                 continue
             assert np.all(np.isfinite(bayesrank.rank(data, identifier).scores)), identifier
@@ -458,15 +458,18 @@ def test_separated_data_violate_fords_condition():
 def test_perfect_models_need_a_prior():
     R = TENSORS["B_6x20x80"].copy()
     R[2] = 1
-    with pytest.raises(NotIdentifiedError, match=r"model\(s\) \[2\] solved every"):
+    with pytest.raises(NotIdentifiedError, match=r"model\(s\) 'model_2' solved every"):
         bayesrank.rank(R, "rasch")
+    names = [f"llm-{i}" for i in range(R.shape[0])]
+    with pytest.raises(NotIdentifiedError, match=r"model\(s\) 'llm-2' solved every"):
+        bayesrank.rank(bayesrank.ResponseData(R, models=names), "rasch")  # names, not indices
     for identifier in ("rasch_map", "rasch_2pl_map", "rasch_3pl_map", "rasch_mml"):
         assert bayesrank.rank(R, identifier).ranks[2] == 1, identifier
 
 
 def test_3pl_joint_ml_divergence_is_reported():
     R = _irt_like(5, 6, 3, 1)
-    with pytest.raises(NotIdentifiedError, match=r"model\(s\) \[3\] run off to -infinity"):
+    with pytest.raises(NotIdentifiedError, match=r"model\(s\) 'model_3' run off to -infinity"):
         bayesrank.rank(R, "rasch_3pl")
     assert np.isfinite(bayesrank.rank(R, "rasch_3pl_map").scores).all()
 

@@ -240,7 +240,16 @@ def check_identified(
         )
 
 
-def check_ford_condition(successes: np.ndarray, trials: np.ndarray, what: str) -> None:
+def model_labels(index: np.ndarray, labels: Sequence[str] | None) -> str:
+    """Models at ``index`` by name (``labels``), or by position when no names are known."""
+    if labels is None:
+        return str(index.tolist())
+    return ", ".join(repr(str(labels[i])) for i in index)
+
+
+def check_ford_condition(
+    successes: np.ndarray, trials: np.ndarray, what: str, labels: Sequence[str] | None = None
+) -> None:
     """Ford's (1957) condition for a finite binomial Rasch joint-ML estimate.
 
     On informative items (each solved and failed at least once), the bipartite "beats"
@@ -254,7 +263,8 @@ def check_ford_condition(successes: np.ndarray, trials: np.ndarray, what: str) -
     unseen = np.flatnonzero(n.sum(axis=1) == 0)
     if unseen.size:
         raise NotIdentifiedError(
-            f"{what}: model(s) {unseen.tolist()} have no observed trial on any informative item"
+            f"{what}: model(s) {model_labels(unseen, labels)} have no observed trial on any "
+            "informative item"
         )
     rows_solved, rows_failed = k.sum(axis=1), (n - k).sum(axis=1)
     perfect = np.flatnonzero(rows_failed == 0)
@@ -262,9 +272,10 @@ def check_ford_condition(successes: np.ndarray, trials: np.ndarray, what: str) -
     if perfect.size or hopeless.size:
         parts = []
         if perfect.size:
-            parts.append(f"model(s) {perfect.tolist()} solved every informative trial")
+            parts.append(f"model(s) {model_labels(perfect, labels)} solved every informative "
+                         "trial")
         if hopeless.size:
-            parts.append(f"model(s) {hopeless.tolist()} solved none")
+            parts.append(f"model(s) {model_labels(hopeless, labels)} solved none")
         raise NotIdentifiedError(
             f"{what}: {' and '.join(parts)}, so their joint-ML ability is infinite; use the "
             "MAP variant (Gaussian ability prior) or rasch_mml, whose abilities stay finite"
@@ -277,11 +288,14 @@ def check_ford_condition(successes: np.ndarray, trials: np.ndarray, what: str) -
     n_comp, comp = connected_components(graph, directed=True, connection="strong")
     if n_comp > 1:
         sizes = np.bincount(comp[:L], minlength=n_comp)
-        groups = [np.flatnonzero(comp[:L] == c).tolist() for c in np.flatnonzero(sizes)]
+        members = [np.flatnonzero(comp[:L] == c) for c in np.flatnonzero(sizes)][:4]
+        groups = (str([m.tolist() for m in members]) if labels is None
+                  else ", ".join(f"[{model_labels(m, labels)}]" for m in members))
         raise NotIdentifiedError(
             f"{what}: the data are separated (Ford's condition fails): the models split into "
-            f"groups {groups[:4]} such that one group solves items the other always fails, "
-            "consistently in one direction, so the joint-ML abilities diverge. Use the MAP "
+            f"groups {groups} such that one group solves items the other "
+            "always fails, consistently in one direction, so the joint-ML abilities diverge. "
+            "Use the MAP "
             "variant or rasch_mml"
         )
 

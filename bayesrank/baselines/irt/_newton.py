@@ -11,12 +11,13 @@ xPL fits (:mod:`.xpl`) and the growth model (:mod:`.dynamic`).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
+from bayesrank.baselines._optim import model_labels
 from bayesrank.errors import NotIdentifiedError
 
 __all__ = [
@@ -164,10 +165,12 @@ class Diverged(Exception):
         self.u = u
 
 
-def divergence_error(what: str, u: np.ndarray, names: str = "abilities") -> NotIdentifiedError:
+def divergence_error(
+    what: str, u: np.ndarray, names: str = "abilities", labels: Sequence[str] | None = None
+) -> NotIdentifiedError:
     far = np.flatnonzero(np.abs(u) > 0.5 * max(np.abs(u).max(), 1.0))
     return NotIdentifiedError(
-        f"{what}: the {names} of model(s) {far.tolist()} run off to "
+        f"{what}: the {names} of model(s) {model_labels(far, labels)} run off to "
         f"{'+' if np.all(u[far] > 0) else '-'}infinity, so the estimate does not exist for "
         "these data (with 3PL guessing, a weak model's few successes can be explained by "
         "guessing alone). Use the MAP variant (ability prior) or rasch_mml"

@@ -7,6 +7,7 @@ joint-ML fit with constant abilities; ``dynamic_irt_growth`` fits a per-model li
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
@@ -41,6 +42,7 @@ def fit_growth_irt(
     time_points: np.ndarray | None = None,
     slope_reg: float = 0.01,
     max_iter: int = 500,
+    labels: Sequence[str] | None = None,
 ) -> IrtFit:
     """Logistic growth (longitudinal Rasch) model over ordered trials.
 
@@ -78,7 +80,7 @@ def fit_growth_irt(
     n = obs.sum(axis=2).astype(float)
     keep = informative_mask(k, n)
     what = "dynamic IRT (growth)"
-    check_ford_condition(k[:, keep], n[:, keep], what)
+    check_ford_condition(k[:, keep], n[:, keep], what, labels)
     Rk, Ok, kk = Rf[:, keep], obs[:, keep].astype(float), k[:, keep]
     S = kk.sum(axis=1)  # successes per model
     U = np.einsum("lmn,n->l", Rk, t)  # time-weighted successes per model
@@ -122,7 +124,7 @@ def fit_growth_irt(
             evaluate, np.r_[theta0, np.zeros(L)], b0[:, None], (0,), max_iter, what
         )
     except Diverged as exc:
-        raise divergence_error(what, exc.u[:L], "baseline abilities") from None
+        raise divergence_error(what, exc.u[:L], "baseline abilities", labels) from None
     th0, th1, b = u[:L], u[L:], v[:, 0]
     if not (np.all(np.isfinite(u)) and np.all(np.isfinite(v))):
         raise NotIdentifiedError(f"{what}: the iterations diverged (non-finite parameters)")
@@ -166,10 +168,11 @@ def dynamic_irt(
     data.require_binary("dynamic IRT")
     if variant == "linear":
         k, n = data.reductions.successes, data.reductions.trials
-        fit = fit_irt(k, n, model="1pl", max_iter=max_iter)
+        fit = fit_irt(k, n, model="1pl", max_iter=max_iter, labels=data.models)
         return fit.ability, (fit.item_params() if return_item_params else {})
     fit = fit_growth_irt(
-        data.R, mask=data.mask, time_points=time_points, slope_reg=slope_reg, max_iter=max_iter
+        data.R, mask=data.mask, time_points=time_points, slope_reg=slope_reg, max_iter=max_iter,
+        labels=data.models,
     )
     slope, t = fit.extra["slope"], fit.extra["time"]
     scores = {

@@ -16,7 +16,7 @@ ranking rules :func:`rasch`, :func:`rasch_2pl` and :func:`rasch_3pl` are ML with
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -62,6 +62,7 @@ class _Layout:
     reg_c: float
     upper: float
     fixed_c: float | None
+    labels: tuple[str, ...] | None = None  # model names for error messages
 
     @property
     def has_a(self) -> bool:
@@ -232,6 +233,7 @@ def fit_irt(
     reg_guessing: float = 0.1,
     guessing_upper: float = 0.5,
     fix_guessing: float | None = None,
+    labels: Sequence[str] | None = None,
 ) -> IrtFit:
     """Fit a binomial 1PL/2PL/3PL model by joint ML or MAP (paper, Alg. "Binomial xPL IRT").
 
@@ -286,11 +288,12 @@ def fit_irt(
         are separated (see module notes).
     """
     k, n = binomial_counts(successes, trials)
-    lay = _layout(model, prior_var, max_iter, reg_discrimination, reg_guessing,
-                  guessing_upper, fix_guessing)
+    lay = replace(_layout(model, prior_var, max_iter, reg_discrimination, reg_guessing,
+                          guessing_upper, fix_guessing),
+                  labels=None if labels is None else tuple(map(str, labels)))
     keep = informative_mask(k, n)
     if lay.prior_var is None:
-        check_ford_condition(k[:, keep], n[:, keep], lay.what)
+        check_ford_condition(k[:, keep], n[:, keep], lay.what, lay.labels)
     if not keep.any():  # MAP without informative items: the prior alone, theta = 0
         return _prior_only_fit(k, n, lay)
     kk, nn = k[:, keep], n[:, keep]
@@ -303,7 +306,7 @@ def fit_irt(
     try:
         theta, v, terms, n_iter = solve(replace(lay, model="1pl"), theta, b[:, None])
     except Diverged as exc:
-        raise divergence_error(lay.what, exc.u) from None
+        raise divergence_error(lay.what, exc.u, labels=lay.labels) from None
     if lay.has_a:  # 2PL and 3PL continue from the 1PL fit with a = 1
         theta, v, terms, it = _best_of_starts(solve, lay, theta, np.c_[v, np.zeros(v.shape[0])])
         n_iter += it
@@ -366,7 +369,7 @@ def _best_of_starts(solve: Callable, lay: _Layout, theta: np.ndarray, v: np.ndar
         if best is None or out[2].value < best[2].value:
             best, caught = out, record
     if best is None:
-        raise divergence_error(lay.what, failure.u) from None
+        raise divergence_error(lay.what, failure.u, labels=lay.labels) from None
     for w in caught:
         warnings.warn(w.message, w.category, stacklevel=3)  # the caller of fit_irt
     return best
@@ -417,7 +420,8 @@ def rasch(
     successes (the Rasch sufficient statistic).
     """
     k, n = binary_counts(data, "Rasch IRT")
-    fit = fit_irt(k, n, model="1pl", prior_var=prior_variance(prior), max_iter=max_iter)
+    fit = fit_irt(k, n, model="1pl", prior_var=prior_variance(prior), max_iter=max_iter,
+                  labels=data.models)
     return fit.ability, (fit.item_params() if return_item_params else {})
 
 
@@ -443,6 +447,7 @@ def rasch_2pl(
         prior_var=prior_variance(prior),
         max_iter=max_iter,
         reg_discrimination=reg_discrimination,
+        labels=data.models,
     )
     return fit.ability, (fit.item_params() if return_item_params else {})
 
@@ -473,6 +478,7 @@ def rasch_3pl(
         prior_var=prior_variance(prior),
         max_iter=max_iter,
         fix_guessing=fix_guessing,
+        labels=data.models,
         guessing_upper=guessing_upper,
         reg_discrimination=reg_discrimination,
         reg_guessing=reg_guessing,
