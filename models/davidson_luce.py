@@ -41,6 +41,15 @@ compete with equal strengths.  The observed variable ``events`` holds the
 winner indicators of each distinct (U, V) event (dims ``event``, ``llm``); its
 log-likelihood is count_e * log P(U_e > V_e | S_e), i.e. per group of identical
 question-trial events (leave-one-out then leaves the whole group out).
+
+Posterior predictive draws (``pm.sample_posterior_predictive``) give every
+row of ``events`` a fresh winner set drawn from P(U | S_e) of its comparison
+set, exactly (:func:`sample_winner_sets`: the size from delta_t e_t / Z, then
+the members by conditional Poisson sampling).  A row stands for ``counts[e]``
+identical observed question-trials, so replicated totals weight each row by
+its count (tested: the count-weighted winner totals of the draws cover the
+observed ones).  Before issue 9 the distribution had no random method and
+``post.ppc()`` failed with "Attempted to run random on the CustomDist".
 """
 
 from __future__ import annotations

@@ -235,6 +235,12 @@ def test_discrimination_scale_is_fixed_by_the_informed_questions_only():
     draws = pm.draw(model["log_a"], draws=50, random_seed=1)
     np.testing.assert_allclose(draws[:, [1, 3, 4]].sum(axis=1), 0.0, atol=1e-10)
     assert np.all(np.abs(draws[:, [0, 2]].sum(axis=1)) > 1e-6)
+    # intercepts: informed ones centred, the others non-centred (mu + sigma z)
+    assert model["beta_informed"].type.shape == (3,) and model["beta_z"].type.shape == (2,)
+    rasch = irt.build(R, kind="rasch")
+    values = {"mu_b": 0.5, "sigma_b": 2.0, "b_z": [1.0, -1.0], "b_informed": [1.0, 2.0, 3.0]}
+    got = rasch["b"].eval({rasch[name]: np.asarray(v) for name, v in values.items()})
+    np.testing.assert_allclose(got, [2.5, 1.0, -1.5, 2.0, 3.0])
 
 
 def test_binomial_counts_are_the_sufficient_statistic():
