@@ -11,7 +11,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test test-real bench lint clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "bayesrank needs Python >= 3.12 (python3.12 or newer)" >&2; exit 1; }
@@ -28,6 +28,11 @@ demo: $(STAMP)
 ## test: the whole test suite
 test: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --durations=15
+
+## test-real: every model fitted with defaults to every real set in ../shared (about an hour)
+test-real: $(STAMP)
+	BAYESRANK_REAL_FITS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 \
+		tests/test_models_real.py
 
 ## bench: speed and memory benchmarks (ratios against peers measured in the same run)
 bench: $(STAMP)
