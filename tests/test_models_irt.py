@@ -173,13 +173,17 @@ def test_beta_binomial_log_likelihood_is_scipys_pmf():
 
 @pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 def test_binomial_3pl_is_multimodal_where_the_default_converges():
-    """Bundled example, aime24: the default 3PL passes every check; binomial chains disagree."""
+    """Bundled example, aime24: the default 3PL passes every check; binomial chains disagree.
+
+    (Before the abilities carried the location, the binomial chains sat in modes with
+    R-hat 1.5-2.1; with it they still disagree beyond the 1.01 check.)"""
     data = bayesrank.datasets.example("aime24")
     default = fit(data, "3pl", random_seed=0)
     assert default.diagnostics["passed"].all(), default.diagnostics
     assert default.diagnostics.attrs["divergences"] == 0
     binomial = fit(data, "3pl", likelihood="binomial", random_seed=0)
-    assert binomial.diagnostics["r_hat"].max() > 1.1
+    assert binomial.diagnostics["r_hat"].max() > 1.01
+    assert not binomial.diagnostics["passed"].all()
 
 
 # -- empirical prior from R0 --------------------------------------------------------------

@@ -270,7 +270,7 @@ def benchmark_like_data() -> ResponseData:
 def test_closed_form_lcb_matches_scorio_bayes(benchmark_like_data):
     scorio_rank = pytest.importorskip("scorio.rank")
     d = benchmark_like_data
-    post = closed_form(d)
+    post = closed_form(d, R0="data")  # the prior outcomes, asked for (the default is uniform)
     _, ref_mean = scorio_rank.bayes(np.asarray(d.R), R0=np.asarray(d.R0), return_scores=True)
     _, ref_lcb = scorio_rank.bayes(np.asarray(d.R), R0=np.asarray(d.R0), quantile=0.05,
                                    return_scores=True)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -198,12 +199,17 @@ def _observed_values(posterior: Posterior, var: str) -> xr.DataArray:
 
 @contextmanager
 def _without_pymc_info() -> Iterator[None]:
-    """PyMC logs "Sampling: [k]" at INFO for every predictive draw; hold that back here only."""
+    """Hold back, here only, PyMC's "Sampling: [k]" INFO line for every predictive draw and
+    PyTensor's note that a custom likelihood's random draws run in Numba's object mode (a
+    speed remark about a few thousand draws, not a problem)."""
     logger = logging.getLogger("pymc")
     level = logger.level
     logger.setLevel(max(level, logging.WARNING))
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Numba will use object mode",
+                                    category=UserWarning)
+            yield
     finally:
         logger.setLevel(level)
 
@@ -233,6 +239,8 @@ def replicate(
             xr.DataTree.from_dict({"posterior": thinned}),
             model=posterior.pymc_model,
             var_names=[var],
+            # the posterior draws are what is replicated from: keep them, never resample
+            freeze_vars=[rv.name for rv in posterior.pymc_model.free_RVs if rv.name in thinned],
             random_seed=random_seed,
             progressbar=False,
             extend_inferencedata=False,
