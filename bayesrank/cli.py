@@ -19,9 +19,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from bayesrank import __version__
+from bayesrank.data.io import columns_argument
 
 EXAMPLE_NOTE = "bundled simulated example (not real model results)"
-LONG_COLUMNS = ("model", "question", "trial", "outcome")
 
 
 class UsageError(Exception):
@@ -48,20 +48,6 @@ def _int_at_least(low: int):
         return value
 
     return parse
-
-
-def _columns(text: str) -> dict[str, str]:
-    """``model=llm,outcome=correct`` -> ``{"model": "llm", "outcome": "correct"}``."""
-    mapping: dict[str, str] = {}
-    for item in (p.strip() for p in text.split(",") if p.strip()):
-        ours, sep, theirs = item.partition("=")
-        if not sep or not theirs or ours not in LONG_COLUMNS:
-            raise argparse.ArgumentTypeError(
-                f"bad entry {item!r}: give OURS=YOURS pairs with OURS one of "
-                f"{', '.join(LONG_COLUMNS)}, e.g. --columns trial=sample_idx,outcome=correct"
-            )
-        mapping[ours] = theirs
-    return mapping
 
 
 def _first_existing(path: Path) -> Path:
@@ -170,7 +156,7 @@ def _add_data_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prior", help="prior outcomes for R0 (e.g. greedy decodes): a long table "
                    "(.csv/.jsonl/.parquet with question, [model,] trial, outcome; aligned by "
                    "name), a .nc/.npz written by bayesrank, or an array (.npy, keyed .npz)")
-    p.add_argument("--columns", type=_columns, metavar="OURS=YOURS,...",
+    p.add_argument("--columns", type=columns_argument, metavar="OURS=YOURS,...",
                    help="names of your table's columns, e.g. "
                    "--columns model=llm,question=task_id,trial=sample_idx,outcome=correct")
 

@@ -196,6 +196,23 @@ def test_cli_plan_writes_csv_and_nothing_on_bad_input(tmp_path, capsys):
     assert "error" in capsys.readouterr().err
 
 
+def test_cli_plan_reads_a_harness_csv_with_columns(tmp_path):
+    data = simulated([0.7, 0.68, 0.2], M=12, N=2, seed=7)
+    long = data.to_frame().rename(columns={"trial": "sample_idx", "outcome": "correct"})
+    path = tmp_path / "harness.csv"
+    long.to_csv(path, index=False)
+    out = tmp_path / "plan.csv"
+    assert main(["plan", str(path), "--columns", "trial=sample_idx,outcome=correct",
+                 "--budget", "15", "-o", str(out)]) == 0
+    direct = tmp_path / "direct.csv"
+    assert main(["plan", str(br.save(data, tmp_path / "d.npz")), "--budget", "15",
+                 "-o", str(direct)]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(direct))
+    with pytest.raises(SystemExit) as usage:  # a malformed mapping is a usage error
+        main(["plan", str(path), "--columns", "score=correct", "--budget", "5"])
+    assert usage.value.code == 2
+
+
 class NormalWithDraws(br.NormalPosterior):
     """A normal posterior that also exposes draws, as an MCMC Posterior does."""
 

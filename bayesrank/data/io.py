@@ -40,6 +40,33 @@ __all__ = [
 ]
 
 LONG_COLUMNS = ("model", "question", "trial", "outcome")
+
+
+def parse_columns(text: str) -> dict[str, str]:
+    """``"model=llm,outcome=correct"`` -> ``{"model": "llm", "outcome": "correct"}``.
+
+    The command-line spelling of ``columns=``; a ValueError names a bad entry.
+    """
+    mapping: dict[str, str] = {}
+    for item in (p.strip() for p in text.split(",") if p.strip()):
+        ours, sep, theirs = item.partition("=")
+        if not sep or not theirs or ours not in LONG_COLUMNS:
+            raise ValueError(
+                f"bad entry {item!r}: give OURS=YOURS pairs with OURS one of "
+                f"{', '.join(LONG_COLUMNS)}, e.g. --columns trial=sample_idx,outcome=correct"
+            )
+        mapping[ours] = theirs
+    return mapping
+
+
+def columns_argument(text: str) -> dict[str, str]:
+    """:func:`parse_columns` as an argparse ``type=`` (its message shown to the user)."""
+    import argparse
+
+    try:
+        return parse_columns(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 _SUFFIX_FORMAT = {
     ".npy": "npy",
     ".npz": "npz",
