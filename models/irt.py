@@ -89,7 +89,9 @@ from ._common import (
     response_data,
 )
 
-__all__ = ["build", "item_response", "informative_items", "KINDS", "LIKELIHOODS"]
+__all__ = [
+    "build", "item_response", "informative_items", "informed_questions", "KINDS", "LIKELIHOODS"
+]
 
 KINDS = ("rasch", "2pl", "3pl")
 LIKELIHOODS = ("binomial", "beta_binomial")
@@ -103,7 +105,9 @@ def log_binomial(k: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 def _binomial_logit_logp(value, n, eta, log_coef):
-    return log_coef - value * pt.softplus(-eta) - (n - value) * pt.softplus(eta)
+    # k log p + (n - k) log(1 - p) with log p = -softplus(-eta) = eta - softplus(eta):
+    # one softplus per cell instead of two
+    return log_coef + value * eta - n * pt.softplus(eta)
 
 
 def _binomial_logit_random(n, eta, log_coef, rng=None, size=None):
@@ -188,13 +192,47 @@ def beta_binomial(name, n, log_p, log_q, log_delta, log_coef, observed, dims):
     )
 
 
-def _pooled(name: str, scale_name: str, centered: bool):
-    """Zero-sum item effects with a learnt scale HalfNormal(2.5), centred or not."""
+def _pooled(name: str, location, scale_name: str, centered: bool):
+    """Item effects i.i.d. Normal(location, scale), scale ~ HalfNormal(2.5), centred or not."""
     scale = pm.HalfNormal(scale_name, 2.5)
     if centered:
-        return pm.ZeroSumNormal(name, sigma=scale, dims="question")
-    raw = pm.ZeroSumNormal(f"{name}_z", sigma=1.0, dims="question")
-    return pm.Deterministic(name, scale * raw, dims="question")
+        return pm.Normal(name, location, scale, dims="question")
+    raw = pm.Normal(f"{name}_z", 0.0, 1.0, dims="question")
+    return pm.Deterministic(name, location + scale * raw, dims="question")
+
+
+def informed_questions(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Questions with at least one success and one failure (bool, M).
+
+    A question solved by no model in any trial (or by every model in every
+    trial) only bounds its own parameters from one side; the data say nothing
+    about where in that half-line they lie.
+    """
+    total = k.sum(axis=0)
+    return (total > 0) & (total < n.sum(axis=0))
+
+
+def _log_discriminations(informed: np.ndarray, scale: float = 0.5):
+    """log a_m: zero-sum over the informed questions, i.i.d. Normal(0, scale) elsewhere.
+
+    The zero sum fixes the scale of the abilities (theta s, a / s leave the
+    likelihood unchanged).  Putting questions nobody (or everybody) solved
+    into that sum would tie the scale to discriminations the data do not
+    inform, a slow direction through every ability (module docstring).
+    """
+    index = np.flatnonzero(informed)
+    others = np.flatnonzero(~informed)
+    parts = []
+    if index.size >= 2:
+        parts.append((index, pm.ZeroSumNormal("log_a_informed", sigma=scale, shape=index.size)))
+    elif index.size == 1:  # the single informed question sets the scale: a = 1
+        parts.append((index, pt.zeros(1)))
+    if others.size:
+        parts.append((others, pm.Normal("log_a_uninformed", 0.0, scale, shape=others.size)))
+    log_a = pt.zeros(informed.size)
+    for where, value in parts:
+        log_a = pt.set_subtensor(log_a[where], value)
+    return pm.Deterministic("log_a", log_a, dims="question")
 
 
 def informative_items(k: np.ndarray, n: np.ndarray) -> bool:
@@ -260,17 +298,22 @@ def item_response(
         successes = pm.Data("successes", k, dims=CELL)
         trials = pm.Data("trials", n, dims=CELL)
 
-        theta = pm.Normal("theta", 0.0, ability_scale, dims="llm")
+        theta = pm.ZeroSumNormal("theta", sigma=ability_scale, dims="llm")
+        # the mean ability is 0; the items' common location carries the prior of the
+        # abilities' mean under the paper's theta_l ~ N(0, ability_scale) i.i.d.
+        location_sd = ability_scale / np.sqrt(k.shape[0])
         if kind == "rasch":
-            b = _pooled("b", "sigma_b", centered)
+            mu_b = pm.Normal("mu_b", 0.0, location_sd)
+            b = _pooled("b", mu_b, "sigma_b", centered)
 
             def logit(ability):
                 return ability - b
 
         else:
-            log_a = pm.ZeroSumNormal("log_a", sigma=0.5, dims="question")
+            log_a = _log_discriminations(informed_questions(k, n))
             a = pm.Deterministic("a", pt.exp(log_a), dims="question")
-            beta = _pooled("beta", "sigma_beta", centered)
+            mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
+            beta = _pooled("beta", mu_beta, "sigma_beta", centered)
             pm.Deterministic("b", -beta / a, dims="question")
 
             def logit(ability):
