@@ -86,14 +86,7 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
                 "bayes", bayes.build, "Bayes@N Dirichlet-multinomial (closed form exists)",
                 MappingProxyType({}), exact_draws=bayes.conjugate_draws,
             ),
-            # Smaller steps explore the one-sided difficulty posterior of a question
-            # almost every model always solves (docs/samplers.md).
-            _spec(
-                "rasch",
-                partial(irt.build, kind="rasch"),
-                "hierarchical Rasch (1PL)",
-                target_accept=0.9,
-            ),
+            _spec("rasch", partial(irt.build, kind="rasch"), "hierarchical Rasch (1PL)"),
             _spec("2pl", partial(irt.build, kind="2pl"), "hierarchical 2PL IRT"),
             _spec(
                 "3pl",

@@ -56,7 +56,7 @@ from bayesrank.data import ResponseData
 
 from ._common import binary_only, coords_of, positive_scale, response_data
 
-__all__ = ["build", "davidson_luce", "log_tie_normalisers"]
+__all__ = ["build", "davidson_luce", "log_tie_normalisers", "sample_winner_sets"]
 
 
 def _convolution(degree: int, max_order: int) -> np.ndarray:
@@ -144,6 +144,58 @@ def log_tie_normalisers(theta, log_delta, sets: np.ndarray, max_order: int):
     return shift + pt.log(pt.sum(pt.exp(log_delta)[:, None] * diagonal, axis=0))
 
 
+def _suffix_esp(x: np.ndarray, max_order: int) -> np.ndarray:
+    """E[..., i, r] = e_r(x_i, ..., x_{n-1}) for r = 0..max_order (E[..., n, 0] = 1), numpy."""
+    n = x.shape[-1]
+    out = np.zeros((*x.shape[:-1], n + 1, max_order + 1))
+    out[..., n, 0] = 1.0
+    for i in range(n - 1, -1, -1):
+        out[..., i, :] = out[..., i + 1, :]
+        out[..., i, 1:] += x[..., i, None] * out[..., i + 1, :-1]
+    return out
+
+
+def sample_winner_sets(
+    rng: np.random.Generator,
+    theta: np.ndarray,
+    log_delta: np.ndarray,
+    sets: np.ndarray,
+) -> np.ndarray:
+    """One Davidson-Luce winner set per row of ``sets`` (bool, E x L), exactly.
+
+    P(U | S) = delta_|U| g_|U|(U) / Z(S) over proper non-empty subsets U of S
+    with |U| <= D.  The size t is drawn from P(t | S) = delta_t e_t(x^(t)) / Z(S),
+    x^(t)_i = pi_i^(1/t) for i in S (0 elsewhere); then the members one model
+    at a time: i joins with probability x_i e_{r-1}(x_{>i}) / e_r(x_{>=i}), r the
+    places still open, which gives each t-subset probability prod_U x / e_t
+    (conditional Poisson sampling).
+    """
+    n_events, L = sets.shape
+    D = log_delta.shape[0]
+    order = np.arange(1, D + 1)
+    x = sets[None, :, :] * np.exp((theta - theta.max())[None, None, :] / order[:, None, None])
+    esp = _suffix_esp(x, D)  # (D, E, L + 1, D + 1)
+    diagonal = esp[order - 1, :, 0, order].T  # (E, D): e_t(x^(t)) of the whole set
+    proper = order[None, :] < sets.sum(axis=1)[:, None]
+    weight = np.where(proper, np.exp(log_delta - log_delta.max())[None, :] * diagonal, 0.0)
+    cumulative = np.cumsum(weight, axis=1)
+    u = rng.random(n_events) * cumulative[:, -1]
+    size = (cumulative < u[:, None]).sum(axis=1) + 1  # t in 1..D
+    rows = np.arange(n_events)
+    table, xt = esp[size - 1, rows], x[size - 1, rows]  # (E, L + 1, D + 1), (E, L)
+    winners = np.zeros((n_events, L), dtype=bool)
+    remaining = size.copy()
+    for i in range(L):
+        open_ = remaining > 0
+        denominator = table[rows, i, remaining]
+        numerator = xt[:, i] * table[rows, i + 1, np.maximum(remaining - 1, 0)]
+        p = np.where(open_, numerator / np.where(open_, denominator, 1.0), 0.0)
+        joins = rng.random(n_events) < p
+        winners[:, i] = joins
+        remaining -= joins
+    return winners
+
+
 def _tie_effects(n_orders: int, scale: float = 3.0):
     """eta_t ~ Normal(0, scale) i.i.d., written as mean + zero-sum deviations.
 
@@ -224,6 +276,13 @@ def davidson_luce(
         log_g = (value @ theta) * inverse_size
         return weights * (size_onehot @ log_delta + log_g - set_onehot @ log_z)
 
+    event_sets = sets[set_of_event].astype(bool)
+
+    def event_random(theta, log_delta, rng=None, size=None):
+        theta = np.reshape(theta, (n_models,))
+        winners_ = sample_winner_sets(rng, theta, np.reshape(log_delta, (D,)), event_sets)
+        return winners_.astype(float).reshape(size + (n_models,) if size else winners_.shape)
+
     with pm.Model(coords=coords) as model:
         sigma = pm.HalfNormal("sigma", scale) if hierarchical else scale
         theta = pm.ZeroSumNormal("theta", sigma=sigma, dims="llm")
@@ -240,6 +299,7 @@ def davidson_luce(
             theta,
             log_delta,
             logp=event_logp,
+            random=event_random,
             signature="(l),(d)->(l)",
             observed=winners.astype(float),
             dims=("event", "llm"),

@@ -3,11 +3,14 @@
 Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
 (examinee) l on question (item) m out of n_lm trials:
 
-    theta_l  ~ Normal(0, 3)                               abilities (ranking quantity)
-    Rasch:   sigma_b ~ HalfNormal(2.5),  b ~ ZeroSumNormal(sigma_b)     sum_m b_m = 0
+    theta    ~ ZeroSumNormal(3)                            abilities, sum_l theta_l = 0
+    Rasch:   mu_b ~ Normal(0, 3 / sqrt(L)),  sigma_b ~ HalfNormal(2.5)
+             b_m  ~ Normal(mu_b, sigma_b)                  difficulties
              eta_lm  = theta_l - b_m
-    2PL/3PL: log a   ~ ZeroSumNormal(0.5)                 discriminations, geometric mean 1
-             sigma_beta ~ HalfNormal(2.5),  beta ~ ZeroSumNormal(sigma_beta)
+    2PL/3PL: log a_m ~ ZeroSumNormal(0.5) over the informed questions,   discriminations
+                       Normal(0, 0.5) over the others (solved by no model or by all)
+             mu_beta ~ Normal(0, 3 / sqrt(L)),  sigma_beta ~ HalfNormal(2.5)
+             beta_m  ~ Normal(mu_beta, sigma_beta)         intercepts
              eta_lm  = a_m theta_l + beta_m,   difficulty b_m = -beta_m / a_m
     3PL:     c_m ~ Beta(1, 19)                             guessing floor in (0, 1)
     p_lm     = c_m + (1 - c_m) logistic(eta_lm)           (c = 0 for Rasch and 2PL)
@@ -21,20 +24,44 @@ a_m theta_l + beta_m: it is the same model, but the intercept does not couple
 multiplicatively with the slope, and NUTS needed half the leapfrog steps
 (4x the ESS per second on 20 x 120 x 80 data, docs/samplers.md).
 
-Identification.  The likelihood is unchanged by theta + s with b + s (beta - a s)
-and, for 2PL/3PL, by s * theta, a / s.  Zero-sum difficulties (intercepts) fix
-the location exactly and zero-sum log-discriminations fix the scale, so the
-posterior is proper in every direction instead of drifting along a ridge,
-which is what makes a naive parameterisation mix slowly.  Difficulties pool
-through their common scale and are centred: each question has L * N trials,
-so the data dominate, and a non-centred scale mixed far worse in our
-measurements (min ESS 15-50 instead of 1,500 on 20 x 120 x 80).  Abilities get
-a fixed, weakly informative scale (``ability_scale``) rather than a learnt
-one: with few models a learnt ability scale forms a funnel (divergences on
-6 x 10 x 8 data), and with many trials per model pooling would barely move
-them.  For the same reason the log-discriminations have a fixed scale (a
-learnt one funnelled on small data: 40-50 divergences on 6 x 10 x 8); 0.5
-keeps 95% of discriminations within a factor 2.7 of their geometric mean.
+Identification: the location sits on the abilities.  The likelihood is
+unchanged by theta + s with b + s (beta - a s) and, for 2PL/3PL, by s theta,
+a / s.  The paper fixes the location by centring the difficulties (sum_m b_m
+= 0) and draws theta_l ~ N(0, 3) i.i.d.  That is the same model as the one
+above: split those abilities into their mean t and deviations (t ~ N(0, 9 / L)
+independent of the ZeroSumNormal(3) deviations) and move t into the items
+(b - t, beta + a t); the items' common location then carries the N(0, 3 /
+sqrt(L)) prior of t (up to the items' own sample mean, whose sd is sigma_b /
+sqrt(M)).  **Convention: theta is reported with mean 0 over the models**
+(before issue 9: with mean difficulty 0); every contrast theta_l - theta_k,
+every logit theta_l - b_m and every solve probability is unchanged in
+meaning.  Why: real benchmarks always have questions solved by no model in
+any trial, or by all (LiveCodeBench, 15 x 713 x 10: 189 never and 54 always
+solved; Reasoning Gym hard, 10 x 4550 x 1: 1,254 and 330).  The data bound
+such a difficulty only from one side, so its posterior is the prior's tail
+(b about 5 +- 2).  With sum_m b_m = 0 the mean of those uninformed
+difficulties trades off against the mean of the informed ones and hence
+against every ability: a slow direction through every reported theta.
+Measured with nutpie, 4 x 1,000 draws, same run, on LiveCodeBench: the old
+Rasch reached R-hat 1.021 and min bulk ESS 139 (theta) with 31 leapfrog
+steps per draw; this one R-hat 1.008, min bulk ESS 1,270 (sigma_b), 22
+steps.  2PL: old R-hat 1.033, min bulk ESS 142 (theta), 34 steps; new 1.007
+and 638, 31 steps.  Each uninformed item now hangs off the hierarchy alone
+(given mu, sigma it is independent of everything else), which a diagonal
+mass matrix handles.  For the same reason the zero sum that fixes the 2PL/3PL
+scale runs over the informed questions only (:func:`informed_questions`):
+the discriminations of uninformed questions are set by their prior, and
+putting them in the sum would tie the scale of every ability to them.
+Difficulties (intercepts) are centred by default: each informed question has
+L * N trials, so the data dominate; a non-centred hierarchy mixed far worse
+on LiveCodeBench (mu_b bulk ESS 10, R-hat 1.40) and on the bundled 20 x 120 x
+80 example (min ESS 15-50 instead of 1,500).  Abilities get a fixed, weakly
+informative scale (``ability_scale``) rather than a learnt one: with few
+models a learnt ability scale forms a funnel (divergences on 6 x 10 x 8
+data), and with many trials per model pooling would barely move them.  For
+the same reason the log-discriminations have a fixed scale (a learnt one
+funnelled on small data: 40-50 divergences on 6 x 10 x 8); 0.5 keeps 95% of
+discriminations within a factor 2.7 of their geometric mean.
 
 Over-dispersion (``likelihood="beta_binomial"``).  Repeated trials of one
 model on one question share that pair's idiosyncrasies, so the cell solve
@@ -89,7 +116,9 @@ from ._common import (
     response_data,
 )
 
-__all__ = ["build", "item_response", "informative_items", "KINDS", "LIKELIHOODS"]
+__all__ = [
+    "build", "item_response", "informative_items", "informed_questions", "KINDS", "LIKELIHOODS"
+]
 
 KINDS = ("rasch", "2pl", "3pl")
 LIKELIHOODS = ("binomial", "beta_binomial")
@@ -103,7 +132,9 @@ def log_binomial(k: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 def _binomial_logit_logp(value, n, eta, log_coef):
-    return log_coef - value * pt.softplus(-eta) - (n - value) * pt.softplus(eta)
+    # k log p + (n - k) log(1 - p) with log p = -softplus(-eta) = eta - softplus(eta):
+    # one softplus per cell instead of two
+    return log_coef + value * eta - n * pt.softplus(eta)
 
 
 def _binomial_logit_random(n, eta, log_coef, rng=None, size=None):
@@ -188,13 +219,47 @@ def beta_binomial(name, n, log_p, log_q, log_delta, log_coef, observed, dims):
     )
 
 
-def _pooled(name: str, scale_name: str, centered: bool):
-    """Zero-sum item effects with a learnt scale HalfNormal(2.5), centred or not."""
+def _pooled(name: str, location, scale_name: str, centered: bool):
+    """Item effects i.i.d. Normal(location, scale), scale ~ HalfNormal(2.5), centred or not."""
     scale = pm.HalfNormal(scale_name, 2.5)
     if centered:
-        return pm.ZeroSumNormal(name, sigma=scale, dims="question")
-    raw = pm.ZeroSumNormal(f"{name}_z", sigma=1.0, dims="question")
-    return pm.Deterministic(name, scale * raw, dims="question")
+        return pm.Normal(name, location, scale, dims="question")
+    raw = pm.Normal(f"{name}_z", 0.0, 1.0, dims="question")
+    return pm.Deterministic(name, location + scale * raw, dims="question")
+
+
+def informed_questions(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Questions with at least one success and one failure (bool, M).
+
+    A question solved by no model in any trial (or by every model in every
+    trial) only bounds its own parameters from one side; the data say nothing
+    about where in that half-line they lie.
+    """
+    total = k.sum(axis=0)
+    return (total > 0) & (total < n.sum(axis=0))
+
+
+def _log_discriminations(informed: np.ndarray, scale: float = 0.5):
+    """log a_m: zero-sum over the informed questions, i.i.d. Normal(0, scale) elsewhere.
+
+    The zero sum fixes the scale of the abilities (theta s, a / s leave the
+    likelihood unchanged).  Putting questions nobody (or everybody) solved
+    into that sum would tie the scale to discriminations the data do not
+    inform, a slow direction through every ability (module docstring).
+    """
+    index = np.flatnonzero(informed)
+    others = np.flatnonzero(~informed)
+    parts = []
+    if index.size >= 2:
+        parts.append((index, pm.ZeroSumNormal("log_a_informed", sigma=scale, shape=index.size)))
+    elif index.size == 1:  # the single informed question sets the scale: a = 1
+        parts.append((index, pt.zeros(1)))
+    if others.size:
+        parts.append((others, pm.Normal("log_a_uninformed", 0.0, scale, shape=others.size)))
+    log_a = pt.zeros(informed.size)
+    for where, value in parts:
+        log_a = pt.set_subtensor(log_a[where], value)
+    return pm.Deterministic("log_a", log_a, dims="question")
 
 
 def informative_items(k: np.ndarray, n: np.ndarray) -> bool:
@@ -260,17 +325,22 @@ def item_response(
         successes = pm.Data("successes", k, dims=CELL)
         trials = pm.Data("trials", n, dims=CELL)
 
-        theta = pm.Normal("theta", 0.0, ability_scale, dims="llm")
+        theta = pm.ZeroSumNormal("theta", sigma=ability_scale, dims="llm")
+        # the mean ability is 0; the items' common location carries the prior of the
+        # abilities' mean under the paper's theta_l ~ N(0, ability_scale) i.i.d.
+        location_sd = ability_scale / np.sqrt(k.shape[0])
         if kind == "rasch":
-            b = _pooled("b", "sigma_b", centered)
+            mu_b = pm.Normal("mu_b", 0.0, location_sd)
+            b = _pooled("b", mu_b, "sigma_b", centered)
 
             def logit(ability):
                 return ability - b
 
         else:
-            log_a = pm.ZeroSumNormal("log_a", sigma=0.5, dims="question")
+            log_a = _log_discriminations(informed_questions(k, n))
             a = pm.Deterministic("a", pt.exp(log_a), dims="question")
-            beta = _pooled("beta", "sigma_beta", centered)
+            mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
+            beta = _pooled("beta", mu_beta, "sigma_beta", centered)
             pm.Deterministic("b", -beta / a, dims="question")
 
             def logit(ability):
@@ -362,7 +432,8 @@ def build(
     Returns
     -------
     pymc.Model
-        Ranking quantity ``theta`` (llm); observed ``k`` (llm, question).
+        Ranking quantity ``theta`` (llm), mean 0 over the models; observed ``k``
+        (llm, question).
     """
     check_option("kind", kind, KINDS)
     likelihood = DEFAULT_LIKELIHOOD[kind] if likelihood is None else likelihood

@@ -30,10 +30,15 @@ def counts_to_binary(k: np.ndarray, n_trials: int) -> np.ndarray:
 
 
 def rasch_prior_draw(rng, L, M, *, ability_scale=3.0):
-    """(theta, b) from the Rasch prior: theta ~ N(0, 3), sigma_b ~ HN(2.5), b ~ ZSN(sigma_b)."""
-    theta = rng.normal(0.0, ability_scale, L)
+    """(theta, b) from the Rasch prior.
+
+    theta ~ ZSN(3) (mean ability 0), mu_b ~ N(0, 3 / sqrt(L)), sigma_b ~ HN(2.5),
+    b_m ~ N(mu_b, sigma_b) i.i.d.
+    """
+    theta = zero_sum_normal(rng, ability_scale, L)
+    mu_b = rng.normal(0.0, ability_scale / np.sqrt(L))
     sigma_b = abs(rng.normal(0.0, 2.5))
-    b = zero_sum_normal(rng, sigma_b, M)
+    b = rng.normal(mu_b, sigma_b, M)
     return theta, b
 
 

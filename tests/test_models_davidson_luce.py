@@ -8,9 +8,10 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
-from _model_sims import simulate_davidson_luce, zero_sum_normal
+from _model_sims import davidson_luce_probabilities, simulate_davidson_luce, zero_sum_normal
 from bayesrank.models import davidson_luce as dl
 from pymc.model.transform.conditioning import remove_value_transforms
+from scipy import stats
 from scipy.special import comb
 
 import bayesrank
@@ -153,3 +154,61 @@ def test_edge_cases_and_errors():
         dl.build(np.random.default_rng(0).integers(0, 3, (3, 2, 2)))
     with pytest.raises(ValueError, match="batch"):
         fit_many([R, R], "davidson_luce", sampler="numpyro")
+
+
+# -- posterior predictive ------------------------------------------------------------------
+
+def test_winner_set_sampler_matches_enumerated_probabilities():
+    """sample_winner_sets draws each proper subset with P(U | S) (chi-square vs enumeration)."""
+    rng = np.random.default_rng(5)
+    L = 5
+    theta = np.array([-1.0, -0.4, 0.1, 0.5, 0.8])
+    log_delta = np.concatenate([[0.0], np.log(L) - np.log(comb(L, np.arange(2, L)))])
+    log_delta[1:] += np.array([0.5, -0.3, 0.8])
+    subsets, probs = davidson_luce_probabilities(theta, log_delta)
+    draws = dl.sample_winner_sets(rng, theta, log_delta, np.ones((100_000, L), dtype=bool))
+    index = {tuple(U): i for i, U in enumerate(subsets)}
+    counts = np.bincount([index[tuple(np.flatnonzero(w))] for w in draws], minlength=len(subsets))
+    assert stats.chisquare(counts, probs * len(draws)).pvalue > 1e-3
+
+    # a smaller comparison set {0, 2, 4}: winners stay inside it, never all of it
+    sub = np.zeros((20_000, L), dtype=bool)
+    sub[:, [0, 2, 4]] = True
+    got = dl.sample_winner_sets(rng, theta, log_delta, sub)
+    assert not got[:, [1, 3]].any() and np.all((got.sum(1) >= 1) & (got.sum(1) <= 2))
+    members = np.array([0, 2, 4])
+    small = [np.array(U) for t in (1, 2) for U in itertools.combinations(members, t)]
+    logits = np.array([log_delta[len(U) - 1] + theta[U].mean() for U in small])
+    expected = np.exp(logits - logits.max())
+    index = {tuple(U): i for i, U in enumerate(small)}
+    counts = np.bincount([index[tuple(np.flatnonzero(w))] for w in got], minlength=len(small))
+    assert stats.chisquare(counts, expected / expected.sum() * len(got)).pvalue > 1e-3
+
+
+def test_posterior_predictive_sampling_works_and_matches_observed_totals(simulated):
+    """pm.sample_posterior_predictive draws winner sets; their totals cover the observed ones."""
+    import nutpie
+
+    data = simulated[0]
+    model = dl.build(data)
+    idata = nutpie.sample(
+        nutpie.compile_pymc_model(model), draws=250, tune=400, chains=2, seed=3,
+        progress_bar=False,
+    )
+    with model:
+        pred = pm.sample_posterior_predictive(idata, random_seed=4, progressbar=False)
+    events = pred.posterior_predictive["events"]
+    ev = data.reductions.setwise
+    assert events.dims == ("chain", "draw", "event", "llm")
+    assert events.shape == (2, 250, ev.n_unique, data.L)
+    winners = events.values.astype(bool)
+    present = ev.winners | ev.losers
+    assert not (winners & ~present).any()  # winners come from the comparison set
+    sizes = winners.sum(-1)
+    assert sizes.min() >= 1 and np.all(sizes < present.sum(-1))  # informative events only
+    totals = (winners * ev.counts[:, None]).sum(axis=2).reshape(-1, data.L)  # (draws, L)
+    observed = (ev.winners * ev.counts[:, None]).sum(axis=0)
+    lo, hi = np.quantile(totals, [0.0005, 0.9995], axis=0)
+    assert np.all((lo <= observed) & (observed <= hi)), (lo, observed, hi)
+    z = (totals.mean(0) - observed) / totals.std(0)
+    assert np.abs(z).mean() < 1.5

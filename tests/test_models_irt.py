@@ -106,6 +106,8 @@ def test_2pl_3pl_recover_simulated_parameters(kind, likelihood):
     beta = zero_sum_normal(rng, abs(rng.normal(0, 2.5)), M)
     c = rng.beta(1.0, 19.0, M) if kind == "3pl" else None
     R, _ = simulate_irt(rng, theta, -beta / a, N, a=a, c=c)
+    # the same curves with the mean ability moved into the intercepts (the models' location)
+    beta, theta = beta + a * theta.mean(), theta - theta.mean()
     options = {} if likelihood is None else {"likelihood": likelihood}
     post = fit(R, kind, draws=1000, chains=4, random_seed=3, **options)
     assert post.diagnostics.attrs["divergences"] == 0
@@ -213,9 +215,26 @@ def test_shared_prior_runs_inform_difficulties_only():
 
 def test_identifiability_constraints_hold_in_every_draw(rasch_fixed):
     _, _, _, post = rasch_fixed
-    np.testing.assert_allclose(draws_of(post, "b").sum(axis=1), 0.0, atol=1e-8)
+    np.testing.assert_allclose(draws_of(post, "theta").sum(axis=1), 0.0, atol=1e-8)
     model = irt.build(rasch_fixed[0], kind="2pl")
     assert {"log_a", "beta", "a", "b"} <= set(model.named_vars)
+
+
+def test_discrimination_scale_is_fixed_by_the_informed_questions_only():
+    """Questions solved by none or by all get free log a; the others' log a sum to zero."""
+    import pymc as pm
+
+    k = np.array([[0, 3, 5, 1, 5], [0, 1, 5, 4, 5], [0, 2, 5, 0, 4]])
+    R = counts_to_binary(k, 5)
+    np.testing.assert_array_equal(
+        irt.informed_questions(k, np.full(k.shape, 5)), [False, True, False, True, True]
+    )
+    model = irt.build(R, kind="2pl")
+    assert model["log_a_informed"].type.shape == (3,)
+    assert model["log_a_uninformed"].type.shape == (2,)
+    draws = pm.draw(model["log_a"], draws=50, random_seed=1)
+    np.testing.assert_allclose(draws[:, [1, 3, 4]].sum(axis=1), 0.0, atol=1e-10)
+    assert np.all(np.abs(draws[:, [0, 2]].sum(axis=1)) > 1e-6)
 
 
 def test_binomial_counts_are_the_sufficient_statistic():

@@ -1,0 +1,196 @@
+"""Speed and convergence of the Bayesian models on real benchmark data, old vs new parameterisation.
+
+Issue 9: fitted with default settings to real LLM benchmark data (questions
+that no model ever solves, or every model always solves), the Rasch and 2PL
+models of before mixed slowly (R-hat 1.02-1.04, min bulk ESS 57-142).  For
+every model and every real data set in ``../shared/data`` this fits the
+current model (``bayesrank.models``) and, in the same run right after it,
+the previous parameterisation (a copy of its model-building code is kept
+below as the peer), both with nutpie, 4 chains x (1,000 tune + 1,000 draws),
+the model's default ``target_accept``, and reports:
+
+* wall time: nutpie compilation (PyTensor's on-disk cache warm) + sampling;
+* the worst R-hat and the smallest bulk and tail ESS over every element of
+  every reported variable (free and deterministic), divergences;
+* min-ESS/s: that smallest bulk ESS per second of wall time;
+* leapfrog steps per draw (mean over chains and draws).
+
+Models whose parameterisation did not change (Bradley-Terry, Davidson,
+Davidson-Luce) have no peer row.  The machine has 2 cores shared with other
+jobs, so absolute times are noisy; compare old and new within a run.
+
+Run: ``python benchmarks/bench_models_real.py [--sets lcb,aime] [--models rasch,2pl]
+[--no-peer] [--draws 1000]``.  The table is printed and written to
+``bench-results/bench_models_real.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+import warnings
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+import nutpie
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+from bayesrank.models import MODELS, irt
+from bayesrank.models._common import coords_of
+
+import bayesrank
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+OUT = Path(__file__).resolve().parents[1] / "bench-results"
+MODEL_NAMES = ("rasch", "2pl", "3pl", "bradley_terry", "davidson", "davidson_luce")
+CHANGED = ("rasch", "2pl", "3pl")
+PREVIOUS_TARGET_ACCEPT = {"rasch": 0.9, "2pl": 0.8, "3pl": 0.8}
+
+
+def load_real_sets(root: Path = DATA) -> dict[str, bayesrank.ResponseData]:
+    """The real binary data sets in ``root`` (``../shared/data``), by short name."""
+    sets = {}
+    z = np.load(root / "real_lcb_repair_2024_10" / "R.npz")
+    sets["lcb_repair"] = bayesrank.ResponseData(
+        z["repair"], models=list(z["models"]), questions=list(z["questions"])
+    )
+    z = np.load(root / "real_zeroeval_math_l5" / "R.npz")
+    sets["zeroeval_math_l5"] = bayesrank.ResponseData(
+        z["math_l5"], models=list(z["models"]), questions=list(z["questions"])
+    )
+    z = np.load(root / "real_reasoning_gym_hard" / "R.npz")
+    sets["reasoning_gym_hard"] = bayesrank.ResponseData(
+        z["rg_hard"], models=list(z["models"]), questions=list(z["questions"])
+    )
+    with open(root / "matharena_aime2025_I" / "counts_correct_of_4.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    counts = np.array([[int(x) for x in row[1:]] for row in rows[1:]])
+    sets["matharena_aime2025_I"] = bayesrank.ResponseData(
+        (np.arange(4) < counts[..., None]).astype(np.int8),
+        models=[row[0] for row in rows[1:]],
+        questions=rows[0][1:],
+    )
+    return sets
+
+
+# -- peer: the IRT parameterisation before issue 9 (copied from models/irt.py) -------------
+
+def previous_irt(data: bayesrank.ResponseData, kind: str) -> pm.Model:
+    """theta ~ N(0, 3) i.i.d.; zero-sum difficulties / intercepts over all questions;
+    zero-sum log-discriminations over all questions; two softplus per cell."""
+    red = data.reductions
+    k, n = red.successes, red.trials
+    cell = ("llm", "question")
+    centered = irt.informative_items(k, n)
+    likelihood = irt.DEFAULT_LIKELIHOOD[kind]
+
+    def pooled(name, scale_name):
+        scale = pm.HalfNormal(scale_name, 2.5)
+        if centered:
+            return pm.ZeroSumNormal(name, sigma=scale, dims="question")
+        raw = pm.ZeroSumNormal(f"{name}_z", sigma=1.0, dims="question")
+        return pm.Deterministic(name, scale * raw, dims="question")
+
+    def binomial_logit_logp(value, n, eta, log_coef):
+        return log_coef - value * pt.softplus(-eta) - (n - value) * pt.softplus(eta)
+
+    with pm.Model(coords=coords_of(data)) as model:
+        successes = pm.Data("successes", k, dims=cell)
+        trials = pm.Data("trials", n, dims=cell)
+        log_coef = pm.Data("k_log_binomial", irt.log_binomial(k, n), dims=cell)
+        theta = pm.Normal("theta", 0.0, 3.0, dims="llm")
+        if kind == "rasch":
+            eta = theta[:, None] - pooled("b", "sigma_b")
+        else:
+            log_a = pm.ZeroSumNormal("log_a", sigma=0.5, dims="question")
+            a = pm.Deterministic("a", pt.exp(log_a), dims="question")
+            beta = pooled("beta", "sigma_beta")
+            pm.Deterministic("b", -beta / a, dims="question")
+            eta = a * theta[:, None] + beta
+        if likelihood == "binomial":
+            pm.CustomDist(
+                "k", trials, eta, log_coef, logp=binomial_logit_logp,
+                observed=successes, dims=cell,
+            )
+        else:
+            c = pm.Beta("c", 1.0, 19.0, dims="question")
+            inv_sqrt_phi = pm.HalfNormal("inv_sqrt_phi", 1.0)
+            pm.Deterministic("phi", inv_sqrt_phi**-2)
+            log_p = pt.logaddexp(pt.log(c), pt.log1p(-c) - pt.softplus(-eta))
+            log_q = pt.log1p(-c) - pt.softplus(eta)
+            irt.beta_binomial(
+                "k", trials, log_p, log_q, 2.0 * pt.log(inv_sqrt_phi), log_coef, successes, cell
+            )
+    return model
+
+
+# -- measurement ---------------------------------------------------------------------------
+
+def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int) -> dict:
+    """Compile with nutpie, sample 4 chains, and summarise convergence and speed."""
+    names = [v.name for v in model.free_RVs] + [v.name for v in model.deterministics]
+    t0 = time.perf_counter()
+    compiled = nutpie.compile_pymc_model(model, var_names=names)
+    t1 = time.perf_counter()
+    idata = nutpie.sample(
+        compiled, draws=draws, tune=draws, chains=4, cores=2, seed=seed,
+        progress_bar=False, target_accept=target_accept,
+    )
+    t2 = time.perf_counter()
+    post = idata.posterior
+    rhat = max(float(np.nanmax(np.asarray(az.rhat(post[v])))) for v in names)
+    bulk = {v: float(np.nanmin(np.asarray(az.ess(post[v], method="bulk")))) for v in names}
+    tail = min(float(np.nanmin(np.asarray(az.ess(post[v], method="tail")))) for v in names)
+    slowest = min(bulk, key=bulk.get)
+    stats = idata.sample_stats
+    return {
+        "compile_s": t1 - t0,
+        "wall_s": t2 - t0,
+        "r_hat": rhat,
+        "min_bulk_ess": bulk[slowest],
+        "slowest": slowest,
+        "min_tail_ess": tail,
+        "divergences": int(np.asarray(stats["diverging"]).sum()),
+        "steps_per_draw": float(np.asarray(stats["n_steps"]).mean()),
+        "min_ess_per_s": bulk[slowest] / (t2 - t0),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default=None, help="comma-separated set names (default all)")
+    parser.add_argument("--models", default=",".join(MODEL_NAMES))
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-peer", action="store_true", help="skip the previous models")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore", category=UserWarning)
+    sets = load_real_sets()
+    chosen = sets if args.sets is None else {k: sets[k] for k in args.sets.split(",")}
+    rows = []
+    for set_name, data in chosen.items():
+        for name in args.models.split(","):
+            spec = MODELS[name]
+            builds = [("new", spec.target_accept, lambda d=data, s=spec: s.build(d))]
+            if name in CHANGED and not args.no_peer:
+                builds.append(("old", PREVIOUS_TARGET_ACCEPT[name],
+                               lambda d=data, n=name: previous_irt(d, n)))
+            for version, target_accept, build in builds:
+                row = {"data": set_name, "shape": "x".join(map(str, data.R.shape)),
+                       "model": name, "version": version}
+                row.update(measure(build(), target_accept=target_accept,
+                                   draws=args.draws, seed=args.seed))
+                rows.append(row)
+                print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                               for k, v in row.items()), flush=True)
+    table = pd.DataFrame(rows)
+    OUT.mkdir(exist_ok=True)
+    table.to_csv(OUT / "bench_models_real.csv", index=False)
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+
+
+if __name__ == "__main__":
+    main()
