@@ -4,6 +4,14 @@
 self-contained HTML report; :mod:`.plots` draws the figures.
 """
 
-from bayesrank.report.html import ReportOptions, render_report, write_report
+from bayesrank.report.html import (
+    DEFAULT_MODEL,
+    DEFAULT_MODEL_OPTIONS,
+    ReportOptions,
+    render_report,
+    write_report,
+)
 
-__all__ = ["ReportOptions", "render_report", "write_report"]
+__all__ = [
+    "DEFAULT_MODEL", "DEFAULT_MODEL_OPTIONS", "ReportOptions", "render_report", "write_report",
+]

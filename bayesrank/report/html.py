@@ -28,9 +28,17 @@ import pandas as pd
 from bayesrank.analysis.posterior import NormalPosterior, Posterior, RankAnalytics
 from bayesrank.data import ResponseData
 
-__all__ = ["DEFAULT_BASELINES", "ReportOptions", "render_report", "write_report"]
+__all__ = [
+    "DEFAULT_BASELINES", "DEFAULT_MODEL", "DEFAULT_MODEL_OPTIONS", "ReportOptions",
+    "render_report", "write_report",
+]
 
 DEFAULT_BASELINES = ("avg", "bradley_terry", "elo_tie_draw")
+
+# The report's default model, chosen by posterior-predictive checks and PSIS-LOO on the real
+# benchmark sets (docs/report.md): fit(data, DEFAULT_MODEL, **DEFAULT_MODEL_OPTIONS).
+DEFAULT_MODEL = "rasch"
+DEFAULT_MODEL_OPTIONS: dict[str, Any] = {"likelihood": "beta_binomial"}
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
