@@ -95,7 +95,8 @@ def main() -> None:
                 rows[label] = {
                     "set": set_name, "L": data.L, "M": data.M, "N": data.N, "model": label,
                     "wall_s": round(wall, 1),
-                    "max_rhat": _get(diag, "r_hat", max), "min_ess_bulk": _get(diag, "ess_bulk", min),
+                    "max_rhat": _get(diag, "r_hat", max),
+                    "min_ess_bulk": _get(diag, "ess_bulk", min),
                     "divergences": _get(diag, "divergences", max),
                     "acc_p_min": float(np.nanmin(np.minimum(acc, 1 - acc))),
                     "qdisp_p": overall("question_dispersion"),
