@@ -415,8 +415,10 @@ def _notes(table: pd.DataFrame, alpha: float, model: str) -> list[str]:
             notes.append(
                 f"Over-dispersion: cell solve rates vary more {label} than the {model} model "
                 f"predicts (p = {row['p_value']:.3f}). Some models are unusually strong or weak "
-                "on particular questions; a richer model (e.g. 2PL, or per-cell effects) may fit "
-                "better, and intervals from this model may be too narrow."
+                "on particular questions, beyond binomial noise; a likelihood with per-cell "
+                "over-dispersion (likelihood=\"beta_binomial\") fits such data (a 2PL alone "
+                "did not on real benchmarks, docs/report.md), and intervals from this model "
+                "may be too narrow."
             )
         elif row["p_value"] > 1 - alpha / 2:
             notes.append(
