@@ -387,3 +387,13 @@ def test_report_loads_in_headless_chromium_without_console_errors(report, tmp_pa
     assert console == []
     assert '<table id="leaderboard">' in dom
     assert dom.count("<tr") >= 7 and "alpha" in dom and "Leaderboard" in dom
+
+
+def test_default_model_is_beta_binomial_rasch_only_with_repeated_trials():
+    from bayesrank.report import DEFAULT_MODEL, default_model
+
+    rng = np.random.default_rng(0)
+    repeated = ResponseData(rng.integers(0, 2, size=(3, 5, 4)))
+    single = ResponseData(rng.integers(0, 2, size=(3, 5, 1)))
+    assert default_model(repeated) == (DEFAULT_MODEL, {"likelihood": "beta_binomial"})
+    assert default_model(single) == (DEFAULT_MODEL, {})  # n = 1: beta-binomial = Bernoulli

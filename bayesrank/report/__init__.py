@@ -8,10 +8,12 @@ from bayesrank.report.html import (
     DEFAULT_MODEL,
     DEFAULT_MODEL_OPTIONS,
     ReportOptions,
+    default_model,
     render_report,
     write_report,
 )
 
 __all__ = [
-    "DEFAULT_MODEL", "DEFAULT_MODEL_OPTIONS", "ReportOptions", "render_report", "write_report",
+    "DEFAULT_MODEL", "DEFAULT_MODEL_OPTIONS", "ReportOptions", "default_model", "render_report",
+    "write_report",
 ]
