@@ -20,10 +20,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev,jax,nutpie,cluster]"
 	touch $(STAMP)
 
-## demo: the main job on the bundled (simulated) example: leaderboard + HTML report
+## demo: the main job on REAL data (the bundled LiveCodeBench set, 15 LLMs x 713 problems x 10
+## samples, CC BY-SA 4.0): leaderboard + HTML report. The simulated example stays for `study`.
+LCB := $$($(BIN)/python -c "from bayesrank import datasets; print(datasets.livecodebench_path())")
 demo: $(STAMP)
-	$(BIN)/bayesrank rank --method bayes
-	$(BIN)/bayesrank report --output report.html
+	$(BIN)/bayesrank rank $(LCB) --method bayes
+	$(BIN)/bayesrank report $(LCB) --output report.html
 
 ## test: the whole test suite
 test: $(STAMP)

@@ -51,3 +51,32 @@ def test_documented_as_simulated():
     assert "SIMULATED" in datasets.__doc__
     readme = (datasets.HERE / "README.md").read_text()
     assert "simulated" in readme.lower() and "not real" in readme.lower()
+
+
+# ------------------------------------------------------------ the real LiveCodeBench set
+def test_livecodebench_shape_names_and_license_file():
+    d = datasets.livecodebench()
+    assert (d.L, d.M, d.N) == (15, 713, 10)
+    assert d.models[0] == "Qwen2-Ins-72B" and "Claude-3.5-Sonnet-20241022" in d.models
+    assert len(set(d.questions)) == 713
+    # the site's full-window Pass@1 (SOURCE.md table), recomputed as mean(R) * 100
+    means = dict(zip(d.models, d.R.mean(axis=(1, 2)) * 100, strict=True))
+    assert means["Claude-3.5-Sonnet-20241022"] == pytest.approx(57.994, abs=5e-4)
+    assert means["LLama3.1-8b-Ins"] == pytest.approx(20.701, abs=5e-4)
+    attribution = datasets.livecodebench_path().with_name("LIVECODEBENCH_ATTRIBUTION.md")
+    text = attribution.read_text(encoding="utf-8")
+    assert "CC BY-SA 4.0" in text and "arXiv:2403.07974" in text
+    assert "5c2f1ca09d4a4f0e87677dd2f36ff1cca915a88c" in text
+
+
+def test_livecodebench_matches_the_shared_source(shared_dir):
+    z = np.load(shared_dir / "data" / "real_lcb_repair_2024_10" / "R.npz")
+    d = datasets.livecodebench()
+    np.testing.assert_array_equal(d.R, z["repair"])
+    assert list(d.models) == [str(m) for m in z["models"]]
+    assert list(d.questions) == [str(q) for q in z["questions"]]
+
+
+def test_livecodebench_is_read_by_the_cli_path_loader():
+    d = bayesrank.load(datasets.livecodebench_path())
+    np.testing.assert_array_equal(d.R, datasets.livecodebench().R)

@@ -122,7 +122,7 @@ def test_leaderboard_orders_models_by_posterior_mean(report, posterior):
     means = posterior.theta_draws().mean(axis=0)
     expected = [posterior.models[i] for i in np.argsort(-means, kind="stable")]
     assert models == expected
-    shown = [float(r[header.index("posterior mean")]) for r in body]
+    shown = [float(r[header.index("theta (posterior mean)")]) for r in body]
     np.testing.assert_allclose(shown, np.sort(means)[::-1], atol=5e-4)
     p_best = dict(zip(models, (float(r[header.index("P(best)")]) for r in body), strict=True))
     draws = posterior.theta_draws()
@@ -130,7 +130,7 @@ def test_leaderboard_orders_models_by_posterior_mean(report, posterior):
         assert p_best[m] == pytest.approx(np.mean(draws.argmax(axis=1) == i), abs=5e-4)
     top = {m for m, r in zip(models, body, strict=True) if r[header.index("top set (95%)")]}
     assert top == set(posterior.top_set(0.05))
-    for column in ("90% CrI", "LCB rank", "E[rank]", "avg rank", "bradley_terry rank"):
+    for column in ("theta 90% CrI", "LCB rank", "E[rank]", "avg rank", "bradley_terry rank"):
         assert column in header
 
 
@@ -262,6 +262,103 @@ def test_report_fits_with_bayesrank_fit(tmp_path, data):
     assert len(parse(out).tables["leaderboard"]) == data.L + 1
 
 
+# ------------------------------------------------- issue 9: misfit first, accuracy, ties, DL
+def test_accuracy_column_is_the_mean_solve_probability(report, posterior):
+    rows = parse(report).tables["leaderboard"]
+    header, body = rows[0], rows[1:]
+    column = header.index("expected accuracy [90% CrI]")
+    assert column < header.index("theta (posterior mean)")  # next to theta, read first
+    tv = posterior.idata.posterior["theta"].transpose("chain", "draw", "llm").values
+    bv = posterior.idata.posterior["b"].transpose("chain", "draw", "question").values
+    acc = stats.logistic.cdf(tv[..., :, None] - bv[..., None, :]).mean(-1).reshape(-1, tv.shape[-1])
+    by_name = dict(zip(posterior.models, acc.T, strict=True))
+    for r in body:
+        mean, interval = r[column].split(" [")
+        lower, upper = (float(x) for x in interval.rstrip("]").split(", "))
+        a = by_name[r[header.index("model")]]
+        assert float(mean) == pytest.approx(a.mean(), abs=5e-4)
+        assert lower == pytest.approx(np.quantile(a, 0.05), abs=5e-4)
+        assert upper == pytest.approx(np.quantile(a, 0.95), abs=5e-4)
+
+
+def test_no_misfit_warning_when_the_checks_pass(report):
+    text = report.read_text(encoding="utf-8")
+    assert "MODEL MISFIT" not in text  # the data are Rasch: the checks pass
+
+
+@pytest.fixture(scope="module")
+def overdispersed_posterior() -> Posterior:
+    """Rasch fitted (hand-written model) to data with strong model-by-question interaction."""
+    rng = np.random.default_rng(8)
+    L, M, N = 6, 25, 20
+    logit = rng.normal(0, 1, L)[:, None] - rng.normal(0, 1, M)[None, :]
+    logit = logit + rng.normal(0, 2.0, (L, M))  # interaction: over-dispersed cells
+    R = (rng.random((L, M, N)) < 1 / (1 + np.exp(-logit))[..., None]).astype(np.int8)
+    d = ResponseData(R)
+    k, n = d.reductions.successes, d.reductions.trials
+    with pm.Model(coords={"llm": list(d.models), "question": list(d.questions)}) as model:
+        theta = pm.Normal("theta", 0, 2, dims="llm")
+        b = pm.Normal("b", 0, 2, dims="question")
+        pm.Binomial("k", n=n, logit_p=theta[:, None] - b[None, :], observed=k,
+                    dims=("llm", "question"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata = pm.sample(draws=200, tune=300, chains=2, cores=1, random_seed=1,
+                              nuts_sampler="pymc", progressbar=False,
+                              compute_convergence_checks=False)
+    return Posterior(idata, d, "rasch", sampler="pymc", pymc_model=model, observed_var="k")
+
+
+def test_misfit_warning_opens_the_leaderboard_and_names_a_better_model(
+        tmp_path, overdispersed_posterior):
+    out = tmp_path / "misfit.html"
+    write_report(overdispersed_posterior, out, baselines=["avg"], ppc_draws=200)
+    text = out.read_text(encoding="utf-8")
+    section = text[text.index('<h2 id="leaderboard">'):]
+    warning = section.index('id="misfit-warning"')
+    assert warning < section.index("Top set") < section.index('<table id="leaderboard">')
+    banner = section[warning:section.index("</div>", warning)]
+    assert "fails its posterior-predictive checks" in banner
+    assert "overconfident" in banner  # over-dispersion, in plain words
+    assert 'fit(data, &quot;rasch&quot;, likelihood=&quot;beta_binomial&quot;)' in banner
+
+
+def test_duplicated_models_share_their_rank_in_the_report(tmp_path):
+    rng = np.random.default_rng(1)
+    R = (rng.random((4, 12, 6)) < np.array([0.3, 0.5, 0.5, 0.7])[:, None, None]).astype(np.int8)
+    R[2] = R[1]
+    d = ResponseData(R, models=["a", "b", "b2", "c"])
+    out = tmp_path / "ties.html"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = bayesrank.fit(d, "bayes", random_seed=5, progressbar=False)
+    write_report(post, out, baselines=["avg"], ppc_draws=100)
+    rows = parse(out).tables["leaderboard"]
+    header, body = rows[0], rows[1:]
+    rank = {r[header.index("model")]: r[header.index("rank")] for r in body}
+    assert rank == {"c": "1", "b": "2", "b2": "2", "a": "4"}
+    assert "b = b2" in out.read_text(encoding="utf-8")
+
+
+def test_davidson_luce_report_explains_why_the_ppc_does_not_apply(tmp_path):
+    rng = np.random.default_rng(2)
+    R = (rng.random((3, 8, 2)) < np.array([0.3, 0.5, 0.7])[:, None, None]).astype(np.int8)
+    d = ResponseData(R, models=["x", "y", "z"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = bayesrank.fit(d, "davidson_luce", draws=100, tune=100, chains=2, random_seed=0,
+                             progressbar=False)
+    out = tmp_path / "dl.html"
+    write_report(post, out, baselines=["avg"], ppc_draws=50)
+    text = out.read_text(encoding="utf-8")
+    assert 'id="ppc-not-applicable"' in text
+    assert "setwise events" in text and "does not apply to the davidson_luce model" in text
+    assert 'id="accuracy-note"' in text  # no accuracy scale for a setwise model
+    header = parse(out).tables["leaderboard"][0]
+    assert not any("accuracy" in h for h in header)
+    assert "MODEL MISFIT" not in text
+
+
 # ------------------------------------------------------------------------ browser
 def run_chromium(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
     """DOM after load, and the console messages Chromium logged."""
@@ -290,3 +387,13 @@ def test_report_loads_in_headless_chromium_without_console_errors(report, tmp_pa
     assert console == []
     assert '<table id="leaderboard">' in dom
     assert dom.count("<tr") >= 7 and "alpha" in dom and "Leaderboard" in dom
+
+
+def test_default_model_is_beta_binomial_rasch_only_with_repeated_trials():
+    from bayesrank.report import DEFAULT_MODEL, default_model
+
+    rng = np.random.default_rng(0)
+    repeated = ResponseData(rng.integers(0, 2, size=(3, 5, 4)))
+    single = ResponseData(rng.integers(0, 2, size=(3, 5, 1)))
+    assert default_model(repeated) == (DEFAULT_MODEL, {"likelihood": "beta_binomial"})
+    assert default_model(single) == (DEFAULT_MODEL, {})  # n = 1: beta-binomial = Bernoulli

@@ -37,7 +37,10 @@ from bayesrank.ranking import Ranking
 if TYPE_CHECKING:
     from bayesrank.analysis.ppc import PPCResult
 
-__all__ = ["Posterior", "NormalPosterior", "RankAnalytics", "closed_form"]
+__all__ = [
+    "Posterior", "NormalPosterior", "RankAnalytics", "closed_form", "exchangeable_models",
+    "expected_accuracy_draws",
+]
 
 RankBy = Literal["mean", "median", "lcb"]
 IntervalKind = Literal["eti", "hdi"]
@@ -87,11 +90,44 @@ class RankAnalytics:
         if by not in ("mean", "median", "lcb"):
             raise ValueError(f"by must be 'mean', 'median' or 'lcb', got {by!r}")
         q = check_probability("q", q)
-        scores = self._point(by, q)
-        details = {"by": by, "sd": self._sd()}
+        raw = self._point(by, q)
+        groups = self._tie_groups(raw, by, q)
+        scores = unc.tied_scores(raw, groups)
+        details = {"by": by, "sd": self._sd(), "untied_scores": raw,
+                   "tie_groups": [tuple(self.models[i] for i in g) for g in groups]}
         if by == "lcb":
             details["q"] = q
         return Ranking(scores, f"{self.model}_{by}", self.models, ties=ties, details=details)
+
+    def tie_groups(self, by: RankBy = "mean", q: float = 0.05) -> list[tuple[str, ...]]:
+        """Groups of models that :meth:`rank` ties (ties are ties).
+
+        Two sources: models that are *exchangeable* given the data (identical
+        sufficient statistics: the same counts per question for the cell
+        models, the same pairwise rows for Bradley-Terry/Davidson, identical
+        outcomes otherwise) have the same posterior, so their order is pure
+        Monte Carlo noise and they always tie, whatever the seed; and models
+        whose ``by`` scores differ by no more than 2 Monte Carlo standard errors
+        of the difference (MCMC posteriors only).  Tied models share the best
+        rank of their group (competition ranking, "1, 2, 2, 4").
+        """
+        q = check_probability("q", q)
+        groups = self._tie_groups(self._point(by, q), by, q)
+        return [tuple(self.models[i] for i in g) for g in groups]
+
+    def _tie_groups(self, scores: np.ndarray, by: str, q: float) -> list[np.ndarray]:
+        return unc.tie_groups(scores, self._mc_tolerance(by, q), self._exchangeable_groups)
+
+    def _mc_tolerance(self, by: str, q: float) -> np.ndarray | None:
+        """Largest score gap, per pair, that Monte Carlo error alone explains (None: exact)."""
+        return None
+
+    @cached_property
+    def _exchangeable_groups(self) -> list[np.ndarray]:
+        data = getattr(self, "data", None)
+        if data is None:
+            return []
+        return exchangeable_models(data, self.model)
 
     def credible_intervals(self, prob: float = 0.9, kind: IntervalKind = "eti") -> pd.DataFrame:
         """Central (``"eti"``, equal-tailed) or highest-density (``"hdi"``) intervals.
@@ -204,10 +240,15 @@ class RankAnalytics:
         """One row per model, best first (by ``by``), with every decision-relevant summary.
 
         Columns: ``rank``, ``mean``, ``sd``, ``lower``/``upper`` (central ``prob``
-        interval), ``lcb`` (``q``-quantile) and ``lcb_rank``, ``expected_rank``,
+        interval), ``accuracy`` with ``accuracy_lower``/``accuracy_upper`` (posterior
+        mean and central ``prob`` interval of the expected accuracy on the
+        benchmark's questions, see :meth:`Posterior.expected_accuracy`; left out,
+        with ``attrs["accuracy_note"]``, for models without per-question solve
+        probabilities), ``lcb`` (``q``-quantile) and ``lcb_rank``, ``expected_rank``,
         ``rank_lower``/``rank_upper``, ``p_best``, ``in_top_set`` (level 1 - alpha),
         ``p_above_next`` (P(this model > the next one down)) and
-        ``separated_from_next`` (``p_above_next >= level``).
+        ``separated_from_next`` (``p_above_next >= level``).  Ranks tie as in
+        :meth:`tie_groups`; ``attrs["tie_groups"]`` lists the tied groups.
         """
         ranking = self.rank(by, q)
         lcb = self.rank("lcb", q)
@@ -236,12 +277,26 @@ class RankAnalytics:
             },
             index=pd.Index(self.models, name="llm"),
         )
+        accuracy = self._accuracy_summary(prob)
+        if accuracy is not None:
+            position = frame.columns.get_loc("upper") + 1
+            for offset, (name, values) in enumerate(zip(
+                    ("accuracy", "accuracy_lower", "accuracy_upper"), accuracy, strict=True)):
+                frame.insert(position + offset, name, values)
         separated = pd.array(above_next >= level, dtype="boolean")
         separated[np.isnan(above_next)] = pd.NA  # the last model has no next one
         frame["separated_from_next"] = separated
         frame = frame.iloc[order]
-        frame.attrs.update(by=by, prob=prob, q=q, alpha=alpha, level=level, model=self.model)
+        frame.attrs.update(by=by, prob=prob, q=q, alpha=alpha, level=level, model=self.model,
+                           tie_groups=ranking.details["tie_groups"])
+        if accuracy is None:
+            frame.attrs["accuracy_note"] = ACCURACY_NOT_AVAILABLE.format(model=self.model)
         return frame
+
+    def _accuracy_summary(
+        self, prob: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def _order(self, by: str, q: float) -> np.ndarray:
         """Model indices best first by ``by``; equal scores keep input order."""
@@ -375,6 +430,40 @@ class Posterior(RankAnalytics):
             se = np.where(sd > 0, sd / np.sqrt(ess), 0.0)
         return pd.Series(se, index=pd.Index(self.models, name="llm"), name="p_best_mcse")
 
+    def _mc_tolerance(self, by: str, q: float) -> np.ndarray:
+        x = self._chain_draws
+        if by == "mean":
+            return 2.0 * unc.mean_difference_mcse(x)
+        ds = xr.Dataset({"theta": (("chain", "draw", "llm"), x)})
+        prob = 0.5 if by == "median" else q
+        se = np.nan_to_num(np.asarray(
+            az.mcse(ds, method="quantile", prob=prob)["theta"].values, dtype=float))
+        return 2.0 * np.sqrt(se[:, None] ** 2 + se[None, :] ** 2)
+
+    def expected_accuracy(self) -> xr.DataArray | None:
+        """Posterior draws of each model's expected accuracy on the benchmark's questions.
+
+        ``acc_l = (1/M) sum_m P(model l solves question m)``, per draw, from the
+        posterior's cell probabilities (see :func:`expected_accuracy_draws`):
+        dims ``(chain, draw, llm)``, on the 0-1 scale people read, next to theta
+        on the model's own scale.  ``None`` for models without per-question
+        solve probabilities (Bradley-Terry, Davidson, Davidson-Luce).
+        """
+        return self._accuracy_draws
+
+    @cached_property
+    def _accuracy_draws(self) -> xr.DataArray | None:
+        return expected_accuracy_draws(self.idata, self.data)
+
+    def _accuracy_summary(self, prob: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        draws = self.expected_accuracy()
+        if draws is None:
+            return None
+        x = draws.transpose("chain", "draw", "llm").values.reshape(-1, draws.sizes["llm"])
+        tail = (1 - prob) / 2
+        lower, upper = np.quantile(x, [tail, 1 - tail], axis=0)
+        return x.mean(axis=0), lower, upper
+
     # -- model checking -------------------------------------------------------------
     def ppc(self, *, num_draws: int | None = 500, random_seed: int | None = 0,
             alpha: float = 0.05) -> PPCResult:
@@ -455,6 +544,12 @@ class NormalPosterior(RankAnalytics):
     def _sd(self) -> np.ndarray:
         return self.sigma.copy()
 
+    def _accuracy_summary(self, prob: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        if self.model not in ("bayes", "bayes_greedy"):
+            return None
+        lower, upper = self._interval(prob, "eti")  # Bayes@N's mu is the expected accuracy
+        return self.mu.copy(), lower, upper
+
     def _interval(self, prob: float, kind: str) -> tuple[np.ndarray, np.ndarray]:
         half = special.ndtri(0.5 + prob / 2) * self.sigma  # the normal's HDI is its ETI
         return self.mu - half, self.mu + half
@@ -500,6 +595,86 @@ class NormalPosterior(RankAnalytics):
         from bayesrank.analysis.posterior_file import save_posterior
 
         return save_posterior(self, path)
+
+
+ACCURACY_NOT_AVAILABLE = (
+    "No accuracy column: the {model} model has no per-question solve probabilities "
+    "(it models pairwise or setwise comparisons), so theta cannot be put on the "
+    "accuracy scale."
+)
+PAIRWISE_MODELS = ("bradley_terry", "davidson")
+_ACCURACY_CHUNK = 2**22  # cells x draws per chunk (bounds memory on large benchmarks)
+
+
+def exchangeable_models(data: ResponseData, model: str) -> list[np.ndarray]:
+    """Groups of models with identical sufficient statistics for ``model`` (indices).
+
+    Cell models (Bayes@N, Rasch, 2PL, 3PL) see each model only through its
+    category counts and trials per question (and prior outcomes); pairwise
+    models only through the win/tie matrices; any other model is given
+    identical outcome arrays.  Every model's prior is exchangeable over LLMs,
+    so models in one group have the same posterior distribution of theta.
+    """
+    red = data.reductions
+    L = data.L
+    if model in PAIRWISE_MODELS:
+        return unc.swap_invariant_pairs(red.wins, red.ties)
+    if model in ("bayes", "bayes_greedy", "rasch", "2pl", "3pl"):
+        parts = [red.category_counts.reshape(L, -1), red.trials.reshape(L, -1)]
+    else:
+        mask = np.ones(data.R.shape, bool) if data.mask is None else data.mask
+        parts = [np.where(mask, data.R, -1).reshape(L, -1)]
+    prior = red.prior_category_counts
+    if prior is not None and prior.ndim >= 2 and prior.shape[0] == L:
+        parts.append(prior.reshape(L, -1))
+    return unc.identical_rows(np.concatenate(parts, axis=1))
+
+
+def expected_accuracy_draws(idata: xr.DataTree, data: ResponseData | None) -> xr.DataArray | None:
+    """Draws of ``(1/M) sum_m P(l solves m)`` from the cell probabilities in ``idata``.
+
+    Reads the variables present in the posterior:
+
+    - ``p`` (dims ``llm, question, category``; the Bayes@N Dirichlet model):
+      the weighted score ``sum_k w_k p_lmk`` with the data's category weights;
+    - ``b`` (dims ``question``; Rasch, 2PL, 3PL): ``logistic(a_m (theta_l - b_m))``
+      with ``a = 1`` when there is no ``a`` (Rasch), floored by the guessing
+      ``c_m + (1 - c_m) logistic(...)`` when ``c`` is present (3PL).  Under the
+      beta-binomial likelihood this is still the cell's mean solve rate.
+
+    Returns None when neither is present (pairwise and setwise models).
+    """
+    post = idata["posterior"]
+    names = set(post.data_vars)
+    if "p" in names and {"llm", "question", "category"} <= set(post["p"].dims):
+        weights = np.asarray(data.weights if data is not None else [0.0, 1.0], dtype=float)
+        p = post["p"].transpose("chain", "draw", "llm", "question", "category")
+        score = xr.apply_ufunc(lambda v: v @ weights, p, input_core_dims=[["category"]])
+        return score.mean("question").rename("expected_accuracy")
+    if "b" not in names or "question" not in post["b"].dims or "theta" not in names:
+        return None
+    theta = post["theta"].transpose("chain", "draw", "llm").values
+    b = post["b"].transpose("chain", "draw", "question").values
+    a = post["a"].transpose("chain", "draw", "question").values if "a" in names else None
+    c = post["c"].transpose("chain", "draw", "question").values if "c" in names else None
+    n_chain, n_draw, L = theta.shape
+    out = np.empty_like(theta)
+    step = max(1, _ACCURACY_CHUNK // max(1, L * b.shape[-1]))
+    for start in range(0, n_draw, step):
+        sl = slice(start, start + step)
+        eta = theta[:, sl, :, None] - b[:, sl, None, :]
+        if a is not None:
+            eta = eta * a[:, sl, None, :]
+        p = special.expit(eta)
+        if c is not None:
+            p = c[:, sl, None, :] + (1.0 - c[:, sl, None, :]) * p
+        out[:, sl] = p.mean(axis=-1)
+    return xr.DataArray(
+        out, dims=("chain", "draw", "llm"),
+        coords={"chain": post["chain"].values, "draw": post["draw"].values,
+                "llm": post["theta"]["llm"].values},
+        name="expected_accuracy",
+    )
 
 
 def closed_form(

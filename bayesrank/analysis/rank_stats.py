@@ -28,6 +28,11 @@ __all__ = [
     "expected_ranks",
     "rank_intervals",
     "top_set_indices",
+    "identical_rows",
+    "swap_invariant_pairs",
+    "mean_difference_mcse",
+    "tie_groups",
+    "tied_scores",
 ]
 
 _PAIR_BLOCK = 2048  # pairs per block in the MCSE computation (bounds memory)
@@ -266,3 +271,124 @@ def top_set_indices(p_best: np.ndarray, alpha: float = 0.05) -> np.ndarray:
     covered = np.cumsum(p[order])
     size = int(np.searchsorted(covered, (1 - alpha) * covered[-1] - 1e-12)) + 1
     return order[: min(size, p.size)]
+
+
+# -- ties: exchangeable models and orders that rest on Monte Carlo error ---------------
+def identical_rows(features: np.ndarray) -> list[np.ndarray]:
+    """Groups (of size >= 2) of models whose feature rows are identical.
+
+    ``features`` has shape (L, ...): one row of sufficient statistics per model
+    (e.g. success counts and trials per question).  Under a model whose prior
+    is exchangeable over models, models with identical rows have the same
+    posterior distribution of theta, so any order between them is noise.
+    """
+    rows = np.ascontiguousarray(np.asarray(features).reshape(len(features), -1))
+    _, labels = np.unique(rows, axis=0, return_inverse=True)
+    return _groups_of(labels.ravel())
+
+
+def swap_invariant_pairs(wins: np.ndarray, ties: np.ndarray | None = None) -> list[np.ndarray]:
+    """Groups of models that can be swapped without changing pairwise win/tie counts.
+
+    Models ``i`` and ``j`` are exchangeable under a Bradley-Terry-type model when
+    the permutation swapping them leaves ``W`` (``W[i, k]`` = wins of i over k)
+    and ``T`` unchanged: equal rows and columns against every third model and
+    ``W[i, j] == W[j, i]``.  Swappability is an equivalence relation, so the
+    pairs are closed into groups.
+    """
+    matrices = [np.asarray(wins, dtype=float)]
+    if ties is not None:
+        matrices.append(np.asarray(ties, dtype=float))
+    n = matrices[0].shape[0]
+    labels = np.arange(n)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if labels[j] != j:
+                continue
+            perm = np.arange(n)
+            perm[[i, j]] = [j, i]
+            if all(np.array_equal(m, m[np.ix_(perm, perm)]) for m in matrices):
+                labels[j] = labels[i]
+    return _groups_of(labels)
+
+
+def _groups_of(labels: np.ndarray) -> list[np.ndarray]:
+    groups = [np.flatnonzero(labels == v) for v in np.unique(labels)]
+    return [g for g in groups if g.size > 1]
+
+
+def mean_difference_mcse(chain_draws: np.ndarray) -> np.ndarray:
+    """MCSE of the posterior-mean difference ``E[theta_i - theta_j]``, shape (L, L).
+
+    ``sd(theta_i - theta_j) / sqrt(ESS_mean(theta_i - theta_j))`` from the
+    (chain, draw, L) draws; the difference's own ESS accounts for the
+    correlation between the two abilities (large under a zero-sum constraint).
+    """
+    import arviz as az
+
+    x = np.asarray(chain_draws, dtype=float)
+    L = x.shape[-1]
+    i, j = np.triu_indices(L, k=1)
+    out = np.zeros((L, L))
+    if i.size == 0 or x.shape[0] * x.shape[1] < 4:
+        return out
+    for start in range(0, i.size, _PAIR_BLOCK):
+        bi, bj = i[start:start + _PAIR_BLOCK], j[start:start + _PAIR_BLOCK]
+        diff = x[..., bi] - x[..., bj]
+        sd = diff.reshape(-1, bi.size).std(axis=0, ddof=1)
+        ds = xr.Dataset({"d": (("chain", "draw", "pair"), diff)})
+        ess = np.asarray(az.ess(ds, method="mean")["d"].values, dtype=float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se = np.where(sd > 0, sd / np.sqrt(ess), 0.0)
+        out[bi, bj] = out[bj, bi] = np.nan_to_num(se)
+    return out
+
+
+def tie_groups(
+    scores: np.ndarray,
+    tolerance: np.ndarray | None = None,
+    exchangeable: list[np.ndarray] | tuple = (),
+) -> list[np.ndarray]:
+    """Groups of models whose order is not established: exchangeable or within MC error.
+
+    Exchangeable models (from the data) always form one group.  Then, walking
+    the models from best to worst score, a model joins the current group when
+    its score is within ``tolerance[i, k]`` of every member ``k`` (complete
+    linkage, so a chain of small gaps cannot tie a clearly better model with a
+    clearly worse one); otherwise it starts a new group.
+    """
+    scores = np.asarray(scores, dtype=float)
+    L = scores.size
+    label = np.arange(L)
+    for group in exchangeable:
+        label[np.asarray(group)] = int(np.min(group))
+    units = {}
+    for idx in range(L):
+        units.setdefault(label[idx], []).append(idx)
+    unit_list = [np.asarray(v) for v in units.values()]
+    unit_scores = np.array([scores[u].mean() for u in unit_list])
+    order = np.argsort(-unit_scores, kind="stable")
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for u in order:
+        members = unit_list[u]
+        within = current and tolerance is not None and all(
+            abs(scores[a] - scores[b]) <= tolerance[a, b] for a in members for b in current
+        )
+        if within:
+            current.extend(members.tolist())
+        else:
+            if current:
+                groups.append(current)
+            current = members.tolist()
+    if current:
+        groups.append(current)
+    return [np.asarray(sorted(g)) for g in groups if len(g) > 1]
+
+
+def tied_scores(scores: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
+    """Scores with every tie group set to its mean, so competition ranks tie exactly."""
+    out = np.asarray(scores, dtype=float).copy()
+    for g in groups:
+        out[g] = out[g].mean()
+    return out

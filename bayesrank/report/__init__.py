@@ -4,6 +4,16 @@
 self-contained HTML report; :mod:`.plots` draws the figures.
 """
 
-from bayesrank.report.html import ReportOptions, render_report, write_report
+from bayesrank.report.html import (
+    DEFAULT_MODEL,
+    DEFAULT_MODEL_OPTIONS,
+    ReportOptions,
+    default_model,
+    render_report,
+    write_report,
+)
 
-__all__ = ["ReportOptions", "render_report", "write_report"]
+__all__ = [
+    "DEFAULT_MODEL", "DEFAULT_MODEL_OPTIONS", "ReportOptions", "default_model", "render_report",
+    "write_report",
+]

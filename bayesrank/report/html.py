@@ -28,9 +28,30 @@ import pandas as pd
 from bayesrank.analysis.posterior import NormalPosterior, Posterior, RankAnalytics
 from bayesrank.data import ResponseData
 
-__all__ = ["DEFAULT_BASELINES", "ReportOptions", "render_report", "write_report"]
+__all__ = [
+    "DEFAULT_BASELINES", "DEFAULT_MODEL", "DEFAULT_MODEL_OPTIONS", "ReportOptions",
+    "default_model", "render_report", "write_report",
+]
 
 DEFAULT_BASELINES = ("avg", "bradley_terry", "elo_tie_draw")
+
+# The report's default model, chosen by posterior-predictive checks and PSIS-LOO on the real
+# benchmark sets (docs/report.md): fit(data, DEFAULT_MODEL, **DEFAULT_MODEL_OPTIONS).
+DEFAULT_MODEL = "rasch"
+DEFAULT_MODEL_OPTIONS: dict[str, Any] = {"likelihood": "beta_binomial"}
+
+
+def default_model(data: ResponseData) -> tuple[str, dict[str, Any]]:
+    """The report's default model and its options for ``data``.
+
+    The beta-binomial Rasch (:data:`DEFAULT_MODEL`, :data:`DEFAULT_MODEL_OPTIONS`);
+    with one trial per cell the beta-binomial is the Bernoulli, so the binomial
+    Rasch is the same model without an unidentified dispersion parameter
+    (7.5x faster on ZeroEval MATH-L5, docs/report.md).
+    """
+    if int(data.reductions.trials.max(initial=0)) <= 1:
+        return DEFAULT_MODEL, {}
+    return DEFAULT_MODEL, dict(DEFAULT_MODEL_OPTIONS)
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
@@ -147,17 +168,69 @@ def _baseline_rankings(data: ResponseData, baselines: Sequence[str]) -> dict[str
     return out
 
 
+def _misfit_warning(post: RankAnalytics, ppc: Any) -> str:
+    """Plain-words warning, shown first, when the fitted model fails its predictive checks."""
+    from bayesrank.analysis.ppc import likelihood_of, suggest_better_model
+
+    if ppc is None or not bool(ppc.overall["flagged"].any()):
+        return ""
+    failed = ", ".join(
+        f"{row.statistic.replace('_', ' ')} (p = {row.p_value:.3f})"
+        for row in ppc.overall.itertuples() if row.flagged
+    )
+    label = _model_label(post)
+    better = suggest_better_model(post, ppc)  # type: ignore[arg-type]
+    advice = (f" A model that would fit better: <code>{_esc(better)}</code> (the "
+              f"{_esc(_describe_call(better))})." if better else "")
+    over = any(row.p_value < 0.5 for row in ppc.overall.itertuples() if row.flagged)
+    what = ("the benchmark's results vary more from cell to cell than this model allows, so "
+            "its intervals are too narrow and the verdicts below (top set, 'separated', "
+            "P(best)) are overconfident" if over else
+            "the benchmark's results vary less than this model expects, so its intervals "
+            "are likely too wide")
+    del likelihood_of
+    return (
+        f'<div class="banner" id="misfit-warning">MODEL MISFIT: the {_esc(label)} model fails '
+        f"its posterior-predictive checks ({_esc(failed)}): {what}. Read this leaderboard "
+        f"with that in mind.{advice} See the posterior-predictive checks below.</div>"
+    )
+
+
+def _describe_call(call: str | None) -> str:
+    if call is None:
+        return ""
+    kind = call.split('"')[1]
+    names = {"rasch": "Rasch", "2pl": "2PL", "3pl": "3PL"}
+    return f"beta-binomial {names.get(kind, kind)}: it lets each model-question cell vary " \
+           "around the item-response curve"
+
+
+def _model_label(post: RankAnalytics) -> str:
+    if isinstance(post, Posterior) and "phi" in post.idata["posterior"].data_vars:
+        return f"{post.model} (beta-binomial)"
+    return post.model
+
+
 def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: dict[str, Any],
-                         prob: float, q: float, alpha: float, level: float) -> str:
+                         prob: float, q: float, alpha: float, level: float,
+                         ppc: Any = None) -> str:
     from bayesrank.ranking import kendall_tau
 
+    accuracy: dict[str, list[str]] = {}
+    if "accuracy" in board:
+        accuracy[f"expected accuracy [{prob:.0%} CrI]"] = [
+            f"{_fmt(m)} [{_fmt(a)}, {_fmt(b)}]" for m, a, b in
+            zip(board["accuracy"], board["accuracy_lower"], board["accuracy_upper"], strict=True)
+        ]
     rows = pd.DataFrame(
         {
             "rank": board["rank"].to_numpy(),
             "model": board.index.to_numpy(),
-            "posterior mean": [_fmt(x) for x in board["mean"]],
-            f"{prob:.0%} CrI": [f"[{_fmt(a)}, {_fmt(b)}]"
-                                for a, b in zip(board["lower"], board["upper"], strict=True)],
+            **accuracy,
+            "theta (posterior mean)": [_fmt(x) for x in board["mean"]],
+            f"theta {prob:.0%} CrI": [f"[{_fmt(a)}, {_fmt(b)}]"
+                                      for a, b in zip(board["lower"], board["upper"],
+                                                      strict=True)],
             f"LCB (q={q:g})": [_fmt(x) for x in board["lcb"]],
             "LCB rank": board["lcb_rank"].to_numpy(),
             "E[rank]": [_fmt(x, 2) for x in board["expected_rank"]],
@@ -186,6 +259,22 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
     table = _table_html(rows, name_columns=("model",), row_classes=classes, table_id="leaderboard")
     top = ", ".join(_esc(m) for m in post.top_set(alpha))
     unseparated = int((board["separated_from_next"] == False).sum())  # noqa: E712
+    groups = board.attrs.get("tie_groups", [])
+    ties = ""
+    if groups:
+        listed = "; ".join(" = ".join(_esc(m) for m in g) for g in groups)
+        ties = ('<p id="ties"><b>Ties</b>' f" (same rank): {listed}. These models have identical "
+                "results on every question, or their order rests only on Monte Carlo error "
+                "(the gap is within 2 Monte Carlo standard errors), so no order between "
+                "them is reported.</p>")
+    if "accuracy" in board:
+        scale = (f"<p>Expected accuracy is each model's posterior mean probability of solving "
+                 f"a question of this benchmark, averaged over its {len(post.data.questions)} "
+                 "questions, with a central credible interval: the scale people read. Theta is "
+                 "the ranking quantity on the model's own scale.</p>")
+    else:
+        note = _esc(board.attrs.get("accuracy_note"))
+        scale = f'<p class="note" id="accuracy-note">{note}</p>'
     text = (
         f'<p>Ranked by posterior mean of theta. <b>Top set</b> (contains the best model with '
         f"posterior probability ≥ {1 - alpha:.0%}): {top}. {unseparated} of {len(board) - 1} "
@@ -200,7 +289,7 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
                                                 "note"])
         tau_html = ("<h3>Deterministic baselines</h3>" +
                     _table_html(tau_frame, name_columns=("baseline", "note"), table_id="baselines"))
-    return text + table + tau_html
+    return _misfit_warning(post, ppc) + text + scale + ties + table + tau_html
 
 
 def _diagnostics_section(post: RankAnalytics) -> str:
@@ -242,18 +331,29 @@ def _diagnostics_section(post: RankAnalytics) -> str:
     return "".join(parts) + _table_html(shown, name_columns=("variable",)) + extra
 
 
-def _ppc_section(post: RankAnalytics, ppc_draws: int, random_seed: int | None,
-                 alpha: float) -> str:
+def _run_ppc(post: RankAnalytics, ppc_draws: int, random_seed: int | None,
+             alpha: float) -> tuple[Any, str | None]:
+    """The posterior-predictive check, or None and the plain-words reason it does not apply."""
     if not isinstance(post, Posterior) or post.pymc_model is None:
-        return ('<p class="note">Posterior-predictive checks need a generative model fitted by '
-                "MCMC; not available for this posterior.</p>")
+        return None, ("Posterior-predictive checks need a generative model fitted by MCMC; "
+                      "not available for this posterior.")
+    from bayesrank.analysis.ppc import not_applicable_reason
     from bayesrank.errors import DataError
+
+    reason = not_applicable_reason(post)
+    if reason is not None:
+        return None, reason
+    try:
+        return post.ppc(num_draws=ppc_draws, random_seed=random_seed, alpha=alpha), None
+    except DataError as exc:
+        return None, str(exc)
+
+
+def _ppc_section(result: Any, reason: str | None) -> str:
+    if result is None:
+        return f'<p class="note" id="ppc-not-applicable">{_esc(reason)}</p>'
     from bayesrank.report.plots import plot_ppc_statistics
 
-    try:
-        result = post.ppc(num_draws=ppc_draws, random_seed=random_seed, alpha=alpha)
-    except DataError as exc:
-        return f'<p class="note">{_esc(exc)}</p>'
     notes = "".join(
         f'<div class="{"ok" if n.startswith("No misfit") else "warn"}">{_esc(n)}</div>'
         for n in result.notes
@@ -351,10 +451,11 @@ def render_report(post: RankAnalytics, options: ReportOptions | None = None) -> 
     started = time.perf_counter()
     board = post.leaderboard(prob=prob, q=q, alpha=alpha, level=level)
     baseline_results = _baseline_rankings(data, o.baselines)
+    ppc, ppc_reason = _run_ppc(post, o.ppc_draws, o.random_seed, alpha)
     sections = [
         ("Data", _data_section(data, o.source, _is_simulated(o.source, o.simulated))),
         ("Leaderboard", _leaderboard_section(post, board, baseline_results, prob, q, alpha,
-                                             level)),
+                                             level, ppc)),
         ("Credible intervals", _plot(plot_forest, "forest", post, "forest plot of credible "
                                      "intervals", prob=prob, q=q)),
         ("Superiority", "<p>Each cell is the posterior probability that the row model's "
@@ -363,7 +464,7 @@ def render_report(post: RankAnalytics, options: ReportOptions | None = None) -> 
         ("Rank distribution", "<p>Posterior probability of each rank; crosses mark the "
                               "expected rank.</p>"
          + _plot(plot_rank_distribution, "rank_distribution", post, "rank distribution")),
-        ("Posterior-predictive checks", _ppc_section(post, o.ppc_draws, o.random_seed, alpha)),
+        ("Posterior-predictive checks", _ppc_section(ppc, ppc_reason)),
         ("Sampler diagnostics", _diagnostics_section(post)),
     ]
     settings = _settings(post)
@@ -373,7 +474,7 @@ def render_report(post: RankAnalytics, options: ReportOptions | None = None) -> 
     timing_text = ", ".join(f"{_esc(k)} {v:.1f} s" for k, v in timings.items())
     body = "".join(f'<h2 id="{_esc(t.lower().replace(" ", "-"))}">{_esc(t)}</h2>{s}'
                    for t, s in sections)
-    title = f"bayesrank report: {post.model}"
+    title = f"bayesrank report: {_model_label(post)}"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>"
