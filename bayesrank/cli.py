@@ -242,7 +242,7 @@ def _check_report_arguments(args: argparse.Namespace) -> None:
             raise UsageError(f"--posterior renders a saved fit as it is; drop {', '.join(given)}")
         if not Path(args.posterior).exists():  # a .nc file or a .zarr folder
             raise UsageError(f"--posterior {args.posterior}: no such file")
-    model = args.model or "rasch"
+    model = args.model or "rasch"  # the default model is the beta-binomial Rasch (see below)
     if model != "closed_form" and model not in MODELS:
         raise UsageError(f"unknown --model {model!r}; choose one of "
                          f"{', '.join([*MODELS, 'closed_form'])}")
@@ -261,8 +261,11 @@ def _baselines(args: argparse.Namespace) -> list[str]:
 
 
 def _fit_for_report(args: argparse.Namespace):
+    from bayesrank.report import default_model
+
     data, source = _load_data(args.data, args.key, args.prior, args.columns)
-    model = args.model or "rasch"
+    # chosen by posterior-predictive checks and PSIS-LOO on real benchmarks (docs/report.md)
+    model, options = (args.model, {}) if args.model else default_model(data)
     if model == "closed_form":
         from bayesrank.analysis import closed_form
 
@@ -270,10 +273,11 @@ def _fit_for_report(args: argparse.Namespace):
         return closed_form(data), source
     from bayesrank.inference import fit
 
-    _step(args, f"fitting {model} ({args.chains} chains x {args.draws} draws after "
+    described = " ".join([model, *(f"{k}={v}" for k, v in options.items())])
+    _step(args, f"fitting {described} ({args.chains} chains x {args.draws} draws after "
                 f"{args.tune} warm-up) to {data!r}")
     post = fit(data, model, sampler=args.sampler, draws=args.draws, tune=args.tune,
-               chains=args.chains, random_seed=args.seed, progressbar=_watched(args))
+               chains=args.chains, random_seed=args.seed, progressbar=_watched(args), **options)
     return post, source
 
 
@@ -377,8 +381,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="fit a Bayesian model and write a self-contained HTML report")
     _add_data_arguments(p)
     p.add_argument("--model", default=None,
-                   help="bayes, rasch (default), 2pl, 3pl, bradley_terry, davidson_luce, or "
-                   "closed_form (Bayes@N normal approximation: no MCMC, seconds)")
+                   help="bayes, rasch, 2pl, 3pl, bradley_terry, davidson, davidson_luce, or "
+                   "closed_form (Bayes@N normal approximation: no MCMC, seconds); default: "
+                   "the beta-binomial Rasch (binomial with one trial per cell), chosen by "
+                   "posterior-predictive checks on real benchmarks (docs/report.md)")
     p.add_argument("--sampler", default=None, help="numpyro, nutpie or pymc (default: per model)")
     p.add_argument("--baselines", default="avg,bradley_terry,elo_tie_draw",
                    help="comma-separated deterministic methods to show beside the posterior")

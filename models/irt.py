@@ -185,8 +185,11 @@ def _beta_binomial_logp(value, n, log_p, log_q, log_delta, log_coef):
 
 
 def _beta_binomial_random(n, log_p, log_q, log_delta, log_coef, rng=None, size=None):
-    p, phi = np.exp(log_p), np.exp(-log_delta)
-    return rng.binomial(n, rng.beta(p * phi, (1.0 - p) * phi, size=size), size=size)
+    # from the log-probabilities, so a cell probability that rounds to 1 keeps 1 - p > 0
+    p, q, phi = np.exp(log_p), np.exp(log_q), np.exp(-log_delta)
+    tiny = np.finfo(float).tiny
+    alpha, beta = np.maximum(p * phi, tiny), np.maximum(q * phi, tiny)
+    return rng.binomial(n, rng.beta(alpha, beta, size=size), size=size)
 
 
 def binomial_logit(name, n, eta, log_coef, observed, dims):
