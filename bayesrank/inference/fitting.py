@@ -207,7 +207,7 @@ def fit(
         Default: on in a terminal or notebook, off otherwise.
     target_accept : float, optional
         NUTS step-size adaptation target; raise it (e.g. 0.95) after divergences.
-        Default: the model's (0.9 for Rasch, 0.8 otherwise; docs/samplers.md).
+        Default: the model's own (0.8 for every model today; docs/samplers.md).
     log_likelihood : bool
         Store the pointwise log-likelihood (for LOO/WAIC).
     **model_options
