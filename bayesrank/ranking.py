@@ -22,10 +22,14 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 from scipy import stats
+from scipy.sparse.csgraph import connected_components
 
 from bayesrank.data import ResponseData, as_response_data
 
-__all__ = ["TIE_METHODS", "Ranking", "kendall_tau", "ranking_method", "scores_to_ranks"]
+__all__ = [
+    "TIE_METHODS", "Ranking", "exchangeable_groups", "kendall_tau", "ranking_method",
+    "scores_to_ranks",
+]
 
 TieMethod = Literal["competition", "dense", "average", "ordinal", "max"]
 TIE_METHODS: dict[str, str] = {
@@ -94,6 +98,25 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return float("nan")
     return float(stats.kendalltau(a, b, variant="b").statistic)
+
+def exchangeable_groups(W: np.ndarray, T: np.ndarray | None = None) -> np.ndarray:
+    """Group labels of models that swapping leaves the counts unchanged.
+
+    Models ``i`` and ``j`` are exchangeable when the transposition (i j) maps ``W`` (and
+    ``T``) onto itself; the relation is an equivalence, and any exchangeable estimator gives
+    such models equal scores.  Used to remove optimiser and Monte Carlo noise from exact ties.
+    """
+    mats = [np.asarray(W, float)] + ([] if T is None else [np.asarray(T, float)])
+    L = mats[0].shape[0]
+    same = np.ones((L, L), bool)
+    ignore = np.eye(L, dtype=bool)[None, :, :] | np.eye(L, dtype=bool)[:, None, :]
+    for M in mats:
+        for X in (M, M.T):  # rows and columns agree off the pair
+            same &= ((X[:, None, :] == X[None, :, :]) | ignore).all(axis=2)
+        same &= M == M.T
+    _, labels = connected_components(same, directed=False)
+    return labels
+
 
 @dataclass(frozen=True)
 class Ranking:

@@ -19,6 +19,8 @@ import numpy as np
 import xarray as xr
 from scipy import special, stats
 
+from bayesrank.ranking import exchangeable_groups
+
 __all__ = [
     "as_draw_matrix",
     "superiority_from_draws",
@@ -288,28 +290,12 @@ def identical_rows(features: np.ndarray) -> list[np.ndarray]:
 
 
 def swap_invariant_pairs(wins: np.ndarray, ties: np.ndarray | None = None) -> list[np.ndarray]:
-    """Groups of models that can be swapped without changing pairwise win/tie counts.
+    """Groups (of size >= 2) of models that can be swapped without changing ``W`` (and ``T``).
 
-    Models ``i`` and ``j`` are exchangeable under a Bradley-Terry-type model when
-    the permutation swapping them leaves ``W`` (``W[i, k]`` = wins of i over k)
-    and ``T`` unchanged: equal rows and columns against every third model and
-    ``W[i, j] == W[j, i]``.  Swappability is an equivalence relation, so the
-    pairs are closed into groups.
+    Such models are exchangeable under a Bradley-Terry-type model; the relation is
+    :func:`bayesrank.ranking.exchangeable_groups`, the one the baselines use.
     """
-    matrices = [np.asarray(wins, dtype=float)]
-    if ties is not None:
-        matrices.append(np.asarray(ties, dtype=float))
-    n = matrices[0].shape[0]
-    labels = np.arange(n)
-    for i in range(n):
-        for j in range(i + 1, n):
-            if labels[j] != j:
-                continue
-            perm = np.arange(n)
-            perm[[i, j]] = [j, i]
-            if all(np.array_equal(m, m[np.ix_(perm, perm)]) for m in matrices):
-                labels[j] = labels[i]
-    return _groups_of(labels)
+    return _groups_of(exchangeable_groups(wins, ties))
 
 
 def _groups_of(labels: np.ndarray) -> list[np.ndarray]:

@@ -25,6 +25,7 @@ from scipy.sparse.csgraph import connected_components
 
 from bayesrank.checks import check_finite
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
+from bayesrank.ranking import exchangeable_groups
 
 __all__ = [
     "GTOL",
@@ -301,25 +302,6 @@ def check_ford_condition(
 
 
 # -- exact ties and the strength scale ---------------------------------------------------------
-def exchangeable_groups(W: np.ndarray, T: np.ndarray | None = None) -> np.ndarray:
-    """Group labels of models that swapping leaves the counts unchanged.
-
-    Models ``i`` and ``j`` are exchangeable when the transposition (i j) maps ``W`` (and
-    ``T``) onto itself; the relation is an equivalence, and any exchangeable estimator gives
-    such models equal scores.  Used to remove optimiser and Monte Carlo noise from exact ties.
-    """
-    mats = [np.asarray(W, float)] + ([] if T is None else [np.asarray(T, float)])
-    L = mats[0].shape[0]
-    same = np.ones((L, L), bool)
-    ignore = np.eye(L, dtype=bool)[None, :, :] | np.eye(L, dtype=bool)[:, None, :]
-    for M in mats:
-        for X in (M, M.T):  # rows and columns agree off the pair
-            same &= ((X[:, None, :] == X[None, :, :]) | ignore).all(axis=2)
-        same &= M == M.T
-    _, labels = connected_components(same, directed=False)
-    return labels
-
-
 def average_groups(scores: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Replace each score by the mean over its group (exact ties get exactly equal scores)."""
     sums = np.bincount(groups, scores)
