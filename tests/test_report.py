@@ -49,19 +49,25 @@ def data() -> ResponseData:
 @pytest.fixture(scope="module")
 def posterior(data) -> Posterior:
     """A small Rasch fit written here, independent of bayesrank's model code."""
-    k, n = data.reductions.successes, data.reductions.trials
-    coords = {"llm": list(data.models), "question": list(data.questions)}
-    with pm.Model(coords=coords) as model:
+    return hand_written_rasch(data, hierarchical=True, draws=300, tune=300, seed=3)
+
+
+def hand_written_rasch(d: ResponseData, *, hierarchical: bool, draws: int, tune: int,
+                       seed: int) -> Posterior:
+    """Binomial Rasch in plain PyMC (difficulty scale learnt or fixed), PyMC's own NUTS."""
+    k, n = d.reductions.successes, d.reductions.trials
+    with pm.Model(coords={"llm": list(d.models), "question": list(d.questions)}) as model:
         theta = pm.Normal("theta", 0, 2, dims="llm")
-        b = pm.Normal("b", 0, pm.HalfNormal("sigma_b", 2), dims="question")
+        b_sd = pm.HalfNormal("sigma_b", 2) if hierarchical else 2
+        b = pm.Normal("b", 0, b_sd, dims="question")
         pm.Binomial("k", n=n, logit_p=theta[:, None] - b[None, :], observed=k,
                     dims=("llm", "question"))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            idata = pm.sample(draws=300, tune=300, chains=2, cores=1, random_seed=3,
+            idata = pm.sample(draws=draws, tune=tune, chains=2, cores=1, random_seed=seed,
                               nuts_sampler="pymc", progressbar=False,
                               compute_convergence_checks=False)
-    return Posterior(idata, data, "rasch", sampler="pymc", pymc_model=model, observed_var="k")
+    return Posterior(idata, d, "rasch", sampler="pymc", pymc_model=model, observed_var="k")
 
 
 @pytest.fixture(scope="module")
@@ -294,19 +300,7 @@ def overdispersed_posterior() -> Posterior:
     logit = rng.normal(0, 1, L)[:, None] - rng.normal(0, 1, M)[None, :]
     logit = logit + rng.normal(0, 2.0, (L, M))  # interaction: over-dispersed cells
     R = (rng.random((L, M, N)) < 1 / (1 + np.exp(-logit))[..., None]).astype(np.int8)
-    d = ResponseData(R)
-    k, n = d.reductions.successes, d.reductions.trials
-    with pm.Model(coords={"llm": list(d.models), "question": list(d.questions)}) as model:
-        theta = pm.Normal("theta", 0, 2, dims="llm")
-        b = pm.Normal("b", 0, 2, dims="question")
-        pm.Binomial("k", n=n, logit_p=theta[:, None] - b[None, :], observed=k,
-                    dims=("llm", "question"))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            idata = pm.sample(draws=200, tune=300, chains=2, cores=1, random_seed=1,
-                              nuts_sampler="pymc", progressbar=False,
-                              compute_convergence_checks=False)
-    return Posterior(idata, d, "rasch", sampler="pymc", pymc_model=model, observed_var="k")
+    return hand_written_rasch(ResponseData(R), hierarchical=False, draws=200, tune=300, seed=1)
 
 
 def test_misfit_warning_opens_the_leaderboard_and_names_a_better_model(
