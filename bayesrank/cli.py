@@ -242,8 +242,8 @@ def _check_report_arguments(args: argparse.Namespace) -> None:
             raise UsageError(f"--posterior renders a saved fit as it is; drop {', '.join(given)}")
         if not Path(args.posterior).exists():  # a .nc file or a .zarr folder
             raise UsageError(f"--posterior {args.posterior}: no such file")
-    model = args.model or "rasch"  # the default model is the beta-binomial Rasch (see below)
-    if model != "closed_form" and model not in MODELS:
+    model = args.model  # None: the report's measured default (_fit_for_report)
+    if model is not None and model != "closed_form" and model not in MODELS:
         raise UsageError(f"unknown --model {model!r}; choose one of "
                          f"{', '.join([*MODELS, 'closed_form'])}")
     if args.sampler is not None and args.sampler not in SAMPLERS:
