@@ -44,6 +44,9 @@ __all__ = [
 #: Two tau values closer than this count as equal (ties for "best", tau_b = 1).
 TAU_TOL = 1e-12
 
+#: ``skip_reason`` of a method whose tau_b was undefined on some draw (and nothing failed).
+UNDEFINED_TAU = "tau_b undefined (a ranking with every model tied)"
+
 
 #: Paper identifiers that cost > 10 ms per ranking of an N=1 draw of the 20 x 120
 #: example (measured, ms per call: rasch_3pl_map 1370, rasch_3pl 30, rasch_2pl 29,
@@ -221,7 +224,7 @@ class TauSample:
         ok = t.size > 0
         reason = self.target_missing or (self.failures[0] if self.failures else "")
         if self.undefined and not reason:
-            reason = "tau_b undefined (a ranking with every model tied)"
+            reason = UNDEFINED_TAU
         return {
             "tau_mean": float(t.mean()) if ok else np.nan,
             "tau_std": float(t.std()) if ok else np.nan,
@@ -281,9 +284,13 @@ def draw_blocks(draws: Sequence[np.ndarray], client: Any) -> list[list[np.ndarra
     draws = list(draws)
     if client is None or not draws:
         return [draws]
-    workers = max(1, len(client.scheduler_info().get("workers", {})))
-    size = -(-len(draws) // (2 * workers))
+    size = -(-len(draws) // (2 * worker_count(client)))
     return [draws[i:i + size] for i in range(0, len(draws), size)]
+
+
+def worker_count(client: Any) -> int:
+    """Number of workers of a Dask ``client``'s cluster (at least 1)."""
+    return max(1, len(client.scheduler_info().get("workers", {})))
 
 
 def merge_draw_ranks(parts: Sequence[dict[str, DrawRanks]]) -> dict[str, DrawRanks]:

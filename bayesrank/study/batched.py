@@ -13,7 +13,10 @@ one :class:`DrawStack` reduces every draw of a stack at once:
 
 Pairwise and cell counts of a model pool are the rows and columns of the
 full-pool counts, so :meth:`DrawStack.pool` restricts a stack to a pool without
-recomputing anything (the model-pool bootstrap reduces its draws once).
+recomputing anything (the model-pool bootstrap reduces its draws once), and
+:meth:`DrawStack.pools` stacks the restrictions of many pools of one size into one
+stack (row ``p * D + d`` is draw ``d`` on pool ``p``), so a rule runs once on every
+draw of every pool instead of once per pool.
 
 Rules with a closed form over these counts (:data:`BATCHED_RULES`: avg, inverse
 difficulty, Bayes@N with and without the R0 prior and its quantile score, Borda,
@@ -52,6 +55,7 @@ __all__ = [
     "batched_kendall_tau",
     "draws_per_stack",
     "is_batched",
+    "pools_per_stack",
     "rank_stack",
 ]
 
@@ -78,6 +82,18 @@ def draws_per_stack(data: ResponseData, draws: Sequence[np.ndarray]) -> int:
     return min(len(draws), STACK_ELEMENTS // per_draw)
 
 
+def pools_per_stack(stack: DrawStack, size: int) -> int:
+    """How many pools of ``size`` models :meth:`DrawStack.pools` may stack (0: not even one).
+
+    Each row of a pool stack holds the pool's counts (size, M, C+1) and pairwise
+    counts (size, size); rules build temporaries up to (size, size, M) per row.  A
+    row is never larger than a row of ``stack`` (:func:`draws_per_stack`), so when
+    ``stack`` fit the budget, at least one pool does.
+    """
+    per_row = int(size) * stack.data.M * max(int(size), stack.data.n_categories)
+    return (STACK_ELEMENTS // per_row) // stack.D
+
+
 def _frozen(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
@@ -100,6 +116,13 @@ class DrawStack:
         Trial-level pairwise counts of every draw (``data.reductions.wins/ties``).
     question_wins, question_ties : arrays of float64, shape (D, L, L)
         Question-level pairwise counts (``data.reductions.question_wins/ties``).
+    source : ResponseData, optional
+        Only in a pool stack (:meth:`pools`): the data whose models the rows' pools index.
+    models : array of int, shape (D, L), optional
+        Only in a pool stack: the models (positions in ``source``) of every row.  There
+        ``data`` is the first row's pool without a per-model R0: it gives what every row
+        shares (L, M, questions, weights); per-model inputs are read through the stack
+        (counts, :attr:`prior_counts`, :meth:`subset`).
     """
 
     data: ResponseData
@@ -109,6 +132,8 @@ class DrawStack:
     ties: np.ndarray
     question_wins: np.ndarray
     question_ties: np.ndarray
+    source: ResponseData | None = None
+    models: np.ndarray | None = None
 
     @classmethod
     def from_data(cls, data: ResponseData, draws: Sequence[np.ndarray]) -> DrawStack:
@@ -150,6 +175,8 @@ class DrawStack:
 
     def pool(self, models: np.ndarray) -> DrawStack:
         """The same draws on a model pool: rows (and columns) of every count, nothing redone."""
+        if self.models is not None:
+            raise ValueError("a pool stack cannot be restricted again; restrict the full stack")
         li = np.asarray(models, dtype=np.int64)
         sub = self.data.subset(models=li)
         pair = np.ix_(np.arange(self.D), li, li)
@@ -157,14 +184,55 @@ class DrawStack:
                          _frozen(self.wins[pair]), _frozen(self.ties[pair]),
                          _frozen(self.question_wins[pair]), _frozen(self.question_ties[pair]))
 
+    def pools(self, pools: np.ndarray) -> DrawStack:
+        """Every draw on every pool of one size, as one stack of ``P * D`` rows.
+
+        Row ``p * D + d`` holds draw ``d`` restricted to ``pools[p]`` (the rows and
+        columns of this stack's counts, as :meth:`pool`), so a rule evaluated on it
+        gives, row by row, its scores on each ``pool(pools[p])``.
+
+        Parameters
+        ----------
+        pools : array of int, shape (P, k)
+            Model positions of each pool (all pools of one size, at least one).
+        """
+        members = np.asarray(pools, dtype=np.int64)
+        if members.ndim != 2 or not members.size:
+            raise ValueError(f"pools must be a non-empty (P, k) array, got shape {members.shape}")
+        if self.models is not None:
+            raise ValueError("this stack is already a pool stack; stack pools of the full stack")
+        models = np.repeat(members, self.D, axis=0)  # (P * D, k), pool-major
+        draw = np.tile(np.arange(self.D), len(members))[:, None]
+        pair = (draw[:, :, None], models[:, :, None], models[:, None, :])
+        first = self.data.subset(models=members[0])
+        template = ResponseData(first.R, models=first.models, questions=first.questions,
+                                R0=first.R0 if first.prior_shared else None,
+                                weights=first.weights)
+        return DrawStack(template, _frozen(np.repeat(self.draws[None], len(members), axis=0)
+                                           .reshape(-1, self.n_trials)),
+                         _frozen(self.counts[draw, models]),
+                         _frozen(self.wins[pair]), _frozen(self.ties[pair]),
+                         _frozen(self.question_wins[pair]), _frozen(self.question_ties[pair]),
+                         source=self.data, models=_frozen(models))
+
+    @cached_property
+    def prior_counts(self) -> np.ndarray | None:
+        """Category counts of R0 seen by every row: (M, C+1) shared, (L, M, C+1) per model,
+        (D, L, M, C+1) per model in a pool stack; None without R0."""
+        if self.models is None:
+            return self.data.reductions.prior_category_counts
+        counts = self.source.reductions.prior_category_counts
+        return counts if counts is None or counts.ndim == 2 else counts[self.models]
+
     def subset(self, d: int) -> ResponseData:
         """Draw ``d`` as a ResponseData whose reductions cache is filled from the stack.
 
-        The result equals ``data.subset(trials=draws[d])`` (same R, R0, names); its
-        count and pairwise reductions are the stack's, so a rule run on it reads
-        them instead of re-deriving them.
+        The result equals ``data.subset(trials=draws[d])`` (same R, R0, names; in a
+        pool stack ``source.subset(models=models[d], trials=draws[d])``); its count
+        and pairwise reductions are the stack's, so a rule run on it reads them
+        instead of re-deriving them.
         """
-        data = self.data
+        data = self.data if self.models is None else self.source.subset(models=self.models[d])
         sub = ResponseData(data.R[:, :, self.draws[d]], models=data.models,
                            questions=data.questions, R0=data.R0, weights=data.weights)
         red = sub.reductions
@@ -246,14 +314,15 @@ def _bayes(stack: DrawStack, *, R0=None, quantile=None, weights=None) -> np.ndar
     data = stack.data
     if weights is not None or not (R0 is None or (isinstance(R0, str) and R0 == "data")):
         return None
-    if R0 is not None and data.R0 is None:
+    prior = None if R0 is None else stack.prior_counts
+    if R0 is not None and prior is None:
         return None  # the rule raises DataError; the per-draw path reports it
     if quantile is not None and (isinstance(quantile, bool) or not 0.0 < float(quantile) < 1.0):
         return None
     w = data.weights
     nu = stack.counts + 1.0
     if R0 is not None:
-        nu = nu + data.reductions.prior_category_counts
+        nu = nu + prior
     T = nu.sum(axis=-1)
     shifted = w - w[0]
     mean_cell = (nu @ shifted) / T
@@ -477,25 +546,32 @@ def rank_stack(
     return out
 
 
+def pair_signs(ranks: np.ndarray) -> np.ndarray:
+    """``sign(r_i - r_j)`` of every pair i < j of every row of ``ranks`` (..., L): (..., pairs)."""
+    r = np.asarray(ranks, dtype=float)
+    i, j = np.triu_indices(r.shape[-1], 1)
+    return np.sign(r[..., i] - r[..., j]).astype(np.int8)
+
+
+def signs_kendall_tau(sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
+    """Kendall tau-b from :func:`pair_signs` of two rankings (rows of ``sa`` against ``sb``,
+    one row or a row each); see :func:`batched_kendall_tau`."""
+    n0 = sa.shape[-1]
+    s = np.einsum("dp,dp->d" if sb.ndim == 2 else "dp,p->d", sa, sb, dtype=np.int64)
+    tied_a = n0 - np.count_nonzero(sa, axis=-1)
+    tied_b = n0 - np.count_nonzero(sb, axis=-1)
+    denom = np.sqrt((n0 - tied_a) * (n0 - np.asarray(tied_b)).astype(float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = np.where(denom > 0, s / np.where(denom > 0, denom, 1.0), np.nan)
+    return np.clip(tau, -1.0, 1.0)
+
+
 def batched_kendall_tau(ranks: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """Kendall tau-b of every row of ``ranks`` (D, L) against ``target`` (L,).
+    """Kendall tau-b of every row of ``ranks`` (D, L) against ``target`` (L,) or its row (D, L).
 
     ``tau_b = S / sqrt((n0 - n1)(n0 - n2))`` with ``S`` the sum over pairs of
     ``sign(a_i - a_j) sign(b_i - b_j)``, ``n0 = L(L-1)/2`` and ``n1``, ``n2`` the pairs
     tied in each ranking; NaN when either ranking is constant (as
     :func:`bayesrank.kendall_tau`).
     """
-    a = np.asarray(ranks, dtype=float)
-    b = np.asarray(target, dtype=float)
-    L = b.size
-    upper = np.triu(np.ones((L, L), dtype=bool), 1)
-    sa = np.sign(a[:, :, None] - a[:, None, :])[:, upper]  # (D, pairs)
-    sb = np.sign(b[:, None] - b[None, :])[upper]
-    s = (sa * sb).sum(axis=1)
-    n0 = upper.sum()
-    tied_a = (sa == 0).sum(axis=1)
-    tied_b = (sb == 0).sum()
-    denom = np.sqrt((n0 - tied_a) * float(n0 - tied_b))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tau = np.where(denom > 0, s / np.where(denom > 0, denom, 1.0), np.nan)
-    return np.clip(tau, -1.0, 1.0)
+    return signs_kendall_tau(pair_signs(np.atleast_2d(ranks)), pair_signs(target))

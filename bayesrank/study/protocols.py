@@ -22,6 +22,7 @@ from bayesrank.ranking import kendall_tau, scores_to_ranks
 from bayesrank.registry import get_method
 from bayesrank.study._core import (
     TAU_TOL,
+    UNDEFINED_TAU,
     budget_draws,
     check_budgets,
     check_engine,
@@ -34,12 +35,18 @@ from bayesrank.study._core import (
     safe_ranks,
     tally,
     trial_draws,
+    worker_count,
 )
 from bayesrank.study.batched import (
     SEPARABLE_RULES,
     DrawStack,
     batched_scores,
+    competition_ranks,
     draws_per_stack,
+    pair_signs,
+    pools_per_stack,
+    rank_stack,
+    signs_kendall_tau,
 )
 from bayesrank.study.engine import run_tasks
 from bayesrank.study.progress import Progress
@@ -250,12 +257,16 @@ def model_pool_bootstrap(
     count for every member, as the paper's tied classes).  The paper uses 1000
     pools; the default 50 keeps a 72-method run to minutes.
 
-    Every pool is one task (on a Dask ``client``, one task per pool); with the
-    batched engine a pool drawn twice is ranked once and counted twice.  With
-    ``engine="batched"`` the draws are reduced once on all models and each pool
-    takes the rows and columns of those counts (:meth:`DrawStack.pool`); rules
-    whose model scores depend only on the model's own counts (avg, Bayes@N) are
-    scored once and restricted to each pool.
+    With ``engine="reference"`` every drawn pool is one task, ranked draw by draw.
+    With ``engine="batched"`` a pool drawn twice is ranked once and counted twice;
+    the draws (and the full data) are reduced once on all models, and the distinct
+    pools of one size are stacked (:meth:`DrawStack.pools`: every draw on every pool
+    as one stack, a few stacks per size as memory allows), so each closed-form rule
+    runs once per stack on every draw of every pool, for the draws and for the
+    pools' own full-N references alike; the other rules run pool by pool, draw by
+    draw, as before.  Rules whose model scores depend only on the model's own counts
+    (avg, Bayes@N) are scored once and restricted to each pool.  Each pool stack is
+    one task (on a Dask ``client``, about two per worker and size).
 
     Returns
     -------
@@ -270,20 +281,27 @@ def model_pool_bootstrap(
     pools = model_subsets(data.L, sizes, subsets, rng)
     draw_idx = trial_draws(data.N, n_trials, draws, rng)
     shared: dict[str, Any] = {"data": data, "ids": ids, "draws": draw_idx, "gold": gold,
-                              "engine": engine, "stack": None, "separable": {}}
+                              "engine": engine, "stack": None, "full": None, "separable": {}}
     if engine == "batched" and draws_per_stack(data, draw_idx) == len(draw_idx):
         shared["stack"] = DrawStack.from_data(data, draw_idx)
-        shared["separable"] = _separable_scores(data, shared["stack"], [*ids, gold])
+        shared["full"] = DrawStack.from_data(data, [np.arange(data.N)])
+        shared["separable"] = _separable_scores(shared["full"], shared["stack"], [*ids, gold])
     tasks = [(k, pool) for k, pool_list in pools.items() for pool in pool_list]
+    label = "model-pool bootstrap"
     if engine == "reference":  # today's runner: every drawn pool ranked
         results = run_tasks(_pool_task, [pool for _, pool in tasks], client=client,
-                            progress=progress, label="model-pool bootstrap", unit="pools",
-                            **shared)
+                            progress=progress, label=label, unit="pools", **shared)
     else:  # a pool drawn twice has the same scores: rank each distinct pool once
         distinct = list(dict.fromkeys(tuple(pool.tolist()) for _, pool in tasks))
-        done = run_tasks(_pool_task, [np.asarray(p) for p in distinct], client=client,
-                         progress=progress, label="model-pool bootstrap",
-                         unit="distinct pools", **shared)
+        if POOL_STACKS and shared["stack"] is not None:
+            chunks = _pool_chunks(distinct, shared["stack"], client)
+            parts = run_tasks(_pool_stack_task, chunks, client=client, progress=progress,
+                              label=label, unit="pool stacks", **shared)
+            done = [res for part in parts for res in part]
+            distinct = [tuple(p.tolist()) for chunk in chunks for p in chunk]
+        else:
+            done = run_tasks(_pool_task, [np.asarray(p) for p in distinct], client=client,
+                             progress=progress, label=label, unit="distinct pools", **shared)
         by_pool = dict(zip(distinct, done, strict=True))
         results = [by_pool[tuple(pool.tolist())] for _, pool in tasks]
     rows = []
@@ -303,9 +321,14 @@ def model_pool_bootstrap(
     return pd.DataFrame(rows)
 
 
-def _separable_scores(data: ResponseData, stack: DrawStack, ids: Sequence[str]):
+#: Rank the distinct pools of one size on pool stacks (:meth:`DrawStack.pools`); False ranks
+#: each pool on its own stack (the engine before pool stacks, kept as the peer of
+#: benchmarks/bench_study.py and of the tests).
+POOL_STACKS = True
+
+
+def _separable_scores(full: DrawStack, stack: DrawStack, ids: Sequence[str]):
     """Full-N and per-draw scores on all models of the rules scored model by model."""
-    full = DrawStack.from_data(data, [np.arange(data.N)])
     out = {}
     for m in dict.fromkeys(ids):
         if get_method(m).base not in SEPARABLE_RULES:
@@ -326,6 +349,7 @@ def _pool_task(
     engine: str,
     stack: DrawStack | None,
     separable: dict[str, tuple[np.ndarray, np.ndarray]],
+    full: DrawStack | None = None,
 ) -> dict[tuple[str, str], tuple[float, int, str]]:
     """One pool's scores: (mean tau_b over the draws, failed draws, reason) per method x target."""
     sub = data.subset(models=pool)
@@ -347,10 +371,160 @@ def _pool_task(
         cache = {m: per_draw[:, pool] for m, (_, per_draw) in separable.items()}
         ranked = rank_draws(draws, data=sub, methods=ids, engine=engine, stack=stack.pool(pool),
                             scores_cache=cache)
+    return _pool_scores(ranked, targets, why)
+
+
+def _pool_scores(ranked, targets, why) -> dict[tuple[str, str], tuple[float, int, str]]:
     out = {}
     for key, s in tally(ranked, targets, why).items():
         summary = s.summary()
         out[key] = (summary["tau_mean"], summary["n_failed"], summary["skip_reason"])
+    return out
+
+
+def _pool_chunks(distinct: Sequence[tuple[int, ...]], stack: DrawStack, client: Any):
+    """Distinct pools as (P, k) arrays of one size each, in order: as many pools per stack
+    as memory allows (:func:`pools_per_stack`), about two stacks per worker on a cluster."""
+    # one pool's stack never exceeds the budget: its rows are no larger than the draws' rows
+    by_size: dict[int, list[tuple[int, ...]]] = {}
+    for pool in distinct:
+        by_size.setdefault(len(pool), []).append(pool)
+    chunks = []
+    for k, group in by_size.items():
+        per = max(1, pools_per_stack(stack, k))
+        if client is not None:
+            per = min(per, -(-len(group) // (2 * worker_count(client))))
+        chunks += [np.asarray(group[i:i + per], dtype=np.int64)
+                   for i in range(0, len(group), per)]
+    return chunks
+
+
+def _pool_stack_task(
+    pools: np.ndarray,
+    *,
+    data: ResponseData,
+    ids: list[str],
+    draws: list[np.ndarray],
+    gold: str,
+    engine: str,
+    stack: DrawStack,
+    separable: dict[str, tuple[np.ndarray, np.ndarray]],
+    full: DrawStack,
+) -> list[dict[tuple[str, str], tuple[float, int, str]]]:
+    """:func:`_pool_task` of every pool of ``pools`` (P, k), closed forms ranked in one stack.
+
+    A closed-form rule whose scores are finite on every draw of a pool is ranked on the
+    pool stack and its tau_b taken there; otherwise (and for every other rule) the pool
+    is ranked as :func:`_pool_task` ranks it.
+    """
+    own, own_why = _pool_references(pools, data, [*ids, gold], full, separable)
+    bad_gold = np.flatnonzero(np.isnan(own[gold][:, 0]))
+    if bad_gold.size:
+        gold_ranks(data.subset(models=pools[bad_gold[0]]), gold)  # raises with the reason
+    out: list[dict] = [{} for _ in pools]
+    per_pool: list[list[str]] = [[] for _ in pools]  # methods each pool ranks draw by draw
+    pooled = stack.pools(pools)
+    gold_signs = pair_signs(own[gold])
+    for m in ids:
+        ranks, ranked = _stacked_ranks(pooled, pools, m, separable)
+        for p in np.flatnonzero(~ranked):
+            per_pool[p].append(m)
+        done = np.flatnonzero(ranked)
+        if not done.size:
+            continue
+        signs = pair_signs(ranks[done])  # (pools, D, pairs)
+        for t, target in (("gold", gold_signs), ("self", pair_signs(np.nan_to_num(own[m])))):
+            missing = [None if why is None else f"no {t} target: {why}"
+                       for why in (own_why[gold] if t == "gold" else own_why[m])]
+            scores = _stacked_pool_scores(signs, target[done], [missing[p] for p in done])
+            for p, res in zip(done, scores, strict=True):
+                out[p][(m, t)] = res
+    for p, methods in enumerate(per_pool):
+        if methods:
+            pool = pools[p]
+            cache = {m: separable[m][1][:, pool] for m in methods if m in separable}
+            ranked = rank_stack(stack.pool(pool), methods, scores_cache=cache)
+            row = {m: None if np.isnan(own[m][p, 0]) else own[m][p] for m in methods}
+            targets = {"gold": dict.fromkeys(methods, own[gold][p]), "self": row}
+            why = {"gold": dict.fromkeys(methods), "self": {m: own_why[m][p] for m in methods}}
+            out[p].update(_pool_scores(ranked, targets, why))
+    return out
+
+
+def _pool_references(pools, data, methods, full, separable):
+    """Every method's ranks at full N on every pool, (P, k) with NaN rows where it failed,
+    and the reasons (closed forms on one pool stack of the full data, the rest pool by pool)."""
+    P, k = pools.shape
+    pooled = full.pools(pools)
+    subs: dict[int, ResponseData] = {}
+    own: dict[str, np.ndarray] = {}
+    own_why: dict[str, list[str | None]] = {}
+    for m in dict.fromkeys(methods):
+        own_why[m] = [None] * P
+        if m in separable:
+            own[m] = competition_ranks(separable[m][0][pools])
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            scores = batched_scores(pooled, m)
+        own[m] = np.full((P, k), np.nan)
+        ok = np.zeros(P, dtype=bool) if scores is None else np.isfinite(scores).all(axis=1)
+        if ok.any():
+            own[m][ok] = competition_ranks(scores[ok])
+        for p in np.flatnonzero(~ok):
+            if p not in subs:
+                subs[p] = data.subset(models=pools[p])
+            ranks, own_why[m][p], _ = safe_ranks(subs[p], m)
+            if ranks is not None:
+                own[m][p] = ranks
+    return own, own_why
+
+
+def _stacked_ranks(pooled: DrawStack, pools: np.ndarray, method: str, separable):
+    """Ranks (P, D, k) of ``method`` on the pool stack of ``pools`` (P, k), and which pools
+    it ranked: those whose closed-form scores are finite on every draw (the others go draw
+    by draw, as :func:`rank_stack` sends a stack with a non-finite score)."""
+    P, k = pools.shape
+    if method in separable:  # (D, L) on all models -> (P, D, k)
+        scores = np.moveaxis(separable[method][1][:, pools], 1, 0)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            scores = batched_scores(pooled, method)
+        if scores is None:
+            return None, np.zeros(P, dtype=bool)
+        scores = scores.reshape(P, -1, k)
+    ranked = np.isfinite(scores).all(axis=(1, 2))
+    ranks = np.full(scores.shape, np.nan)
+    if ranked.any():
+        n = scores.shape[1]
+        ranks[ranked] = competition_ranks(scores[ranked].reshape(-1, k)).reshape(-1, n, k)
+    return ranks, ranked
+
+
+def _stacked_pool_scores(signs: np.ndarray, target: np.ndarray, missing: list[str | None]):
+    """(mean tau_b, 0 failed draws, reason) of each pool's draws against its target.
+
+    ``signs`` (P, D, pairs) and ``target`` (P, pairs) are :func:`pair_signs` of the draws'
+    ranks and of the pool's reference; ``missing[p]`` says why pool p has no reference.
+    """
+    P, D, n_pairs = signs.shape
+    has = np.array([why is None for why in missing], dtype=bool)
+    tau = np.full((P, D), np.nan)
+    if has.any():
+        tau[has] = signs_kendall_tau(signs[has].reshape(-1, n_pairs),
+                                     np.repeat(target[has], D, axis=0)).reshape(-1, D)
+    undefined = np.isnan(tau).any(axis=1)
+    means = tau.mean(axis=1)  # the 1-D mean of each row when every tau is defined
+    out = []
+    for p in range(P):
+        if not has[p]:
+            out.append((np.nan, 0, missing[p]))
+        elif undefined[p]:
+            t = tau[p][~np.isnan(tau[p])]
+            out.append((float(t.mean()) if t.size else np.nan, 0, UNDEFINED_TAU))
+        else:
+            out.append((float(means[p]), 0, ""))
     return out
 
 
