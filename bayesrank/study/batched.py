@@ -162,7 +162,7 @@ class DrawStack:
 
     @property
     def D(self) -> int:
-        return self.counts.shape[0]
+        return self.draws.shape[0]
 
     @property
     def n_trials(self) -> int:
@@ -201,19 +201,7 @@ class DrawStack:
             raise ValueError(f"pools must be a non-empty (P, k) array, got shape {members.shape}")
         if self.models is not None:
             raise ValueError("this stack is already a pool stack; stack pools of the full stack")
-        models = np.repeat(members, self.D, axis=0)  # (P * D, k), pool-major
-        draw = np.tile(np.arange(self.D), len(members))[:, None]
-        pair = (draw[:, :, None], models[:, :, None], models[:, None, :])
-        first = self.data.subset(models=members[0])
-        template = ResponseData(first.R, models=first.models, questions=first.questions,
-                                R0=first.R0 if first.prior_shared else None,
-                                weights=first.weights)
-        return DrawStack(template, _frozen(np.repeat(self.draws[None], len(members), axis=0)
-                                           .reshape(-1, self.n_trials)),
-                         _frozen(self.counts[draw, models]),
-                         _frozen(self.wins[pair]), _frozen(self.ties[pair]),
-                         _frozen(self.question_wins[pair]), _frozen(self.question_ties[pair]),
-                         source=self.data, models=_frozen(models))
+        return _PoolStack(self, members)
 
     @cached_property
     def prior_counts(self) -> np.ndarray | None:
@@ -249,6 +237,51 @@ class DrawStack:
             if isinstance(getattr(owner, name, None), cached_property):
                 red.__dict__[name] = value
         return sub
+
+
+class _PoolStack(DrawStack):
+    """:meth:`DrawStack.pools`: the stacked pool restrictions, each gathered on first use
+    (a rule that reads only the question-level counts never copies the cell counts)."""
+
+    def __init__(self, parent: DrawStack, pools: np.ndarray) -> None:
+        models = np.repeat(pools, parent.D, axis=0)  # (P * D, k), pool-major
+        first = parent.data.subset(models=pools[0])
+        template = ResponseData(first.R, models=first.models, questions=first.questions,
+                                R0=first.R0 if first.prior_shared else None,
+                                weights=first.weights)
+        draws = np.repeat(parent.draws[None], len(pools), axis=0).reshape(-1, parent.n_trials)
+        for name, value in (("data", template), ("draws", _frozen(draws)),
+                            ("source", parent.data), ("models", _frozen(models)),
+                            ("_parent", parent)):
+            object.__setattr__(self, name, value)
+
+    @cached_property
+    def _rows(self) -> np.ndarray:
+        return np.tile(np.arange(self._parent.D), self.D // self._parent.D)[:, None]
+
+    def _pairs(self, full: np.ndarray) -> np.ndarray:
+        m = self.models
+        return _frozen(full[self._rows[:, :, None], m[:, :, None], m[:, None, :]])
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        return _frozen(self._parent.counts[self._rows, self.models])
+
+    @cached_property
+    def wins(self) -> np.ndarray:
+        return self._pairs(self._parent.wins)
+
+    @cached_property
+    def ties(self) -> np.ndarray:
+        return self._pairs(self._parent.ties)
+
+    @cached_property
+    def question_wins(self) -> np.ndarray:
+        return self._pairs(self._parent.question_wins)
+
+    @cached_property
+    def question_ties(self) -> np.ndarray:
+        return self._pairs(self._parent.question_ties)
 
 
 def _trial_pairs(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -406,8 +439,10 @@ def _schulze(stack: DrawStack, *, tie_policy="half", strength="winning_votes", *
     p = np.where(margin > 0, margin if strength == "margin" else P, 0.0)
     eye = np.eye(P.shape[1], dtype=bool)
     p[:, eye] = 0.0
+    through = np.empty_like(p)  # one buffer for every step (stacks can be 10^5 draws)
     for k in range(p.shape[1]):
-        np.maximum(p, np.minimum(p[:, :, k:k + 1], p[:, k:k + 1, :]), out=p)
+        np.minimum(p[:, :, k:k + 1], p[:, k:k + 1, :], out=through)
+        np.maximum(p, through, out=p)
     p[:, eye] = 0.0
     return _dag_levels(p > np.swapaxes(p, 1, 2))
 
@@ -476,35 +511,54 @@ def competition_ranks(scores: np.ndarray) -> np.ndarray:
     return ranks if s.ndim == 2 else ranks[0]
 
 
-def _rank_once(sub: ResponseData, method: str) -> np.ndarray:
-    """``bayesrank.rank(sub, method).ranks`` without building the Ranking twice."""
+def _scores_once(sub: ResponseData, method: str) -> tuple[np.ndarray, bool]:
+    """What ``bayesrank.rank(sub, method)`` ranks by: the rule's scores (False) or the
+    ranks it gives itself (True), without building a Ranking."""
     spec = get_method(method)
     rule = getattr(spec.function, "__wrapped_rule__", None)
     if rule is None:  # not a ranking_method rule: take the public path
-        return np.asarray(rank(sub, method).ranks, dtype=float)
+        return np.asarray(rank(sub, method).ranks, dtype=float), True
     out = rule(sub, **dict(spec.defaults))
     scores, details = out if isinstance(out, tuple) else (out, {})
     scores = np.asarray(scores, dtype=float)
     if scores.shape != (sub.L,):
         raise ValueError(f"{sub.L} models but scores of shape {scores.shape}")
     given = details.get("ranks")
-    return competition_ranks(scores) if given is None else np.asarray(given, dtype=float)
+    if given is not None:
+        return np.asarray(given, dtype=float), True
+    if not np.all(np.isfinite(scores)):
+        competition_ranks(scores)  # raises, naming the values, as bayesrank.rank would
+    return scores, False
+
+
+def _rank_once(sub: ResponseData, method: str) -> np.ndarray:
+    """``bayesrank.rank(sub, method).ranks`` without building the Ranking twice."""
+    values, are_ranks = _scores_once(sub, method)
+    return values if are_ranks else competition_ranks(values)
 
 
 def _per_draw(subs: Sequence[ResponseData], method: str) -> DrawRanks:
+    """``method`` on every draw alone; the draws' scores are turned into ranks together."""
     out = DrawRanks([], [], 0, 0.0)
     start = time.perf_counter()
-    for sub in subs:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+    scored: list[int] = []  # draws whose scores (finite) still need their ranks
+    with warnings.catch_warnings(record=True) as caught:  # "always": every draw's count
+        warnings.simplefilter("always")
+        for d, sub in enumerate(subs):
             try:
-                r = _rank_once(sub, method)
+                r, are_ranks = _scores_once(sub, method)
                 why = None
+                if not are_ranks:
+                    scored.append(d)
             except SKIPPABLE as exc:
                 r, why = None, f"{type(exc).__name__}: {exc}"
-        out.ranks.append(r)
-        out.reasons.append(why)
-        out.warnings += len(caught)
+            out.ranks.append(r)
+            out.reasons.append(why)
+    out.warnings = len(caught)
+    if scored:
+        for d, r in zip(scored, competition_ranks(np.asarray([out.ranks[d] for d in scored])),
+                        strict=True):
+            out.ranks[d] = r
     out.seconds = time.perf_counter() - start
     return out
 
