@@ -14,13 +14,29 @@ extrapolated.  The machine is shared with other jobs: absolute times are rough,
 the ratios are the comparison.
 
 Run: ``python benchmarks/bench_study.py [--methods paper|fast] [--pools 2] [--workers 2]``.
+
+``--bootstrap`` times only the model-pool bootstrap (1,000 pools x sizes 5, 10, 15) for
+the closed-form identifiers (``closed``) and for ``methods="fast"``, three ways in one
+run: pool stacks (the batched engine now), one stack per pool (the engine before pool
+stacks: ``git archive``d from ``--before``, default main, and run in a subprocess, on the
+same pools), and today's runner (``engine="reference"``).  Each is measured on the pools
+given (``--boot-pools closed=1000,fast=3`` etc.) and extrapolated linearly to 1,000; the
+frames of the engines measured on the same pools are checked identical.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import os
+import pickle
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -31,6 +47,73 @@ from bayesrank.study.progress import format_seconds
 
 PAPER_POOLS = 1000
 SIZES = (5, 10, 15)
+ROOT = Path(__file__).resolve().parents[1]
+#: Pools per size measured by --bootstrap: (pool stacks, before, reference) per method set.
+BOOT_POOLS = {"closed": (1000, 100, 5), "fast": (3, 3, 1)}
+
+
+def method_ids(selection: str) -> list[str]:
+    """``closed``: the paper identifiers with a closed form over a stack; else resolve_methods."""
+    if selection == "closed":
+        return [m for m in study.resolve_methods("paper") if is_batched(m)]
+    return study.resolve_methods(selection)
+
+
+def time_bootstrap(data, selection: str, pools: int, **kwargs):
+    """Seconds and frame of the bootstrap of ``pools`` pools per size of SIZES."""
+    return timed(study.model_pool_bootstrap, data, method_ids(selection), sizes=SIZES,
+                 subsets=pools, **kwargs)
+
+
+def time_before(key: str, selection: str, pools: int, ref: str, tmp: Path):
+    """:func:`time_bootstrap` on the package as of git ``ref``, in a fresh interpreter."""
+    package = tmp / "before"
+    if not package.exists():
+        package.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "bayesrank"],
+                                 check=True, capture_output=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(package, filter="data")
+    out = tmp / f"before-{selection}-{pools}.pkl"
+    env = {**os.environ, "PYTHONPATH": str(package)}
+    subprocess.run([sys.executable, __file__, "--key", key, "--_time-one", selection,
+                    str(pools), str(out)], check=True, env=env)
+    with open(out, "rb") as f:
+        return pickle.load(f)
+
+
+def bootstrap_table(args) -> None:
+    """The --bootstrap comparison (see the module docstring)."""
+    data = br.datasets.example(args.key)
+    plan = dict(BOOT_POOLS)
+    for item in filter(None, args.boot_pools.split(",")):
+        name, counts = item.split("=")
+        plan[name] = tuple(int(c) for c in counts.split("/"))
+    print(f"# model-pool bootstrap, {PAPER_POOLS} pools x sizes {SIZES}, on {args.key}: "
+          f"{data!r}\n# before = {args.before} (one stack per pool), same run")
+    print("\n| methods | engine | pools/size measured | seconds | at 1,000 pools | "
+          "vs pool stacks |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for selection, (n_new, n_before, n_ref) in plan.items():
+            n_ids = len(method_ids(selection))
+            sec_new, new = time_bootstrap(data, selection, n_new)
+            sec_before, before = time_before(args.key, selection, n_before, args.before,
+                                             Path(tmp))
+            if n_before == n_new:
+                same = before.equals(new)
+            else:  # the same pools as before measured them, to check the frames
+                same = before.equals(time_bootstrap(data, selection, n_before)[1])
+            sec_ref, _ = time_bootstrap(data, selection, n_ref, engine="reference")
+            at_new = sec_new * PAPER_POOLS / n_new
+            for engine, n, sec in (("pool stacks (new)", n_new, sec_new),
+                                   (f"one stack per pool ({args.before}; frames "
+                                    f"{'identical' if same else 'DIFFER'})", n_before,
+                                    sec_before),
+                                   ("reference runner", n_ref, sec_ref)):
+                at = sec * PAPER_POOLS / n
+                print(f"| {selection} ({n_ids}) | {engine} | {n} | {sec:.1f} | "
+                      f"{format_seconds(at)} | {at / at_new:.1f}x |", flush=True)
 
 
 def timed(func, *args, **kwargs):
@@ -51,8 +134,24 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=0,
                         help="also time the bootstrap pools on a Dask LocalCluster with this "
                         "many single-threaded worker processes (0: skip)")
+    parser.add_argument("--bootstrap", action="store_true",
+                        help="time only the bootstrap: pool stacks vs --before vs reference")
+    parser.add_argument("--boot-pools", default="",
+                        help="pools per size measured by --bootstrap, new/before/reference "
+                        "per method set, e.g. closed=1000/100/5,fast=3/3/1")
+    parser.add_argument("--before", default="main", help="git ref of the engine before")
+    parser.add_argument("--_time-one", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
+    if args._time_one:  # the --before subprocess: one timing, pickled
+        selection, pools, out = args._time_one
+        result = time_bootstrap(br.datasets.example(args.key), selection, int(pools))
+        with open(out, "wb") as f:
+            pickle.dump(result, f)
+        return
+    if args.bootstrap:
+        bootstrap_table(args)
+        return
     data = br.datasets.example(args.key)
     ids = study.resolve_methods(args.methods)
     N = data.N
