@@ -411,23 +411,24 @@ def _dag_levels(above: np.ndarray) -> np.ndarray | None:
     """Kahn levels of every draw's acyclic relation (D, L, L), as ``voting.dag_levels``.
 
     Sources get level L, the next layer L - 1, ...; None when some draw has a cycle
-    (the rule then reports it per draw).
+    (the rule then reports it per draw).  Works draws-last, (L, L, D), so every array
+    operation runs along the long draw axis.
     """
     D, L, _ = above.shape
-    adj = above.astype(np.int64)
-    indegree = adj.sum(axis=1)
-    alive = np.ones((D, L), dtype=bool)
-    scores = np.zeros((D, L))
+    adj = np.ascontiguousarray(np.moveaxis(above, 0, -1), dtype=np.int64)  # (L, L, D)
+    indegree = adj.sum(axis=0)  # (L, D)
+    alive = np.ones((L, D), dtype=bool)
+    scores = np.zeros((L, D))
     level = float(L)
     while alive.any():
         sources = alive & (indegree == 0)
-        if (alive.any(axis=1) & ~sources.any(axis=1)).any():
+        if (alive.any(axis=0) & ~sources.any(axis=0)).any():
             return None
         scores[sources] = level
         level -= 1.0
         alive &= ~sources
-        indegree = indegree - np.einsum("dl,dlj->dj", sources.astype(np.int64), adj)
-    return scores
+        indegree = indegree - np.einsum("ld,ljd->jd", sources.astype(np.int64), adj)
+    return np.ascontiguousarray(scores.T)
 
 
 def _schulze(stack: DrawStack, *, tie_policy="half", strength="winning_votes", **_: object):
@@ -437,14 +438,17 @@ def _schulze(stack: DrawStack, *, tie_policy="half", strength="winning_votes", *
         return None
     margin = P - np.swapaxes(P, 1, 2)
     p = np.where(margin > 0, margin if strength == "margin" else P, 0.0)
-    eye = np.eye(P.shape[1], dtype=bool)
+    L = P.shape[1]
+    eye = np.eye(L, dtype=bool)
     p[:, eye] = 0.0
-    through = np.empty_like(p)  # one buffer for every step (stacks can be 10^5 draws)
-    for k in range(p.shape[1]):
-        np.minimum(p[:, :, k:k + 1], p[:, k:k + 1, :], out=through)
-        np.maximum(p, through, out=p)
-    p[:, eye] = 0.0
-    return _dag_levels(p > np.swapaxes(p, 1, 2))
+    # draws-last (L, L, D): each min/max runs along the long draw axis, not along L
+    q = np.ascontiguousarray(np.moveaxis(p, 0, -1))
+    through = np.empty_like(q)
+    for k in range(L):
+        np.minimum(q[:, k:k + 1], q[k:k + 1, :], out=through)
+        np.maximum(q, through, out=q)
+    q[eye] = 0.0
+    return _dag_levels(np.moveaxis(q > np.swapaxes(q, 0, 1), -1, 0))
 
 
 #: Base rule name -> closed form over a :class:`DrawStack` (scores of every draw, (D, L)).
