@@ -608,7 +608,8 @@ def pair_signs(ranks: np.ndarray) -> np.ndarray:
     """``sign(r_i - r_j)`` of every pair i < j of every row of ``ranks`` (..., L): (..., pairs)."""
     r = np.asarray(ranks, dtype=float)
     i, j = np.triu_indices(r.shape[-1], 1)
-    return np.sign(r[..., i] - r[..., j]).astype(np.int8)
+    by_model = np.ascontiguousarray(np.moveaxis(r, -1, 0))  # whole rows per model: fast gathers
+    return np.moveaxis(np.sign(by_model[i] - by_model[j]).astype(np.int8), 0, -1)
 
 
 def signs_kendall_tau(sa: np.ndarray, sb: np.ndarray) -> np.ndarray:
