@@ -61,13 +61,27 @@ def test_pool_stack_rows_are_each_pools_stack():
         np.testing.assert_array_equal(pooled.prior_counts[rows],
                                       np.broadcast_to(alone.prior_counts, (data.N, 4, *alone
                                                       .prior_counts.shape[1:])))
+        np.testing.assert_array_equal(pooled.outcomes[rows], alone.outcomes)
         for d, idx in enumerate(draws):
             assert pooled.subset(p * data.N + d) == data.subset(models=pool, trials=idx)
+            np.testing.assert_array_equal(alone.outcomes[d], data.R[pool][:, :, idx])
         for m in CLOSED:
             got, want = batched_scores(pooled, m), batched_scores(alone, m)
             assert (got is None) == (want is None), m
             if want is not None:
                 np.testing.assert_array_equal(got[rows], want, err_msg=m)
+
+
+def test_pool_stack_data_has_only_what_every_row_shares():
+    data = _simulate()
+    pooled = DrawStack.from_data(data, [np.array([1])]).pools(np.array([[0, 1, 2], [3, 4, 5]]))
+    shared = pooled.data
+    assert (shared.L, shared.M, shared.N, shared.questions) == (3, data.M, data.N,
+                                                                 data.questions)
+    assert shared.is_binary and shared.complete and shared.n_categories == 2
+    for per_row in ("R", "R0", "models", "reductions"):
+        with pytest.raises(batched.PoolStackError, match=f"data.{per_row} differs"):
+            getattr(shared, per_row)
 
 
 def test_pool_stack_refuses_bad_pools():
@@ -79,6 +93,24 @@ def test_pool_stack_refuses_bad_pools():
         pooled.pools(np.array([[0, 1]]))
     with pytest.raises(ValueError, match="cannot be restricted"):
         pooled.pool(np.array([0, 1]))
+
+
+def test_rule_reading_per_model_data_is_ranked_pool_by_pool(monkeypatch):
+    # A closed form that reads data.R (fine on one pool's stack) cannot run on a pool
+    # stack; the bootstrap ranks it on each pool's own stack, with the same frames.
+    data = _simulate(seed=10)
+    ref = _bootstrap(data, METHODS, False, monkeypatch, sizes=(3, 5), subsets=4)
+    copeland = batched.BATCHED_RULES["copeland"]
+    seen = []
+
+    def reads_R(stack, **options):
+        seen.append(stack.data.R.shape)  # raises PoolStackError on a pool stack
+        return copeland(stack, **options)
+
+    monkeypatch.setitem(batched.BATCHED_RULES, "copeland", reads_R)
+    got = _bootstrap(data, METHODS, True, monkeypatch, sizes=(3, 5), subsets=4)
+    pd.testing.assert_frame_equal(got, ref, check_exact=True)
+    assert seen  # it still ran batched, on each pool's own stack
 
 
 @pytest.mark.parametrize("categories", [2, 3])

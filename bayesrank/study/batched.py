@@ -52,6 +52,8 @@ __all__ = [
     "BATCHED_RULES",
     "DrawRanks",
     "DrawStack",
+    "PoolData",
+    "PoolStackError",
     "batched_kendall_tau",
     "draws_per_stack",
     "is_batched",
@@ -120,9 +122,9 @@ class DrawStack:
         Only in a pool stack (:meth:`pools`): the data whose models the rows' pools index.
     models : array of int, shape (D, L), optional
         Only in a pool stack: the models (positions in ``source``) of every row.  There
-        ``data`` is the first row's pool without a per-model R0: it gives what every row
-        shares (L, M, questions, weights); per-model inputs are read through the stack
-        (counts, :attr:`prior_counts`, :meth:`subset`).
+        ``data`` is a :class:`PoolData`: what every row shares (L, M, N, questions,
+        weights); per-model inputs are read through the stack (counts,
+        :attr:`prior_counts`, :attr:`outcomes`, :meth:`subset`).
     """
 
     data: ResponseData
@@ -204,6 +206,16 @@ class DrawStack:
         return _PoolStack(self, members)
 
     @cached_property
+    def outcomes(self) -> np.ndarray:
+        """Outcomes of every row, (D, L, M, n): ``data.R[:, :, draws[d]]`` of each draw
+        (of ``source.R`` restricted to the row's models in a pool stack)."""
+        if self.models is None:
+            return _frozen(np.moveaxis(self.data.R[:, :, self.draws], 2, 0))
+        R = self.source.R
+        return _frozen(R[self.models[:, :, None, None], np.arange(R.shape[1])[:, None],
+                         self.draws[:, None, None, :]])
+
+    @cached_property
     def prior_counts(self) -> np.ndarray | None:
         """Category counts of R0 seen by every row: (M, C+1) shared, (L, M, C+1) per model,
         (D, L, M, C+1) per model in a pool stack; None without R0."""
@@ -239,18 +251,47 @@ class DrawStack:
         return sub
 
 
+class PoolStackError(TypeError):
+    """A rule read something of a pool stack's ``data`` that differs from row to row."""
+
+
+class PoolData:
+    """``data`` of a pool stack: what every row shares, whatever its pool.
+
+    Rows hold different models, so the model-specific parts of a ResponseData (R, R0,
+    names, reductions) have no single value here: reading them raises
+    :class:`PoolStackError` (the bootstrap then ranks that rule pool by pool, on
+    :meth:`DrawStack.pool` stacks).  Per-row inputs are the stack's counts,
+    :attr:`DrawStack.prior_counts` and :meth:`DrawStack.subset`.
+    """
+
+    def __init__(self, source: ResponseData, size: int) -> None:
+        self.L = int(size)
+        self.M, self.N = source.M, source.N
+        self.questions = source.questions
+        self.weights = source.weights
+        self.n_categories, self.C = source.n_categories, source.C
+        self.is_binary, self.complete = source.is_binary, source.complete
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise PoolStackError(f"data.{name} differs between the rows of a pool stack (each row "
+                             "has its own models); read the stack's per-row arrays instead")
+
+    def __repr__(self) -> str:
+        return f"PoolData(L={self.L} models of each pool; M={self.M}; N={self.N})"
+
+
 class _PoolStack(DrawStack):
     """:meth:`DrawStack.pools`: the stacked pool restrictions, each gathered on first use
     (a rule that reads only the question-level counts never copies the cell counts)."""
 
     def __init__(self, parent: DrawStack, pools: np.ndarray) -> None:
         models = np.repeat(pools, parent.D, axis=0)  # (P * D, k), pool-major
-        first = parent.data.subset(models=pools[0])
-        template = ResponseData(first.R, models=first.models, questions=first.questions,
-                                R0=first.R0 if first.prior_shared else None,
-                                weights=first.weights)
         draws = np.repeat(parent.draws[None], len(pools), axis=0).reshape(-1, parent.n_trials)
-        for name, value in (("data", template), ("draws", _frozen(draws)),
+        shared = PoolData(parent.data, pools.shape[1])
+        for name, value in (("data", shared), ("draws", _frozen(draws)),
                             ("source", parent.data), ("models", _frozen(models)),
                             ("_parent", parent)):
             object.__setattr__(self, name, value)
@@ -411,14 +452,20 @@ def _dag_levels(above: np.ndarray) -> np.ndarray | None:
     """Kahn levels of every draw's acyclic relation (D, L, L), as ``voting.dag_levels``.
 
     Sources get level L, the next layer L - 1, ...; None when some draw has a cycle
-    (the rule then reports it per draw).  Works draws-last, (L, L, D), so every array
-    operation runs along the long draw axis.
+    (the rule then reports it per draw).
     """
-    D, L, _ = above.shape
-    adj = np.ascontiguousarray(np.moveaxis(above, 0, -1), dtype=np.int64)  # (L, L, D)
+    levels = _dag_levels_last(np.ascontiguousarray(np.moveaxis(above, 0, -1)))
+    return None if levels is None else np.ascontiguousarray(levels.T)
+
+
+def _dag_levels_last(above: np.ndarray) -> np.ndarray | None:
+    """:func:`_dag_levels` draws-last: relation (L, L, D) -> levels (L, D), so every array
+    operation runs along the long draw axis."""
+    L = above.shape[0]
+    adj = above.astype(np.int64)
     indegree = adj.sum(axis=0)  # (L, D)
-    alive = np.ones((L, D), dtype=bool)
-    scores = np.zeros((L, D))
+    alive = np.ones(indegree.shape, dtype=bool)
+    scores = np.zeros(indegree.shape)
     level = float(L)
     while alive.any():
         sources = alive & (indegree == 0)
@@ -428,7 +475,7 @@ def _dag_levels(above: np.ndarray) -> np.ndarray | None:
         level -= 1.0
         alive &= ~sources
         indegree = indegree - np.einsum("ld,ljd->jd", sources.astype(np.int64), adj)
-    return np.ascontiguousarray(scores.T)
+    return scores
 
 
 def _schulze(stack: DrawStack, *, tie_policy="half", strength="winning_votes", **_: object):
@@ -441,14 +488,23 @@ def _schulze(stack: DrawStack, *, tie_policy="half", strength="winning_votes", *
     L = P.shape[1]
     eye = np.eye(L, dtype=bool)
     p[:, eye] = 0.0
-    # draws-last (L, L, D): each min/max runs along the long draw axis, not along L
-    q = np.ascontiguousarray(np.moveaxis(p, 0, -1))
-    through = np.empty_like(q)
-    for k in range(L):
-        np.minimum(q[:, k:k + 1], q[k:k + 1, :], out=through)
-        np.maximum(q, through, out=q)
-    q[eye] = 0.0
-    return _dag_levels(np.moveaxis(q > np.swapaxes(q, 0, 1), -1, 0))
+    # Blocks of draws, each draws-last (L, L, B): every min/max runs along the draw axis
+    # (not along L = 5-15) and a block's L closure steps stay in cache.  Draws are
+    # independent, so blocks change nothing but speed.
+    block = max(1, 2**18 // (L * L))
+    scores = np.empty((L, p.shape[0]))
+    for start in range(0, p.shape[0], block):
+        q = np.ascontiguousarray(np.moveaxis(p[start:start + block], 0, -1))
+        through = np.empty_like(q)
+        for k in range(L):
+            np.minimum(q[:, k:k + 1], q[k:k + 1, :], out=through)
+            np.maximum(q, through, out=q)
+        q[eye] = 0.0
+        levels = _dag_levels_last(q > np.swapaxes(q, 0, 1))
+        if levels is None:
+            return None
+        scores[:, start:start + block] = levels
+    return np.ascontiguousarray(scores.T)
 
 
 #: Base rule name -> closed form over a :class:`DrawStack` (scores of every draw, (D, L)).

@@ -40,6 +40,7 @@ from bayesrank.study._core import (
 from bayesrank.study.batched import (
     SEPARABLE_RULES,
     DrawStack,
+    PoolStackError,
     batched_scores,
     competition_ranks,
     draws_per_stack,
@@ -464,9 +465,7 @@ def _pool_references(pools, data, methods, full, separable):
         if m in separable:
             own[m] = competition_ranks(separable[m][0][pools])
             continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            scores = batched_scores(pooled, m)
+        scores = _pool_stack_scores(pooled, m)
         own[m] = np.full((P, k), np.nan)
         ok = np.zeros(P, dtype=bool) if scores is None else np.isfinite(scores).all(axis=1)
         if ok.any():
@@ -480,6 +479,17 @@ def _pool_references(pools, data, methods, full, separable):
     return own, own_why
 
 
+def _pool_stack_scores(pooled: DrawStack, method: str) -> np.ndarray | None:
+    """:func:`batched_scores` on a pool stack; None also for a rule that reads what differs
+    between the rows' pools (:class:`PoolStackError`): it is ranked pool by pool."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            return batched_scores(pooled, method)
+        except PoolStackError:
+            return None
+
+
 def _stacked_ranks(pooled: DrawStack, pools: np.ndarray, method: str, separable):
     """Ranks (P, D, k) of ``method`` on the pool stack of ``pools`` (P, k), and which pools
     it ranked: those whose closed-form scores are finite on every draw (the others go draw
@@ -488,9 +498,7 @@ def _stacked_ranks(pooled: DrawStack, pools: np.ndarray, method: str, separable)
     if method in separable:  # (D, L) on all models -> (P, D, k)
         scores = np.moveaxis(separable[method][1][:, pools], 1, 0)
     else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            scores = batched_scores(pooled, method)
+        scores = _pool_stack_scores(pooled, method)
         if scores is None:
             return None, np.zeros(P, dtype=bool)
         scores = scores.reshape(P, -1, k)
