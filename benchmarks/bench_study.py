@@ -20,8 +20,9 @@ the closed-form identifiers (``closed``) and for ``methods="fast"``, three ways 
 run: pool stacks (the batched engine now), one stack per pool (the engine before pool
 stacks: ``git archive``d from ``--before``, default main, and run in a subprocess, on the
 same pools), and today's runner (``engine="reference"``).  Each is measured on the pools
-given (``--boot-pools closed=1000,fast=3`` etc.) and extrapolated linearly to 1,000; the
-frames of the engines measured on the same pools are checked identical.
+given (``--boot-pools closed=1000/100/5,fast=3/3/1``: pool stacks/before/reference; only
+the sets named) and extrapolated linearly to 1,000; the frames of the engines measured
+on the same pools are checked identical.
 """
 
 from __future__ import annotations
@@ -85,10 +86,11 @@ def time_before(key: str, selection: str, pools: int, ref: str, tmp: Path):
 def bootstrap_table(args) -> None:
     """The --bootstrap comparison (see the module docstring)."""
     data = br.datasets.example(args.key)
-    plan = dict(BOOT_POOLS)
+    plan = {}  # the sets named by --boot-pools, else every set of BOOT_POOLS
     for item in filter(None, args.boot_pools.split(",")):
         name, counts = item.split("=")
         plan[name] = tuple(int(c) for c in counts.split("/"))
+    plan = plan or dict(BOOT_POOLS)
     print(f"# model-pool bootstrap, {PAPER_POOLS} pools x sizes {SIZES}, on {args.key}: "
           f"{data!r}\n# before = {args.before} (one stack per pool), same run")
     print("\n| methods | engine | pools/size measured | seconds | at 1,000 pools | "
