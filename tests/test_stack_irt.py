@@ -24,7 +24,7 @@ from bayesrank.study.stack_irt import RULES
 IRT = ["rasch", "rasch_map", "rasch_2pl", "rasch_2pl_map", "rasch_3pl", "rasch_3pl_map",
        "rasch_mml", "rasch_mml_credible", "dynamic_irt_linear", "dynamic_irt_growth"]
 #: Identifiers that keep the per-draw path (their rule returns None on a stack).
-PER_DRAW = {"rasch_mml", "rasch_mml_credible", "dynamic_irt_growth"}
+PER_DRAW = {"dynamic_irt_growth"}
 
 
 def _rule_scores(sub: ResponseData, method: str) -> np.ndarray | None:

@@ -9,9 +9,10 @@ gets a row of NaN scores, which sends the stack to the per-draw path where the e
 reported.  ``dynamic_irt`` with ``variant="linear"`` is the Rasch JML fit.
 
 Rules return None (per-draw path) for non-binary data and for options they do not
-reproduce: anything :func:`~bayesrank.baselines.irt.fit_irt` would reject, and the growth
-variant of ``dynamic_irt``.  Not batched: ``rasch_mml`` (EM over quadrature) and the
-growth model.
+reproduce: anything the per-draw rule would reject, and the growth variant of
+``dynamic_irt``.  ``rasch_mml`` (EM over Gauss-Hermite quadrature) runs the same way
+through :func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.  Not batched: the
+growth model (``dynamic_irt_growth``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bayesrank.baselines._optim import prior_variance
+from bayesrank.baselines.irt.mml import _mml_options, fit_rasch_mml_batch, posterior_quantile
 from bayesrank.baselines.irt.xpl import _layout
 from bayesrank.baselines.irt.xpl_batch import fit_xpl_batch
+from bayesrank.checks import check_probability
 from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
@@ -67,10 +70,33 @@ def _dynamic_irt(stack: DrawStack, *, variant="linear", max_iter=500, score="bas
     return _xpl(stack, "1pl", max_iter=max_iter)
 
 
+def _rasch_mml(stack: DrawStack, *, quantile=None, max_iter=100, em_iter=20, n_quadrature=21,
+               population_sd=1.0, return_item_params=False) -> np.ndarray | None:
+    """EAP (or posterior-quantile) scores of the Rasch MML fit of every draw."""
+    if not stack.data.is_binary:
+        return None
+    try:
+        em_iter, max_iter, population_sd = _mml_options(n_quadrature, em_iter, max_iter,
+                                                        population_sd)
+        if quantile is not None:
+            check_probability("quantile", quantile)
+    except (DataError, ValueError, TypeError):
+        return None
+    k = stack.counts[..., 1].astype(float)
+    fit = fit_rasch_mml_batch(k, np.full(k.shape, float(stack.n_trials)),
+                              n_quadrature=n_quadrature, em_iter=em_iter, max_iter=max_iter,
+                              population_sd=population_sd)
+    if quantile is None:
+        return fit.eap
+    return np.stack([posterior_quantile(p, z, quantile)
+                     for p, z in zip(fit.posterior, fit.nodes, strict=True)])
+
+
 #: Base rule name -> abilities of every draw of a stack (D, L), or None.
 RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "rasch": _rasch,
     "rasch_2pl": _rasch_2pl,
     "rasch_3pl": _rasch_3pl,
+    "rasch_mml": _rasch_mml,
     "dynamic_irt": _dynamic_irt,
 }
