@@ -518,6 +518,8 @@ BATCHED_RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "minimax": _minimax,
     "schulze": _schulze,
 }
+from bayesrank.study.stack_irt import RULES as _irt_RULES  # noqa: E402, I001
+BATCHED_RULES.update(_irt_RULES)
 
 #: Rules whose score of a model depends on that model's own counts only: their scores on a
 #: model pool are the full-pool scores of the pool's members (the bootstrap computes them once).
@@ -637,7 +639,9 @@ def rank_stack(
     """Every method's ranks on every draw of ``stack``.
 
     Closed forms (:data:`BATCHED_RULES`) run once over the stack; every other rule
-    runs per draw on :meth:`DrawStack.subset` (reductions shared from the stack).
+    runs per draw on :meth:`DrawStack.subset` (reductions shared from the stack), and so
+    do the draws where a stacked rule returns non-finite scores (e.g. an iterative fit
+    that fails on that draw: the per-draw path reports why).
     ``scores_cache`` maps a method to precomputed scores (D, L) of this stack (the
     bootstrap passes pool restrictions of separable rules).
     """
@@ -650,13 +654,23 @@ def rank_stack(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 scores = batched_scores(stack, m)
-        if scores is not None and np.all(np.isfinite(scores)):
+        exact = np.zeros(stack.D, dtype=bool)
+        if scores is not None:
+            exact = np.all(np.isfinite(scores), axis=1)  # other rows: the per-draw path
+        if exact.all():
             ranks = ranks_from_scores(scores)
             out[m] = DrawRanks(ranks, [None] * stack.D, 0, time.perf_counter() - start)
             continue
         if subs is None:
             subs = [stack.subset(d) for d in range(stack.D)]
-        out[m] = _per_draw(subs, m)
+        rest = np.flatnonzero(~exact)
+        out[m] = _per_draw([subs[d] for d in rest], m)
+        if rest.size < stack.D:
+            ranks = ranks_from_scores(np.where(exact[:, None], scores, 0.0))
+            reasons: list[str | None] = [None] * stack.D
+            for d, r, why in zip(rest, out[m].ranks, out[m].reasons, strict=True):
+                ranks[d], reasons[d] = r, why
+            out[m] = DrawRanks(ranks, reasons, out[m].warnings, time.perf_counter() - start)
     return out
 
 

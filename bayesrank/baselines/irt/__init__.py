@@ -41,8 +41,12 @@ guessing a weak model's ability can run off to ``-inf``: both raise
 always finite).
 
 Layout: :mod:`._common` (counts, informative items, :class:`IrtFit`), :mod:`._newton`
-(the block-structured Newton solver), then one module per estimator.  The ``*_map``
-identifiers are the JML rules called with ``prior=1.0``.
+(the block-structured Newton solver) and :mod:`._lockstep` (the same solver over a batch
+of problems, each stopping on its own), then one module per estimator.  The xPL and MML
+fits are written over a leading batch axis (:mod:`.xpl_batch`,
+:func:`.mml.fit_rasch_mml_batch`); the single-fit functions call them with one problem,
+so the study's stacked rules (:mod:`bayesrank.study.stack_irt`) reproduce them exactly.
+The ``*_map`` identifiers are the JML rules called with ``prior=1.0``.
 """
 
 from bayesrank.baselines.irt._common import IrtFit

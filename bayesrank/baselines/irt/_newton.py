@@ -4,8 +4,8 @@ Parameters split into "person" parameters ``u`` (abilities, P of them) and per-i
 parameters ``v`` (M, q).  Persons interact only through items, so the item block of the
 Hessian is block-diagonal and a Newton step eliminates it with a Schur complement
 (O(P^2 M q^2)) instead of factoring the full matrix; linear constraints (centred
-difficulties) enter as Lagrange multipliers and bounds by projection.  Used by the JML/MAP
-xPL fits (:mod:`.xpl`) and the growth model (:mod:`.dynamic`).
+difficulties) enter as Lagrange multipliers and bounds by projection.  Used by the growth
+model (:mod:`.dynamic`); the JML/MAP xPL fits run its batched twin, :mod:`._lockstep`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ from bayesrank.baselines.irt._common import (
     binary_counts,
     binomial_counts,
     boundary_difficulty,
-    informative_mask,
     logit,
 )
 from bayesrank.checks import check_finite, check_int, check_probability
@@ -28,6 +27,7 @@ __all__ = [
     "MmlFit",
     "ability_posterior",
     "fit_rasch_mml",
+    "fit_rasch_mml_batch",
     "normal_quadrature",
     "posterior_quantile",
     "rasch_mml",
@@ -141,32 +141,107 @@ class MmlFit:
 def _solve_difficulties(r, s, nodes, b, slope, max_iter):
     """M-step: for each item solve sum_q [r_qm - s_qm sigmoid(slope*z_q - b_m)] = 0 (Newton).
 
-    ``r`` and ``s`` are expected successes and trials per node (Q, M); the
-    left side is strictly increasing in b_m, so safeguarded Newton converges.
+    ``r`` and ``s`` are expected successes and trials per node (B, Q, M) of B problems
+    with slopes (B,); the left side is strictly increasing in b_m, so safeguarded Newton
+    converges.  Each problem stops when none of its difficulties moves by 1e-12 any more.
     """
+    active = np.ones(b.shape[0], dtype=bool)
     for _ in range(int(max_iter)):
-        p = expit(slope * nodes[:, None] - b[None, :])
-        g = (s * p).sum(axis=0) - r.sum(axis=0)  # d(-loglik)/d b_m ... sign: increasing root
-        h = (s * p * (1.0 - p)).sum(axis=0)
-        step = np.clip(g / np.maximum(h, 1e-300), -2.0, 2.0)
-        b = b + step
-        if np.max(np.abs(step)) < 1e-12:
+        a = np.flatnonzero(active)
+        if a.size == 0:
             break
+        p = expit(slope[a, None, None] * nodes[None, :, None] - b[a, None, :])
+        g = (s[a] * p).sum(axis=1) - r[a].sum(axis=1)  # increasing in b_m
+        h = (s[a] * p * (1.0 - p)).sum(axis=1)
+        step = np.clip(g / np.maximum(h, 1e-300), -2.0, 2.0)
+        b[a] = b[a] + step
+        active[a[np.max(np.abs(step), axis=1, initial=0.0) < 1e-12]] = False
     return b
 
 
 def _solve_slope(r, s, nodes, b, slope, max_iter):
     """M-step for the common slope (= population sd) of the free-variance Rasch model."""
+    slope = slope.copy()
+    active = np.ones(slope.size, dtype=bool)
+    z = nodes[None, :, None]
     for _ in range(int(max_iter)):
-        p = expit(slope * nodes[:, None] - b[None, :])
-        z = nodes[:, None]
-        g = ((r - s * p) * z).sum()
-        h = (s * p * (1.0 - p) * z**2).sum()
-        step = np.clip(g / max(h, 1e-300), -0.5, 0.5)
-        slope = max(slope + step, 1e-3)
-        if abs(step) < 1e-12:
+        a = np.flatnonzero(active)
+        if a.size == 0:
             break
+        p = expit(slope[a, None, None] * z - b[a, None, :])
+        g = ((r[a] - s[a] * p) * z).sum(axis=(1, 2))
+        h = (s[a] * p * (1.0 - p) * z**2).sum(axis=(1, 2))
+        step = np.clip(g / np.maximum(h, 1e-300), -0.5, 0.5)
+        slope[a] = np.maximum(slope[a] + step, 1e-3)
+        active[a[np.abs(step) < 1e-12]] = False
     return slope
+
+
+@dataclass
+class MmlBatch:
+    """EM results of B problems (full item axis; 0 difficulty on uninformative items)."""
+
+    keep: np.ndarray  # (B, M)
+    difficulty: np.ndarray  # (B, M)
+    slope: np.ndarray  # (B,)
+    posterior: np.ndarray  # (B, L, Q)
+    nodes: np.ndarray  # (B, Q)
+    log_likelihood: np.ndarray  # (B,) without the binomial constants
+    n_iter: np.ndarray  # (B,)
+    converged: np.ndarray  # (B,)
+
+    @property
+    def eap(self) -> np.ndarray:
+        return (self.posterior * self.nodes[:, None, :]).sum(axis=2)
+
+
+def fit_rasch_mml_batch(k, n, *, n_quadrature, em_iter, max_iter, population_sd, tol=1e-8):
+    """:func:`fit_rasch_mml`'s EM for B count matrices ``k``, ``n`` (B, L, M) in lockstep.
+
+    Arguments are validated by the caller.  Uninformative items stay in the arrays with
+    zero counts (they add exactly nothing to the likelihood or the score equations), so
+    a problem's arithmetic does not depend on the rest of the batch: :func:`fit_rasch_mml`
+    runs this with B = 1 and the stacked study rules with one problem per draw.
+    """
+    B = k.shape[0]
+    z, w = normal_quadrature(n_quadrature)
+    keep = (k.sum(axis=1) > 0) & ((n - k).sum(axis=1) > 0)
+    kk = np.where(keep[:, None, :], k, 0.0)
+    nn = np.where(keep[:, None, :], n, 0.0)
+    slope = np.full(B, 1.0 if population_sd is None else float(population_sd))
+    # logistic-normal approximation E[sigmoid(theta - b)] ~ sigmoid(-b / sqrt(1 + 0.346 sd^2))
+    b = -logit((kk.sum(axis=1) + 0.5) / (nn.sum(axis=1) + 1.0))
+    b = np.where(keep, b * np.sqrt(1 + 0.346 * slope**2)[:, None], 0.0)
+    log_w = np.log(w)
+
+    def e_step(idx):
+        eta = slope[idx, None, None] * z[None, :, None] - b[idx, None, :]  # (B, Q, M)
+        log_post = (kk[idx] @ np.swapaxes(log_expit(eta), 1, 2)
+                    + (nn[idx] - kk[idx]) @ np.swapaxes(log_expit(-eta), 1, 2) + log_w)
+        top = log_post.max(axis=2, keepdims=True)
+        post = np.exp(log_post - top)
+        norm = post.sum(axis=2, keepdims=True)
+        return post / norm, (np.log(norm) + top).sum(axis=(1, 2))
+
+    n_iter = np.zeros(B, dtype=int)
+    converged = np.zeros(B, dtype=bool)
+    for it in range(1, int(em_iter) + 1):
+        a = np.flatnonzero(~converged)
+        if a.size == 0:
+            break
+        post, _ = e_step(a)
+        post_t = np.swapaxes(post, 1, 2)
+        r, s = post_t @ kk[a], post_t @ nn[a]  # expected successes / trials per node (Q, M)
+        new_b = _solve_difficulties(r, s, z, b[a].copy(), slope[a], max_iter)
+        new_slope = slope[a]
+        if population_sd is None:
+            new_slope = _solve_slope(r, s, z, new_b, slope[a], max_iter)
+        change = np.maximum(np.max(np.abs(new_b - b[a]), axis=1, initial=0.0),
+                            np.abs(new_slope - slope[a]))
+        b[a], slope[a], n_iter[a] = new_b, new_slope, it
+        converged[a[change < tol]] = True
+    post, log_lik = e_step(np.arange(B))
+    return MmlBatch(keep, b, slope, post, slope[:, None] * z, log_lik, n_iter, converged)
 
 
 def fit_rasch_mml(
@@ -195,50 +270,33 @@ def fit_rasch_mml(
 
     Items solved by every model (or none) have difficulty ``-inf`` (``+inf``):
     with a fixed population that is the exact marginal-ML value, and the items
-    carry no information about abilities, so they are set aside.
+    carry no information about abilities, so they are set aside.  The EM itself is
+    :func:`fit_rasch_mml_batch` with one problem.
     """
     k, n = binomial_counts(successes, trials)
+    em_iter, max_iter, population_sd = _mml_options(n_quadrature, em_iter, max_iter,
+                                                    population_sd)
+    fit = fit_rasch_mml_batch(k[None], n[None], n_quadrature=n_quadrature, em_iter=em_iter,
+                              max_iter=max_iter, population_sd=population_sd, tol=tol)
+    post, nodes, eap = fit.posterior[0], fit.nodes[0], fit.eap[0]
+    log_lik = float(fit.log_likelihood[0])
+    log_lik += float(np.sum(gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)))
+    sd = np.sqrt(np.maximum(post @ nodes**2 - eap**2, 0.0))
+    keep = fit.keep[0]
+    difficulty = boundary_difficulty(k, n)
+    difficulty[keep] = fit.difficulty[0][keep]
+    return MmlFit(difficulty, float(fit.slope[0]), nodes, post, eap, sd, log_lik,
+                  int(fit.n_iter[0]), bool(fit.converged[0]))
+
+
+def _mml_options(n_quadrature, em_iter, max_iter, population_sd):
+    """Checked ``(em_iter, max_iter, population_sd)`` (DataError / ValueError otherwise)."""
+    check_int("n_quadrature", n_quadrature, minimum=2)
     em_iter = check_int("em_iter", em_iter)
     max_iter = check_int("max_iter", max_iter)
     if population_sd is not None:
         population_sd = check_finite("population_sd", population_sd, positive=True)
-    z, w = normal_quadrature(n_quadrature)
-    keep = informative_mask(k, n)
-    kk, nn = k[:, keep], n[:, keep]
-    slope = 1.0 if population_sd is None else float(population_sd)
-    # logistic-normal approximation E[sigmoid(theta - b)] ~ sigmoid(-b / sqrt(1 + 0.346 sd^2))
-    b = -logit((kk.sum(axis=0) + 0.5) / (nn.sum(axis=0) + 1.0)) * np.sqrt(1 + 0.346 * slope**2)
-    log_w = np.log(w)
-
-    def e_step(b, slope):
-        log_post = _log_lik_at_nodes(kk, nn, slope * z, b) + log_w
-        top = log_post.max(axis=1, keepdims=True)
-        post = np.exp(log_post - top)
-        norm = post.sum(axis=1, keepdims=True)
-        return post / norm, float(np.sum(np.log(norm) + top))
-
-    converged = False
-    n_iter = 0
-    for n_iter in range(1, int(em_iter) + 1):  # noqa: B007  (reported after the loop)
-        post, _ = e_step(b, slope)
-        r, s = post.T @ kk, post.T @ nn  # expected successes / trials per node (Q, M)
-        new_b = _solve_difficulties(r, s, z, b.copy(), slope, max_iter)
-        new_slope = slope
-        if population_sd is None:
-            new_slope = _solve_slope(r, s, z, new_b, slope, max_iter)
-        change = max(np.max(np.abs(new_b - b), initial=0.0), abs(new_slope - slope))
-        b, slope = new_b, new_slope
-        if change < tol:
-            converged = True
-            break
-    post, log_lik = e_step(b, slope)
-    log_lik += float(np.sum(gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)))
-    nodes = slope * z
-    eap = post @ nodes
-    sd = np.sqrt(np.maximum(post @ nodes**2 - eap**2, 0.0))
-    difficulty = boundary_difficulty(k, n)
-    difficulty[keep] = b
-    return MmlFit(difficulty, slope, nodes, post, eap, sd, log_lik, n_iter, converged)
+    return em_iter, max_iter, population_sd
 
 
 @ranking_method
@@ -274,7 +332,8 @@ def rasch_mml(
         max_iter=max_iter,
         population_sd=population_sd,
     )
-    scores = fit.eap if quantile is None else posterior_quantile(fit.posterior, fit.nodes, quantile)
+    scores = fit.eap if quantile is None else posterior_quantile(fit.posterior, fit.nodes,
+                                                                 quantile)
     details = {}
     if return_item_params:
         details = {

@@ -16,210 +16,60 @@ ranking rules :func:`rasch`, :func:`rasch_2pl` and :func:`rasch_3pl` are ML with
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import expit
 
-from bayesrank.baselines._optim import check_ford_condition, prior_variance
+from bayesrank.baselines._optim import prior_variance
 from bayesrank.baselines.irt._common import (
     IrtFit,
     IrtModel,
     binary_counts,
     binomial_counts,
     boundary_difficulty,
-    informative_mask,
-    initial_location,
 )
-from bayesrank.baselines.irt._newton import (
-    Diverged,
-    Hessian,
-    Terms,
-    divergence_error,
-    structured_newton,
+from bayesrank.baselines.irt._newton import Hessian, Terms
+from bayesrank.baselines.irt.xpl_batch import (
+    LOG_A_BOUND,
+    Layout,
+    fit_xpl_batch,
+    xpl_derivatives,
+    xpl_value,
 )
 from bayesrank.checks import check_choice, check_finite, check_in_interval, check_int
 from bayesrank.data import ResponseData
-from bayesrank.errors import DataError, NotIdentifiedError
+from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
 
 __all__ = ["fit_irt", "rasch", "rasch_2pl", "rasch_3pl"]
 
-# 3PL guessing logits tried as starts: the paper's c = 0.25 and c = 0.5 sigmoid(-3) ~ 0.024
-_GUESSING_STARTS = (0.0, -3.0)
-# |log a| <= 8 (as in scorio 0.2.3): an item at the bound acts as a step function of ability
-_LOG_A_BOUND = 8.0
+_Layout = Layout  # the tests build layouts under this name
 
 
-@dataclass(frozen=True)
-class _Layout:
-    """Model and penalties of a JML/MAP xPL fit (item columns: b, log a, guessing logit)."""
+def _xpl_terms(theta, v, k, n, lay: Layout, scale: float) -> Terms:
+    """One problem's objective as :class:`._newton.Terms` (the batched terms with B = 1).
 
-    model: IrtModel
-    prior_var: float | None
-    reg_a: float
-    reg_c: float
-    upper: float
-    fixed_c: float | None
-    labels: tuple[str, ...] | None = None  # model names for error messages
-
-    @property
-    def has_a(self) -> bool:
-        return self.model != "1pl"
-
-    @property
-    def free_c(self) -> bool:
-        return self.model == "3pl" and self.fixed_c is None
-
-    @property
-    def n_item_params(self) -> int:
-        return 1 + self.has_a + self.free_c
-
-    @property
-    def scale_free(self) -> bool:
-        """JML without a ridge on log a: the 2PL scale is fixed by mean(log a) = 0 instead."""
-        return self.has_a and self.reg_a == 0 and self.prior_var is None
-
-    @property
-    def what(self) -> str:
-        """The fit's name in messages, e.g. "2PL joint ML"."""
-        return f"{self.model.upper()} {'MAP' if self.prior_var is not None else 'joint ML'}"
-
-
-def _xpl_terms(theta, v, k, n, lay: _Layout, scale: float) -> Terms:
-    """Negative log posterior, gradient, observed Hessian and Fisher information (xPL).
-
-    Per cell, with ``eta = a (theta - b)``, ``p = c + (1 - c) sigma(eta)`` and
-    ``s = (1 - c) sigma / p``, the loss ``-k log p - (n - k) log(1 - p)`` has
-
-    - ``l_eta = (n - k) sigma - k s (1 - sigma)``,
-      ``l_c = -k (1 - sigma) / p + (n - k) / (1 - c)``;
-    - ``l_eta_eta = (n - k) sigma (1 - sigma)``
-      ``- k [s (1 - sigma)(1 - 2 sigma) - s^2 (1 - sigma)^2]``,
-      ``l_eta_c = k sigma (1 - sigma) / p^2``,
-      ``l_cc = k (1 - sigma)^2 / p^2 + (n - k) / (1 - c)^2``;
-
-    expected values (Fisher): ``n s sigma (1 - sigma)``, ``n sigma (1 - sigma) / p``,
-    ``n (1 - sigma) / (p (1 - c))``.  Parameters enter through ``eta`` (theta: a;
-    b: -a; log a: eta) and ``c = upper * sigmoid(gamma)``; the chain rule
-    assembles the block Hessians.  Penalty Hessians are added exactly.
+    The curvatures are the observed Hessian, then (where some items' observed blocks
+    are indefinite) the mixed one, then the Fisher information; see
+    :func:`.xpl_batch.xpl_derivatives`.
     """
-    b = v[:, 0]
-    log_a = v[:, 1] if lay.has_a else np.zeros_like(b)
-    a = np.exp(log_a)
-    eta = a * (theta[:, None] - b)
-    log_sig = log_expit(eta)
-    L, M, q = theta.size, b.size, lay.n_item_params
-    if lay.model == "3pl":
-        c = lay.upper * expit(v[:, 2]) if lay.free_c else np.full(M, float(lay.fixed_c))
-        with np.errstate(divide="ignore"):
-            log_c = np.log(c)  # -inf for c = 0: logaddexp then gives the 2PL term
-        log_p = np.logaddexp(log_c, np.log1p(-c) + log_sig)
-        nll = -np.sum(k * log_p + (n - k) * (np.log1p(-c) + log_expit(-eta)))
-    else:
-        nll = np.sum(n * (eta - log_sig) - k * eta)  # softplus(eta) = eta - log sigmoid(eta)
-    value = nll
-    if lay.prior_var is not None:
-        value += 0.5 * theta @ theta / lay.prior_var
-    if lay.has_a:
-        value += lay.reg_a * log_a @ log_a
-    if lay.free_c:
-        value += lay.reg_c * v[:, 2] @ v[:, 2]
+    one = (theta[None], v[None], k[None], n[None])
+    scales = np.array([float(scale)])
+    value = float(xpl_value(*one, lay, scales)[0])
 
     def derivatives():
-        sig = np.exp(log_sig)
-        s1 = sig * (1.0 - sig)
-        zero = np.zeros(M)
-        if lay.model == "3pl":
-            share = np.exp(np.log1p(-c) + log_sig - log_p)  # (1 - c) sigma / p
-            q1 = share * (1.0 - sig)
-            g_eta = (n - k) * sig - k * q1
-            A_obs = (n - k) * s1 - k * (q1 * (1.0 - 2.0 * sig) - q1**2)
-            A_fis = n * share * s1
-        else:
-            g_eta = n * sig - k
-            A_obs = A_fis = n * s1
-        # (d eta / d x, d c / d x) of each item parameter x
-        comps = [(-a * np.ones((L, 1)), zero)] + ([(eta, zero)] if lay.has_a else [])
-        cell_c = None
-        if lay.free_c:
-            unit = expit(v[:, 2])
-            dc = lay.upper * unit * (1.0 - unit)
-            comps.append((np.zeros((L, M)), dc))
-            p = np.exp(log_p)
-            g_c = -k * (1.0 - sig) / p + (n - k) / (1.0 - c)
-            cell_c = {
-                "obs": (k * s1 / p**2, k * (1.0 - sig) ** 2 / p**2 + (n - k) / (1.0 - c) ** 2),
-                "fis": (n * s1 / p, n * (1.0 - sig) / (p * (1.0 - c))),
-            }
-
-        def second(x, y):
-            """Second derivative of eta (and c) w.r.t. item parameters x, y of one item."""
-            if lay.has_a and {x, y} == {0, 1}:
-                return -a, 0.0
-            if lay.has_a and x == y == 1:
-                return eta, 0.0
-            if lay.free_c and x == y == q - 1:
-                return 0.0, dc * (1.0 - 2.0 * unit)
-            return 0.0, 0.0
-
-        g_v = np.stack(
-            [
-                (g_eta * de).sum(axis=0) + (0.0 if cell_c is None else (g_c * dcx).sum(0))
-                for de, dcx in comps
-            ],
-            axis=1,
-        )
-        g_u = g_eta @ a
-        if lay.prior_var is not None:
-            g_u = g_u + theta / lay.prior_var
-        if lay.has_a:
-            g_v[:, 1] += 2.0 * lay.reg_a * log_a
-        if lay.free_c:
-            g_v[:, 2] += 2.0 * lay.reg_c * v[:, 2]
-
-        def assemble(A, first_order: bool, kind: str) -> Hessian:
-            X, Y = cell_c[kind] if cell_c is not None else (0.0, 0.0)
-            G = g_eta if first_order else 0.0
-            Gc = g_c if (first_order and cell_c is not None) else 0.0
-            uu = np.diag((A * a * a).sum(axis=1))
-            uv = np.empty((L, M, q))
-            vv = np.empty((M, q, q))
-            for i, (ei, ci) in enumerate(comps):
-                # theta-item: eta_theta = a, c_theta = 0, eta_(theta, log a) = a
-                mixed = a if (lay.has_a and i == 1) else 0.0
-                uv[:, :, i] = A * a * ei + X * a * ci + G * mixed
-                for j in range(i + 1):
-                    ej, cj = comps[j]
-                    e2, c2 = second(i, j)
-                    h = A * ei * ej + X * (ei * cj + ej * ci) + Y * ci * cj + G * e2 + Gc * c2
-                    vv[:, i, j] = vv[:, j, i] = h.sum(axis=0)
-            if lay.prior_var is not None:
-                uu[np.diag_indices(L)] += 1.0 / lay.prior_var
-            if lay.has_a:
-                vv[:, 1, 1] += 2.0 * lay.reg_a
-            if lay.free_c:
-                vv[:, 2, 2] += 2.0 * lay.reg_c
-            return Hessian(uu / scale, uv / scale, vv / scale)
+        g_u, g_v, hessians, has_mixed = xpl_derivatives(
+            *one, np.ones((1, v.shape[0]), dtype=bool), lay, scales)
+        kept = hessians if has_mixed[0] else (hessians[0], hessians[2])
 
         def curvature() -> tuple[Hessian, ...]:
-            obs, fis = assemble(A_obs, True, "obs"), assemble(A_fis, False, "fis")
-            # Items whose observed block is indefinite (e.g. near-step items) take their
-            # Fisher block: keeps Newton's fast convergence on the rest of the model.
-            bad = np.linalg.eigvalsh(obs.vv)[:, 0] <= 0
-            if bad.any() and not bad.all():
-                mixed = Hessian(
-                    obs.uu,
-                    np.where(bad[None, :, None], fis.uv, obs.uv),
-                    np.where(bad[:, None, None], fis.vv, obs.vv),
-                )
-                return (obs, mixed, fis)
-            return (obs, fis)
+            return tuple(Hessian(np.diag(h.uu[0]), h.uv[0], h.vv[0]) for h in kept)
 
-        return g_u / scale, g_v / scale, curvature
+        return g_u[0], g_v[0], curvature
 
-    return Terms(value / scale, derivatives)
+    return Terms(value, derivatives)
 
 
 def fit_irt(
@@ -291,32 +141,21 @@ def fit_irt(
     lay = replace(_layout(model, prior_var, max_iter, reg_discrimination, reg_guessing,
                           guessing_upper, fix_guessing),
                   labels=None if labels is None else tuple(map(str, labels)))
-    keep = informative_mask(k, n)
-    if lay.prior_var is None:
-        check_ford_condition(k[:, keep], n[:, keep], lay.what, lay.labels)
+    fit = fit_xpl_batch(k[None], n[None], lay, max_iter)
+    if fit.errors[0] is not None:
+        raise fit.errors[0]
+    for _ in range(int(fit.unconverged[0])):
+        warnings.warn(f"{lay.what}: no convergence within max_iter={max_iter} iterations",
+                      RuntimeWarning, stacklevel=2)
+    keep = fit.keep[0]
     if not keep.any():  # MAP without informative items: the prior alone, theta = 0
         return _prior_only_fit(k, n, lay)
-    kk, nn = k[:, keep], n[:, keep]
-    scale = max(float(nn.sum()), 1.0)
-
-    def solve(stage: _Layout, theta: np.ndarray, v: np.ndarray):
-        return _solve(stage, kk, nn, theta, v, scale=scale, max_iter=max_iter, what=lay.what)
-
-    theta, b = initial_location(kk, nn)
-    try:
-        theta, v, terms, n_iter = solve(replace(lay, model="1pl"), theta, b[:, None])
-    except Diverged as exc:
-        raise divergence_error(lay.what, exc.u, labels=lay.labels) from None
-    if lay.has_a:  # 2PL and 3PL continue from the 1PL fit with a = 1
-        theta, v, terms, it = _best_of_starts(solve, lay, theta, np.c_[v, np.zeros(v.shape[0])])
-        n_iter += it
-    if not (np.all(np.isfinite(theta)) and np.all(np.isfinite(v))):
-        raise NotIdentifiedError(f"{lay.what}: the iterations diverged (non-finite parameters)")
-    return _assemble(lay, k, n, keep, theta, v, terms.value * scale, n_iter)
+    return _assemble(lay, k, n, keep, fit.theta[0], fit.v[0][keep], float(fit.objective[0]),
+                     int(fit.n_iter[0]))
 
 
 def _layout(model, prior_var, max_iter, reg_discrimination, reg_guessing, guessing_upper,
-            fix_guessing) -> _Layout:
+            fix_guessing) -> Layout:
     """Check :func:`fit_irt`'s options and bundle the model and its penalties."""
     check_choice("model", model, ("1pl", "2pl", "3pl"))
     prior_var = prior_variance(prior_var, "prior_var")
@@ -328,54 +167,11 @@ def _layout(model, prior_var, max_iter, reg_discrimination, reg_guessing, guessi
         check_in_interval("fix_guessing", fix_guessing, 0.0, 1.0, closed="left")
     if model == "3pl" and fix_guessing is None and reg_guessing == 0:
         raise DataError("reg_guessing must be > 0 when 3PL guessing is estimated")
-    return _Layout(model, prior_var, reg_discrimination, reg_guessing, guessing_upper,
+    return Layout(model, prior_var, reg_discrimination, reg_guessing, guessing_upper,
                    fix_guessing)
 
 
-def _solve(lay: _Layout, k, n, theta, v, *, scale: float, max_iter: int, what: str):
-    """One Newton stage of the xPL objective from ``(theta, v)``; raises Diverged.
-
-    ``what`` names the whole fit in warnings (the 1PL stage of a 3PL fit says "3PL ...").
-    """
-    return structured_newton(
-        lambda u, w: _xpl_terms(u, w, k, n, lay, scale),
-        theta,
-        v,
-        (0, 1) if lay.scale_free else (0,),
-        max_iter,
-        what,
-        bounds={1: _LOG_A_BOUND} if lay.has_a else None,
-    )
-
-
-def _best_of_starts(solve: Callable, lay: _Layout, theta: np.ndarray, v: np.ndarray):
-    """2PL / 3PL stage from the 1PL fit: the best optimum over the guessing starts.
-
-    The 3PL likelihood is multimodal: guessing starts both at the paper's c = 0.25 and
-    near the 2PL solution (c ~ 0.024), and the better optimum is kept; only the warnings
-    of the kept run are passed on.
-    """
-    M = v.shape[0]
-    starts = [v] if not lay.free_c else [np.c_[v, np.full(M, g)] for g in _GUESSING_STARTS]
-    best, failure, caught = None, None, []
-    for start in starts:
-        with warnings.catch_warnings(record=True) as record:
-            warnings.simplefilter("always")
-            try:
-                out = solve(lay, theta, start)
-            except Diverged as exc:
-                failure = failure or exc
-                continue
-        if best is None or out[2].value < best[2].value:
-            best, caught = out, record
-    if best is None:
-        raise divergence_error(lay.what, failure.u, labels=lay.labels) from None
-    for w in caught:
-        warnings.warn(w.message, w.category, stacklevel=3)  # the caller of fit_irt
-    return best
-
-
-def _prior_only_fit(k: np.ndarray, n: np.ndarray, lay: _Layout) -> IrtFit:
+def _prior_only_fit(k: np.ndarray, n: np.ndarray, lay: Layout) -> IrtFit:
     """No informative item: abilities are the prior mean 0, items keep boundary values."""
     L, M = k.shape
     ones = np.ones(M) if lay.has_a else None
@@ -384,7 +180,7 @@ def _prior_only_fit(k: np.ndarray, n: np.ndarray, lay: _Layout) -> IrtFit:
                   guess if lay.model == "3pl" else None)
 
 
-def _assemble(lay: _Layout, k, n, keep, theta, v, objective: float, n_iter: int) -> IrtFit:
+def _assemble(lay: Layout, k, n, keep, theta, v, objective: float, n_iter: int) -> IrtFit:
     """The IrtFit on all items: fitted values on informative items, boundary values elsewhere."""
     M = k.shape[1]
     difficulty = boundary_difficulty(k, n)
@@ -395,7 +191,7 @@ def _assemble(lay: _Layout, k, n, keep, theta, v, objective: float, n_iter: int)
         discrimination = np.ones(M)
         discrimination[keep] = np.exp(v[:, 1])
         extra["discrimination_at_bound"] = np.zeros(M, dtype=bool)
-        extra["discrimination_at_bound"][keep] = np.abs(v[:, 1]) >= _LOG_A_BOUND
+        extra["discrimination_at_bound"][keep] = np.abs(v[:, 1]) >= LOG_A_BOUND
     if lay.model == "3pl":
         guessing = np.full(M, np.nan if lay.free_c else float(lay.fixed_c))
         if lay.free_c:

@@ -1,0 +1,226 @@
+"""Newton / Fisher scoring for a batch of independent IRT problems, in lockstep.
+
+The batched twin of :func:`._newton.structured_newton`: B problems of the same shape
+(P person parameters, M items with q parameters each) iterate together, every numpy call
+working on a leading batch axis, and each problem stops on its own (a per-problem status
+mask).  A problem's arithmetic does not depend on the other problems in the batch, so a
+batch of one gives exactly the numbers of a batch of many: the per-draw fits
+(:func:`.xpl.fit_irt`) and the stacked ones (:mod:`bayesrank.study.stack_irt`) run this
+same code.
+
+Items outside a problem (``held`` (B, M): uninformative items of that draw, which carry
+no data) stay in the arrays with zero counts and are held fixed: their step is 0 and they
+leave the sum-to-zero constraints, so every problem keeps the full item axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from bayesrank.baselines.irt._newton import DIVERGED
+
+__all__ = [
+    "CONVERGED",
+    "DIVERGED_STATUS",
+    "MAX_ITER",
+    "BatchHessian",
+    "LockstepResult",
+    "batch_newton_step",
+    "lockstep_newton",
+]
+
+RUNNING, CONVERGED, STALLED, MAX_ITER, DIVERGED_STATUS = 0, 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class BatchHessian:
+    """Block-structured Hessians of B problems (the person block is diagonal)."""
+
+    uu: np.ndarray  # (B, P) diagonal of the person block
+    uv: np.ndarray  # (B, P, M, q)
+    vv: np.ndarray  # (B, M, q, q)
+
+    def take(self, idx: np.ndarray) -> BatchHessian:
+        return BatchHessian(self.uu[idx], self.uv[idx], self.vv[idx])
+
+    def freeze(self, fixed: np.ndarray) -> BatchHessian:
+        """Components held fixed (B, M, q) leave the system: unit diagonal, no coupling."""
+        free = ~fixed
+        eye = np.eye(fixed.shape[2])
+        vv = self.vv * free[..., :, None] * free[..., None, :] + fixed[..., None] * eye
+        return BatchHessian(self.uu, np.where(fixed[:, None], 0.0, self.uv), vv)
+
+
+def _each(fn: Callable, a: np.ndarray, *rest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``fn`` on a stack; where one problem's matrix is singular, NaN for it (and ok False).
+
+    LAPACK solves each matrix of a stack alone, so the others keep their exact result.
+    """
+    ok = np.ones(a.shape[0], dtype=bool)
+    try:
+        return fn(a, *rest), ok
+    except np.linalg.LinAlgError:
+        pass
+    out = np.full(rest[0].shape if rest else a.shape, np.nan)
+    for i in range(a.shape[0]):
+        try:
+            out[i] = fn(a[i : i + 1], *(r[i : i + 1] for r in rest))[0]
+        except np.linalg.LinAlgError:
+            ok[i] = False
+    return out, ok
+
+
+def batch_newton_step(g_u, g_v, H: BatchHessian, E, require_convex: bool):
+    """Newton steps of B problems subject to ``sum_m E[b, m]^T dv_m = 0``.
+
+    The block-diagonal item block is eliminated (Schur complement onto the P persons and
+    the multipliers), as in :func:`._newton.newton_step`.  Returns ``(du, dv, ok)``;
+    ``ok`` is False where the system is singular or, with ``require_convex``, where H is
+    not positive semi-definite (item blocks positive definite, Schur complement without
+    negative eigenvalues).
+    """
+    B, P = g_u.shape
+    _, M, q = g_v.shape
+    n_c = E.shape[3]
+    diag_vv = np.abs(np.diagonal(H.vv, axis1=2, axis2=3))
+    ridge = 1e-12 * (diag_vv.mean(axis=(1, 2)) + 1e-300)
+    ok = np.ones(B, dtype=bool)
+    if require_convex:
+        ok &= ~np.any(np.linalg.eigvalsh(H.vv)[..., 0] <= 0, axis=1)
+    K, inverted = _each(np.linalg.inv, H.vv + ridge[:, None, None, None] * np.eye(q))
+    ok &= inverted
+    HK = (H.uv[..., :, None] * K[:, None]).sum(axis=3)  # (B, P, M, q)
+    HKf, uvf = HK.reshape(B, P, M * q), H.uv.reshape(B, P, M * q)
+    S = -(HKf @ np.swapaxes(uvf, 1, 2))
+    S[:, np.arange(P), np.arange(P)] += H.uu
+    if require_convex:
+        eig = np.linalg.eigvalsh(S)
+        ok &= ~(eig[:, 0] < -1e-9 * np.maximum(np.abs(eig[:, -1]), 1e-300))
+    Kg = (K * g_v[:, :, None, :]).sum(axis=3).reshape(B, M * q)
+    g = g_v.reshape(B, M * q)
+    Ef = E.reshape(B, M * q, n_c)
+    KE = (K[..., None] * E[:, :, None]).sum(axis=3).reshape(B, M * q, n_c)
+    system = np.zeros((B, P + n_c, P + n_c))
+    system[:, :P, :P] = S
+    system[:, :P, P:] = -(HKf @ Ef)
+    system[:, P:, :P] = np.swapaxes(system[:, :P, P:], 1, 2)
+    system[:, P:, P:] = -(np.swapaxes(Ef, 1, 2) @ KE)
+    rhs = np.concatenate([-g_u + (HKf * g[:, None, :]).sum(axis=2),
+                          (Ef * Kg[:, :, None]).sum(axis=1)], axis=1)
+    sol, solved = _each(np.linalg.solve, system, rhs[..., None])
+    ok &= solved
+    du, mu = sol[:, :P, 0], sol[:, P:, 0]
+    forcing = g + (du[:, :, None] * uvf).sum(axis=1) + (Ef * mu[:, None, :]).sum(axis=2)
+    dv = -(K * forcing.reshape(B, M, 1, q)).sum(axis=3)
+    return du, dv, ok
+
+
+@dataclass
+class LockstepResult:
+    """Final iterate, objective, iterations and status (CONVERGED, ..., MAX_ITER) per problem."""
+
+    u: np.ndarray
+    v: np.ndarray
+    value: np.ndarray
+    n_iter: np.ndarray
+    status: np.ndarray
+
+
+def lockstep_newton(
+    value: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+    derivatives: Callable,
+    u: np.ndarray,
+    v: np.ndarray,
+    held: np.ndarray,
+    constrained: tuple[int, ...],
+    max_iter: int,
+    bounds: dict[int, float] | None = None,
+) -> LockstepResult:
+    """Projected Newton with an Armijo line search for B problems at once.
+
+    ``value(idx, u, v)`` is the objective of problems ``idx`` at ``(u, v)`` (B_idx,);
+    ``derivatives(idx, u, v)`` gives ``(g_u, g_v, hessians)`` with a tuple of
+    :class:`BatchHessian` tried in order (all but the last must be positive
+    semi-definite).  Columns ``constrained`` of ``v`` keep summing to zero over the items
+    not ``held``; ``|v[..., j]| <= bounds[j]``.  Per problem the iteration is
+    :func:`._newton.structured_newton`'s: stop when the Newton decrement falls to the
+    rounding level of the objective (CONVERGED) or no step decreases it (STALLED); a
+    problem without a usable step or with an ability beyond ``DIVERGED`` is
+    DIVERGED_STATUS (its ``u`` is where it ran off).
+    """
+    bounds = bounds or {}
+    u, v = u.copy(), v.copy()
+    B, M, q = v.shape
+    live = ~held
+    for j in constrained:
+        centre = np.where(live, v[..., j], 0.0).sum(axis=1) / live.sum(axis=1)
+        v[..., j] = np.where(live, v[..., j] - centre[:, None], v[..., j])
+
+    def project(w):
+        for j, lim in bounds.items():
+            w[..., j] = np.clip(w[..., j], -lim, lim)
+        return w
+
+    v = project(v)
+    val = value(np.arange(B), u, v)
+    status = np.full(B, RUNNING)
+    n_iter = np.full(B, int(max_iter))
+    for it in range(1, int(max_iter) + 1):
+        a = np.flatnonzero(status == RUNNING)
+        if a.size == 0:
+            break
+        g_u, g_v, hessians = derivatives(a, u[a], v[a])
+        fixed = np.repeat(held[a][:, :, None], q, axis=2)
+        for j, lim in bounds.items():
+            fixed[..., j] |= ((v[a, :, j] >= lim) & (g_v[..., j] < 0)) | (
+                (v[a, :, j] <= -lim) & (g_v[..., j] > 0))
+        E = np.zeros((a.size, M, q, len(constrained)))
+        for c, j in enumerate(constrained):
+            E[:, :, j, c] = ~fixed[..., j]
+        g_free = np.where(fixed, 0.0, g_v)
+        du, dv = np.full(u[a].shape, np.nan), np.full(v[a].shape, np.nan)
+        decrement = np.full(a.size, np.nan)
+        chosen = np.zeros(a.size, dtype=bool)
+        for i, H in enumerate(hessians):
+            need = np.flatnonzero(~chosen)
+            if need.size == 0:
+                break
+            d_u, d_v, ok = batch_newton_step(
+                g_u[need], g_free[need], H.take(need).freeze(fixed[need]), E[need],
+                i < len(hessians) - 1)
+            dec = -((g_u[need] * d_u).sum(axis=1) + (g_free[need] * d_v).sum(axis=(1, 2)))
+            good = ok & np.isfinite(dec) & (dec > -1e-14)
+            du[need[good]], dv[need[good]] = d_u[good], d_v[good]
+            decrement[need[good]] = dec[good]
+            chosen[need[good]] = True
+        status[a[~chosen]] = DIVERGED_STATUS
+        n_iter[a[~chosen]] = it
+        done = chosen & (decrement < 1e-16 * np.maximum(1.0, np.abs(val[a])))
+        status[a[done]], n_iter[a[done]] = CONVERGED, it
+        pending = np.flatnonzero(chosen & ~done)  # positions in a
+        step = np.ones(a.size)
+        for _ in range(40):
+            if pending.size == 0:
+                break
+            p = a[pending]
+            s = step[pending]
+            v_new = project(v[p] + s[:, None, None] * dv[pending])
+            u_new = u[p] + s[:, None] * du[pending]
+            trial = value(p, u_new, v_new)
+            predicted = -((g_u[pending] * (s[:, None] * du[pending])).sum(axis=1)
+                          + (g_v[pending] * (v_new - v[p])).sum(axis=(1, 2)))
+            accept = np.isfinite(trial) & (
+                trial <= val[p] - 1e-4 * np.maximum(predicted, 0.0))
+            take = p[accept]
+            u[take], v[take], val[take] = u_new[accept], v_new[accept], trial[accept]
+            runaway = take[np.abs(u[take]).max(axis=1) > DIVERGED]
+            status[runaway], n_iter[runaway] = DIVERGED_STATUS, it
+            pending = pending[~accept]
+            step[pending] *= 0.5
+        stalled = a[pending]
+        status[stalled], n_iter[stalled] = STALLED, it
+    status[status == RUNNING] = MAX_ITER
+    return LockstepResult(u, v, val, n_iter, status)

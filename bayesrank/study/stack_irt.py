@@ -1,0 +1,102 @@
+"""IRT rules over a whole :class:`~bayesrank.study.batched.DrawStack` at once.
+
+The JML / MAP Rasch, 2PL and 3PL fits of every draw of a stack run in lockstep through
+:func:`bayesrank.baselines.irt.xpl_batch.fit_xpl_batch`, the same solver that
+:func:`bayesrank.baselines.irt.fit_irt` runs with a batch of one, so each draw's
+abilities (and ranks) are exactly those of the per-draw path.  A draw whose fit fails
+(:class:`~bayesrank.errors.NotIdentifiedError`: Ford's condition, abilities running off)
+gets a row of NaN scores, which sends the stack to the per-draw path where the error is
+reported.  ``dynamic_irt`` with ``variant="linear"`` is the Rasch JML fit.
+
+Rules return None (per-draw path) for non-binary data and for options they do not
+reproduce: anything the per-draw rule would reject, and the growth variant of
+``dynamic_irt``.  ``rasch_mml`` (EM over Gauss-Hermite quadrature) runs the same way
+through :func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.  Not batched: the
+growth model (``dynamic_irt_growth``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from bayesrank.baselines._optim import prior_variance
+from bayesrank.baselines.irt.mml import _mml_options, fit_rasch_mml_batch, posterior_quantile
+from bayesrank.baselines.irt.xpl import _layout
+from bayesrank.baselines.irt.xpl_batch import fit_xpl_batch
+from bayesrank.checks import check_probability
+from bayesrank.errors import DataError
+
+if TYPE_CHECKING:
+    from bayesrank.study.batched import DrawStack
+
+__all__ = ["RULES"]
+
+
+def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter=500, reg_discrimination=0.01,
+         reg_guessing=0.1, guessing_upper=0.5, fix_guessing=None,
+         return_item_params=False) -> np.ndarray | None:
+    """Abilities (D, L) of the ``model`` fit on every draw; NaN rows where a fit fails."""
+    if not stack.data.is_binary:
+        return None
+    try:
+        lay = _layout(model, prior_variance(prior), max_iter, reg_discrimination, reg_guessing,
+                      guessing_upper, fix_guessing)
+    except (DataError, ValueError, TypeError):
+        return None  # the rule rejects these options; the per-draw path says why
+    k = stack.counts[..., 1].astype(float)
+    n = np.full(k.shape, float(stack.n_trials))
+    return fit_xpl_batch(k, n, lay, max_iter).theta
+
+
+def _rasch(stack: DrawStack, **options) -> np.ndarray | None:
+    return _xpl(stack, "1pl", **options)
+
+
+def _rasch_2pl(stack: DrawStack, **options) -> np.ndarray | None:
+    return _xpl(stack, "2pl", **options)
+
+
+def _rasch_3pl(stack: DrawStack, **options) -> np.ndarray | None:
+    return _xpl(stack, "3pl", **options)
+
+
+def _dynamic_irt(stack: DrawStack, *, variant="linear", max_iter=500, score="baseline",
+                 return_item_params=False, **_: object) -> np.ndarray | None:
+    if variant != "linear" or score not in ("baseline", "final", "mean"):
+        return None  # the growth model keeps the per-draw path
+    return _xpl(stack, "1pl", max_iter=max_iter)
+
+
+def _rasch_mml(stack: DrawStack, *, quantile=None, max_iter=100, em_iter=20, n_quadrature=21,
+               population_sd=1.0, return_item_params=False) -> np.ndarray | None:
+    """EAP (or posterior-quantile) scores of the Rasch MML fit of every draw."""
+    if not stack.data.is_binary:
+        return None
+    try:
+        em_iter, max_iter, population_sd = _mml_options(n_quadrature, em_iter, max_iter,
+                                                        population_sd)
+        if quantile is not None:
+            check_probability("quantile", quantile)
+    except (DataError, ValueError, TypeError):
+        return None
+    k = stack.counts[..., 1].astype(float)
+    fit = fit_rasch_mml_batch(k, np.full(k.shape, float(stack.n_trials)),
+                              n_quadrature=n_quadrature, em_iter=em_iter, max_iter=max_iter,
+                              population_sd=population_sd)
+    if quantile is None:
+        return fit.eap
+    return np.stack([posterior_quantile(p, z, quantile)
+                     for p, z in zip(fit.posterior, fit.nodes, strict=True)])
+
+
+#: Base rule name -> abilities of every draw of a stack (D, L), or None.
+RULES: dict[str, Callable[..., np.ndarray | None]] = {
+    "rasch": _rasch,
+    "rasch_2pl": _rasch_2pl,
+    "rasch_3pl": _rasch_3pl,
+    "rasch_mml": _rasch_mml,
+    "dynamic_irt": _dynamic_irt,
+}

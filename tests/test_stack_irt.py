@@ -1,0 +1,152 @@
+"""IRT rules over a DrawStack: the same abilities, ranks and failures as each draw alone.
+
+The oracle is the per-draw path: :func:`bayesrank.study._core.safe_ranks` (ranks, or the
+reason the rule cannot rank) and the registered rule function on
+``ResponseData.subset`` of each draw, run without any stack machinery.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bayesrank as br
+from bayesrank import ResponseData
+from bayesrank.registry import get_method
+from bayesrank.study._core import safe_ranks
+from bayesrank.study.batched import DrawStack, batched_scores, competition_ranks, rank_stack
+from bayesrank.study.stack_irt import RULES
+
+IRT = ["rasch", "rasch_map", "rasch_2pl", "rasch_2pl_map", "rasch_3pl", "rasch_3pl_map",
+       "rasch_mml", "rasch_mml_credible", "dynamic_irt_linear", "dynamic_irt_growth"]
+#: Identifiers that keep the per-draw path (their rule returns None on a stack).
+PER_DRAW = {"dynamic_irt_growth"}
+
+
+def _rule_scores(sub: ResponseData, method: str) -> np.ndarray | None:
+    """The registered rule's scores on one draw (None where it cannot rank)."""
+    spec = get_method(method)
+    try:
+        out = spec.function.__wrapped_rule__(sub, **dict(spec.defaults))
+    except (br.errors.DataError, br.errors.NotIdentifiedError):
+        return None
+    return np.asarray(out[0] if isinstance(out, tuple) else out, dtype=float)
+
+
+def _check(data: ResponseData, draws, models=None, methods=IRT) -> None:
+    """Batched scores, ranks and failures equal the per-draw ones for every method."""
+    stack = DrawStack.from_data(data, draws)
+    if models is not None:
+        stack = stack.pool(np.asarray(models))
+    for m in methods:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            scores = batched_scores(stack, m)
+            if scores is None:
+                assert m in PER_DRAW, f"{m} fell back to the per-draw path"
+                continue
+            assert m not in PER_DRAW
+            for d, idx in enumerate(draws):
+                sub = data.subset(models=models, trials=idx)
+                ref_ranks, reason, _ = safe_ranks(sub, m)
+                ref_scores = _rule_scores(sub, m)
+                if ref_ranks is None:
+                    assert reason is not None
+                    assert np.all(np.isnan(scores[d])), (m, d, reason)
+                    continue
+                np.testing.assert_array_equal(scores[d], ref_scores, err_msg=f"{m} draw {d}")
+                np.testing.assert_array_equal(competition_ranks(scores[d]), ref_ranks,
+                                              err_msg=f"{m} draw {d}")
+
+
+def test_the_family_is_registered_under_its_base_rules():
+    bases = {get_method(m).base for m in IRT}
+    assert set(RULES) <= bases
+    assert {get_method(m).base for m in IRT if m not in PER_DRAW} <= set(RULES)
+
+
+@pytest.fixture(scope="module")
+def aime() -> ResponseData:
+    return br.datasets.example("aime24")
+
+
+@pytest.mark.parametrize("size", [5, 10, 15])
+def test_model_pools_of_the_example_match_the_per_draw_path(aime, size):
+    rng = np.random.default_rng(size)
+    draws = [np.array([t]) for t in rng.choice(aime.N, 8, replace=False)]
+    models = np.sort(rng.choice(aime.L, size, replace=False))
+    _check(aime, draws, models)
+
+
+def test_rank_stack_reports_the_per_draw_failures(aime):
+    """A stack with failing JML draws gives the per-draw ranks and reasons (no silent skip)."""
+    models = np.arange(5)
+    draws = [np.array([t]) for t in range(6)]
+    stack = DrawStack.from_data(aime, draws).pool(models)
+    out = rank_stack(stack, ["rasch_3pl", "rasch_2pl"])
+    for m in ("rasch_3pl", "rasch_2pl"):
+        for d, idx in enumerate(draws):
+            ref, reason, _ = safe_ranks(aime.subset(models=models, trials=idx), m)
+            assert out[m].reasons[d] == reason
+            if ref is None:
+                assert out[m].ranks[d] is None
+            else:
+                np.testing.assert_array_equal(out[m].ranks[d], ref)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(2, 5).flatmap(lambda L: st.integers(2, 7).flatmap(lambda M: st.tuples(
+        st.lists(st.lists(st.lists(st.integers(0, 1), min_size=3, max_size=3),
+                          min_size=M, max_size=M), min_size=L, max_size=L),
+        st.sampled_from([1, 2]),
+    )))
+)
+def test_small_binary_tensors_match_the_per_draw_path(case):
+    R, width = case
+    R = np.asarray(R)
+    draws = [np.arange(t, t + width) for t in range(0, 3 - width + 1)]
+    _check(ResponseData(R), draws)
+
+
+def _degenerate() -> tuple[ResponseData, list[np.ndarray]]:
+    """Draws with a perfect model, a hopeless one, ties, separation and no information."""
+    R = np.zeros((4, 5, 6), dtype=int)
+    base = np.array([[1, 1, 0, 1, 0], [0, 1, 1, 0, 0], [1, 0, 1, 0, 1], [0, 1, 0, 1, 1]])
+    R[:, :, 0] = base                          # an ordinary draw
+    R[:, :, 1] = base
+    R[0, :, 1], R[3, :, 1] = 1, 0              # model 0 solves everything, model 3 nothing
+    R[:, :, 2] = [[1, 1, 0, 0, 0]] * 2 + [[0, 0, 1, 1, 0]] * 2  # two tied pairs
+    R[:, :, 3] = [[1, 1, 1, 0, 0], [1, 1, 1, 0, 0], [0, 0, 0, 1, 1], [0, 0, 0, 1, 1]]
+    R[:, :, 4] = 1                             # no informative item: every item solved
+    R[:, :, 5] = [[1, 0, 1, 0, 1], [1, 1, 0, 0, 1], [1, 0, 0, 1, 1], [1, 1, 1, 0, 1]]
+    return ResponseData(R), [np.array([t]) for t in range(6)]
+
+
+def test_degenerate_draws_fail_or_tie_as_in_the_per_draw_path():
+    data, draws = _degenerate()
+    _check(data, draws)
+    stack = DrawStack.from_data(data, draws)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ml, map_ = batched_scores(stack, "rasch"), batched_scores(stack, "rasch_map")
+    # JML has no finite abilities for a perfect / hopeless model or without information;
+    # the MAP prior keeps them finite (and all 0 when no item is informative).
+    assert np.isnan(ml[[1, 4]]).all() and np.isfinite(ml[[0, 2]]).all()
+    assert np.isfinite(map_).all()
+    np.testing.assert_array_equal(map_[4], 0.0)
+    assert map_[1, 0] == map_[1].max() and map_[1, 3] == map_[1].min()
+
+
+def test_unsupported_options_fall_back_to_the_per_draw_path():
+    data, draws = _degenerate()
+    stack = DrawStack.from_data(data, draws)
+    assert RULES["rasch"](stack, prior=-1.0) is None
+    assert RULES["rasch_3pl"](stack, guessing_upper=2.0) is None
+    assert RULES["dynamic_irt"](stack, variant="growth") is None
+    graded = ResponseData(np.minimum(np.arange(24).reshape(2, 3, 4) % 3, 2))
+    assert RULES["rasch_2pl"](DrawStack.from_data(graded, [np.array([0])])) is None
