@@ -48,13 +48,13 @@ from scipy.special import gammaln, logsumexp
 from bayesrank.baselines._optim import (
     average_groups,
     check_identified,
-    exchangeable_groups,
     newton,
     penalise,
     prior_variance,
     strengths,
 )
-from bayesrank.baselines.paired import bt_log_strengths
+from bayesrank.baselines.paired import bt_log_strengths, exchangeable_average
+from bayesrank.baselines.pairwise_batch import pl_mm_batch
 from bayesrank.checks import check_finite, check_int
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, NotIdentifiedError
@@ -586,20 +586,11 @@ def pl_log_strengths(W: np.ndarray, *, max_iter: int = 500, tol: float = 1e-8) -
     if wins.sum() == 0:
         return np.zeros(L)
     check_identified(W > 0, method="Plackett-Luce ML")
-    n = W + W.T
-    pi = wins / wins.sum()
-    for _ in range(max_iter):
-        new = wins / (n / (pi[:, None] + pi[None, :])).sum(axis=1)
-        new /= new.sum()
-        done = np.max(np.abs(new - pi)) < tol
-        pi = new
-        if done:
-            break
-    else:
+    theta, stalled = pl_mm_batch(W[None], max_iter=max_iter, tol=tol)
+    if stalled[0]:
         warnings.warn(f"Plackett-Luce MM did not reach tol={tol} in {max_iter} iterations",
                       RuntimeWarning, stacklevel=2)
-    theta = np.log(pi)
-    return theta - theta.mean()
+    return theta[0]
 
 
 def pl_rankings_log_strengths(
@@ -674,14 +665,13 @@ def plackett_luce(
     scored by ``exp(theta)`` with centred ``theta``; ``tol`` plays no role there.
     """
     W = data.reductions.wins
-    groups = exchangeable_groups(W)
     if prior is not None:
-        theta = average_groups(bt_log_strengths(W, prior=prior, max_iter=max_iter), groups)
+        theta = exchangeable_average(bt_log_strengths(W, prior=prior, max_iter=max_iter), W)
         return strengths(theta), {"log_strengths": theta}
     if W.sum() > 0:
         check_identified(W > 0, method="plackett_luce", suggestion="plackett_luce_map",
                          labels=data.models)
-    theta = average_groups(pl_log_strengths(W, max_iter=max_iter, tol=tol), groups)
+    theta = exchangeable_average(pl_log_strengths(W, max_iter=max_iter, tol=tol), W)
     pi = np.exp(theta)
     return pi / pi.sum(), {"log_strengths": theta}
 

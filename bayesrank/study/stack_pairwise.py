@@ -1,0 +1,147 @@
+"""Paired-comparison rules over a whole :class:`~bayesrank.study.batched.DrawStack`.
+
+Bradley–Terry, Davidson, Rao–Kupper and Plackett–Luce (ML and MAP) fitted on every draw
+of a stack at once with the batched solvers of :mod:`bayesrank.baselines.pairwise_batch`
+(lockstep damped Newton / MM with a per-draw convergence mask).  The per-draw rules call
+the same solvers with a batch of one, so every draw gets exactly the scores it gets alone.
+
+Each rule returns scores (D, L) with a NaN row for every draw the per-draw rule would
+reject (no finite ML estimate: the win graph is not strongly connected) or would warn
+about (the solver ran out of iterations), so that :func:`~bayesrank.study.batched.rank_stack`
+runs those through the per-draw path, which reports the reason and the warning.  Options
+outside what is reproduced here (an invalid prior, a free Rao–Kupper ``kappa``) give None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from bayesrank.baselines._optim import prior_variance, strengths
+from bayesrank.baselines.pairwise_batch import (
+    average_exchangeable,
+    bt_fit_batch,
+    davidson_fit_batch,
+    exchangeable_batch,
+    pl_mm_batch,
+    rao_kupper_fit_batch,
+    strongly_connected,
+)
+from bayesrank.checks import check_finite, check_in_interval, check_int
+from bayesrank.errors import DataError
+
+if TYPE_CHECKING:
+    from bayesrank.study.batched import DrawStack
+
+__all__ = ["RULES"]
+
+
+def _options(prior, max_iter) -> tuple[float | None, int] | None:
+    """The validated prior variance and max_iter, or None (the per-draw rule raises)."""
+    try:
+        return prior_variance(prior), check_int("max_iter", max_iter)
+    except DataError:
+        return None
+
+
+def _scores(theta: np.ndarray, ok: np.ndarray, stalled: np.ndarray, D: int,
+            score=strengths) -> np.ndarray:
+    """Scores of the fitted draws ``ok``; NaN rows for the others and for stalled fits."""
+    out = np.full((D, theta.shape[-1]), np.nan)
+    fitted = score(theta)
+    fitted[stalled] = np.nan
+    out[ok] = fitted
+    return out
+
+
+def _identified(beats: np.ndarray, check: np.ndarray) -> np.ndarray:
+    """Draws that pass ``check_identified`` where ``check`` says it runs."""
+    ok = np.ones(beats.shape[0], bool)
+    ok[check] = strongly_connected(beats[check])
+    return ok
+
+
+def _bradley_terry(stack: DrawStack, *, prior=None, max_iter=500, **other):
+    opts = None if other else _options(prior, max_iter)
+    if opts is None:
+        return None
+    prior_var, max_iter = opts
+    W = stack.wins
+    ok = _identified(W > 0, (W > 0).any(axis=(1, 2)) if prior is None else np.zeros(len(W), bool))
+    theta, stalled = bt_fit_batch(W[ok], prior_var=prior_var, max_iter=max_iter)
+    theta = average_exchangeable(theta, exchangeable_batch(W[ok]))
+    return _scores(theta, ok, stalled, stack.D)
+
+
+def _davidson(stack: DrawStack, *, prior=None, max_iter=500, **other):
+    opts = None if other else _options(prior, max_iter)
+    if opts is None:
+        return None
+    prior_var, max_iter = opts
+    W, T = stack.wins, stack.ties
+    check = (W > 0).any(axis=(1, 2)) if prior is None else np.zeros(len(W), bool)
+    ok = _identified((W > 0) | (T > 0), check)
+    theta, _, stalled = davidson_fit_batch(W[ok], T[ok], prior_var=prior_var,
+                                           max_iter=max_iter)
+    theta = average_exchangeable(theta, exchangeable_batch(W[ok], T[ok]))
+    return _scores(theta, ok, stalled, stack.D)
+
+
+def _rao_kupper(stack: DrawStack, *, tie_strength=1.1, prior=None, max_iter=500, **other):
+    opts = None if other or tie_strength is None else _options(prior, max_iter)
+    if opts is None:
+        return None
+    try:
+        kappa = check_in_interval("tie_strength (kappa)", tie_strength, 1.0, np.inf,
+                                  closed="left")
+    except DataError:
+        return None
+    if kappa == 1:
+        return None  # Bradley-Terry, or an error when there are ties: per draw
+    prior_var, max_iter = opts
+    W, T = stack.wins, stack.ties
+    check = np.full(len(W), prior is None)
+    ok = _identified((W > 0) | (T > 0), check)
+    theta, stalled = rao_kupper_fit_batch(W[ok], T[ok], kappa=kappa, prior_var=prior_var,
+                                          max_iter=max_iter)
+    theta = average_exchangeable(theta, exchangeable_batch(W[ok], T[ok]))
+    return _scores(theta, ok, stalled, stack.D)
+
+
+def _normalised(theta: np.ndarray) -> np.ndarray:
+    pi = np.exp(theta)
+    return pi / np.sum(pi, axis=-1, keepdims=True)
+
+
+def _plackett_luce(stack: DrawStack, *, prior=None, max_iter=500, tol=1e-8, **other):
+    if prior is not None:  # the MAP rule is Bradley-Terry MAP
+        return _bradley_terry(stack, prior=prior, max_iter=max_iter, **other)
+    opts = None if other else _options(prior, max_iter)
+    try:
+        tol = check_finite("tol", tol, positive=True)
+    except DataError:
+        return None
+    if opts is None:
+        return None
+    max_iter = opts[1]
+    W = stack.wins
+    decisive = (W > 0).any(axis=(1, 2))
+    ok = _identified(W > 0, decisive)
+    theta = np.zeros((int(ok.sum()), stack.data.L))
+    stalled = np.zeros(len(theta), bool)
+    fit = decisive[ok]
+    if fit.any():
+        theta[fit], stalled[fit] = pl_mm_batch(W[ok][fit], max_iter=max_iter, tol=tol)
+    theta = average_exchangeable(theta, exchangeable_batch(W[ok]))
+    return _scores(theta, ok, stalled, stack.D, score=_normalised)
+
+
+#: Base rule name -> scores of every draw of a stack (NaN rows: per-draw path).
+RULES: dict[str, Callable[..., np.ndarray | None]] = {
+    "bradley_terry": _bradley_terry,
+    "bradley_terry_davidson": _davidson,
+    "rao_kupper": _rao_kupper,
+    "plackett_luce": _plackett_luce,
+}
