@@ -34,6 +34,8 @@ __all__ = [
     "PairBatch",
     "average_exchangeable",
     "bt_fit_batch",
+    "btl_fit_batch",
+    "btl_terms_batch",
     "davidson_fit_batch",
     "exchangeable_batch",
     "newton_batch",
@@ -393,6 +395,125 @@ def pl_mm_batch(W: np.ndarray, *, max_iter: int, tol: float):
     stalled[active] = True
     theta = np.log(pi)
     return theta - np.mean(theta, axis=-1, keepdims=True), stalled
+
+
+# -- Bradley-Terry-Luce on setwise events ---------------------------------------------------
+def _padded_events(n: int) -> int:
+    """Events after padding: the next power of two (at least 1)."""
+    return 1 << max(0, n - 1).bit_length()
+
+
+def _event_sum(x: np.ndarray) -> np.ndarray:
+    """Sum over the event axis (axis 1) by halving: ``x[:, :h] + x[:, h:]`` until one is left.
+
+    The axis is first padded with zeros to a power of two.  Problems of a batch have
+    different numbers of events (padded with empty zero-count events at the end); with
+    this fixed tree, a problem padded to a longer power of two first adds exact zeros to
+    each of its own terms, then repeats its own tree, so the result does not depend on the
+    padding (numpy's pairwise summation regroups terms with the array length).
+    """
+    E = x.shape[1]
+    n = _padded_events(E)
+    if n != E:
+        x = np.concatenate([x, np.zeros((x.shape[0], n - E) + x.shape[2:])], axis=1)
+    while n > 1:
+        n //= 2
+        x = x[:, :n] + x[:, n:]
+    return x[:, 0]
+
+
+#: Events per block of :func:`_event_gram` (one matrix product per block).
+_EVENT_BLOCK = 64
+
+
+def _event_gram(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``sum_e A[:, e, :, None] * B[:, e, None, :]`` (D, La, Lb), padding-invariant.
+
+    Events are cut into blocks of :data:`_EVENT_BLOCK` (zero-padded); each block is one
+    matrix product of a fixed shape (LAPACK/BLAS: the same call for a problem in any
+    batch) and the blocks are added by the fixed tree of :func:`_event_sum` (extra
+    padding blocks are exact zeros).
+    """
+    D, E, La = A.shape
+    n_blocks = -(-E // _EVENT_BLOCK)
+    width = n_blocks * _EVENT_BLOCK
+    if width != E:
+        pad = ((0, 0), (0, width - E), (0, 0))
+        A, B = np.pad(A, pad), np.pad(B, pad)
+    A = np.ascontiguousarray(
+        np.swapaxes(A.reshape(D, n_blocks, _EVENT_BLOCK, La), 2, 3))
+    B = np.ascontiguousarray(B.reshape(D, n_blocks, _EVENT_BLOCK, B.shape[2]))
+    return _event_sum(np.matmul(A, B))
+
+
+def btl_terms_batch(theta: np.ndarray, U: np.ndarray, V: np.ndarray, c: np.ndarray,
+                    need_hessian: bool):
+    """Value, gradient and Hessian of the Bradley–Terry–Luce log-likelihood, every problem.
+
+    Each winner ``i`` of event ``e`` is a Luce choice from ``{i} ∪ V_e`` (paper, BTL):
+    ``sum_e c_e sum_{i in U_e} [theta_i - log(pi_i + s_e)]`` with ``s_e = sum_{V_e} pi``.
+    With ``p`` the choice probabilities (``q = pi_i r`` on the winner, ``pi_j r`` on each
+    loser, ``r = 1 / (pi_i + s_e)``) the Hessian is ``-sum c_e [diag(p) - p p^T]``.
+
+    Sums over events use :func:`_event_sum`, so a problem gets the same value in any
+    batch, whatever the padding.
+
+    Parameters
+    ----------
+    theta : (D, L)
+    U : (D, E, L) bool
+        Winners of each event (padding events at the end: no winner, no loser, zero count).
+    V : (D, E, L) float
+        Losers (0/1).
+    c : (D, E)
+        Event counts.
+    """
+    top = np.max(theta, axis=-1, keepdims=True)
+    pi = np.exp(theta - top)  # common scale cancels in every probability
+    s = np.sum(V * pi[:, None, :], axis=-1)
+    den = np.where(U, pi[:, None, :] + s[:, :, None], 1.0)
+    chosen = np.where(U, (theta - top)[:, None, :] - np.log(den), 0.0)
+    value = _event_sum(c * np.sum(chosen, axis=-1))
+    r = np.where(U, 1.0 / den, 0.0)
+    q = pi[:, None, :] * r
+    cc = c[:, :, None]
+    loser_mass = pi * _event_sum(V * (c * np.sum(r, axis=-1))[:, :, None])
+    grad = _event_sum(np.where(U, cc * (1.0 - q), 0.0)) - loser_mass
+    if not need_hessian:
+        return value, grad, None
+    dvec = _event_sum(cc * q * (1.0 - q)) + loser_mass
+    winner_loser = _event_gram(cc * q * r, V)
+    M = winner_loser * pi[:, None, :]
+    loser_pairs = V * (c * np.sum(r * r, axis=-1))[:, :, None]
+    third = _event_gram(loser_pairs, V)
+    third = third * pi[:, :, None] * pi[:, None, :]
+    H = M + np.swapaxes(M, 1, 2) + third
+    diag = np.arange(theta.shape[-1])
+    H[:, diag, diag] -= dvec
+    return value, grad, H
+
+
+def btl_fit_batch(U: np.ndarray, V: np.ndarray, c: np.ndarray, x0: np.ndarray, *,
+                  prior_var: float | None, max_iter: int):
+    """Bradley–Terry–Luce log-strengths (centred) of every problem by damped Newton.
+
+    ``x0`` (D, L) is the start (the callers use Bradley–Terry on the implied pairwise
+    wins: the same identification condition, a few Newton steps away).  Every problem
+    needs an event with a winner and a loser.  Returns theta (D, L) and ``stalled`` (D,).
+    """
+    D, E, L = np.shape(U)
+    pad = ((0, 0), (0, _padded_events(E) - E))  # once, not in every event sum
+    U = np.pad(np.asarray(U, dtype=bool), pad + ((0, 0),))
+    V = np.pad(np.asarray(V, dtype=float), pad + ((0, 0),))
+    c = np.pad(np.asarray(c, dtype=float), pad)
+    scale = _event_sum(c * np.sum(U, axis=-1))  # winner entries (the choices)
+
+    def objective(x, rows):
+        value, g, H = btl_terms_batch(x, U[rows], V[rows], c[rows], True)
+        return penalise_batch(-value, -g, -H, x, prior_var, scale[rows])
+
+    x, stalled = newton_batch(objective, x0, max_iter)
+    return x - np.mean(x, axis=-1, keepdims=True), stalled
 
 
 # -- identification and exact ties ------------------------------------------------------------

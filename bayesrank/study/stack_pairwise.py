@@ -23,6 +23,7 @@ from bayesrank.baselines._optim import prior_variance, strengths
 from bayesrank.baselines.pairwise_batch import (
     average_exchangeable,
     bt_fit_batch,
+    btl_fit_batch,
     davidson_fit_batch,
     exchangeable_batch,
     pl_mm_batch,
@@ -35,7 +36,7 @@ from bayesrank.errors import DataError
 if TYPE_CHECKING:
     from bayesrank.study.batched import DrawStack
 
-__all__ = ["RULES"]
+__all__ = ["RULES", "setwise_events"]
 
 
 def _options(prior, max_iter) -> tuple[float | None, int] | None:
@@ -138,10 +139,69 @@ def _plackett_luce(stack: DrawStack, *, prior=None, max_iter=500, tol=1e-8, **ot
     return _scores(theta, ok, stalled, stack.D, score=_normalised)
 
 
+def setwise_events(stack: DrawStack) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Grouped (winners, losers, counts) events of every draw, as ``reductions.setwise``.
+
+    A question-trial column's winners are packed into an integer key whose order is the
+    byte order ``numpy.unique`` sorts the packed columns by, so each draw's distinct
+    events come in the order of its own reduction.  Draws with fewer events are padded
+    with empty zero-count events at the end.  Binary complete data with at most 56 models.
+
+    Returns winners (D, E, L) bool, losers (D, E, L) bool, counts (D, E) float.
+    """
+    data = stack.data
+    L = data.L
+    n_bytes = -(-L // 8)
+    shift = 8 * n_bytes - 1 - np.arange(L)
+    R = np.moveaxis(data.R[:, :, stack.draws], 2, 0).reshape(stack.D, L, -1)
+    keys = np.sort(np.sum(R.astype(np.int64) << shift[None, :, None], axis=1), axis=1)
+    new = np.ones(keys.shape, bool)
+    new[:, 1:] = keys[:, 1:] != keys[:, :-1]
+    group = np.cumsum(new, axis=1) - 1
+    E = int(group[:, -1].max()) + 1
+    rows = np.broadcast_to(np.arange(stack.D)[:, None], keys.shape)
+    event_key = np.zeros((stack.D, E), np.int64)
+    event_key[rows, group] = keys
+    counts = np.zeros((stack.D, E))
+    np.add.at(counts, (rows, group), 1.0)
+    winners = ((event_key[:, :, None] >> shift) & 1).astype(bool)
+    keep = winners.any(axis=2) & ~winners.all(axis=2) & (counts > 0)
+    kept_first = np.argsort(~keep, axis=1, kind="stable")  # events in order, then padding
+    keep = np.take_along_axis(keep, kept_first, axis=1)
+    winners = np.take_along_axis(winners, kept_first[:, :, None], axis=1) & keep[:, :, None]
+    losers = ~winners & keep[:, :, None]
+    counts = np.where(keep, np.take_along_axis(counts, kept_first, axis=1), 0.0)
+    width = int(keep.sum(axis=1).max(initial=0))
+    return winners[:, :width], losers[:, :width], counts[:, :width]
+
+
+def _bradley_terry_luce(stack: DrawStack, *, prior=None, max_iter=500, **other):
+    data = stack.data
+    opts = None if other else _options(prior, max_iter)
+    if opts is None or not data.is_binary or data.L > 56:
+        return None  # non-binary data: the rule raises a DataError per draw
+    prior_var, max_iter = opts
+    W = stack.wins  # the pairwise wins the events imply (both count question-trials)
+    has_events = (W > 0).any(axis=(1, 2))
+    ok = _identified(W > 0, has_events if prior is None else np.zeros(len(W), bool))
+    theta = np.zeros((int(ok.sum()), data.L))
+    stalled = np.zeros(len(theta), bool)
+    fit = has_events[ok]
+    if fit.any():
+        U, V, c = setwise_events(stack)
+        rows = np.flatnonzero(ok)[fit]
+        x0, start_stalled = bt_fit_batch(W[rows], prior_var=prior_var, max_iter=max_iter)
+        theta[fit], stalled[fit] = btl_fit_batch(U[rows], V[rows], c[rows], x0,
+                                                 prior_var=prior_var, max_iter=max_iter)
+        stalled[fit] |= start_stalled
+    return _scores(theta, ok, stalled, stack.D)
+
+
 #: Base rule name -> scores of every draw of a stack (NaN rows: per-draw path).
 RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "bradley_terry": _bradley_terry,
     "bradley_terry_davidson": _davidson,
     "rao_kupper": _rao_kupper,
     "plackett_luce": _plackett_luce,
+    "bradley_terry_luce": _bradley_terry_luce,
 }
