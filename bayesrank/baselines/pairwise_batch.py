@@ -398,52 +398,65 @@ def pl_mm_batch(W: np.ndarray, *, max_iter: int, tol: float):
 
 
 # -- Bradley-Terry-Luce on setwise events ---------------------------------------------------
+#: Events per block: sums over events add within fixed-size blocks, then across blocks.
+_EVENT_BLOCK = 64
+
+
 def _padded_events(n: int) -> int:
-    """Events after padding: the next power of two (at least 1)."""
-    return 1 << max(0, n - 1).bit_length()
+    """Events after padding: whole blocks (at least one)."""
+    return max(1, -(-n // _EVENT_BLOCK)) * _EVENT_BLOCK
 
 
-def _event_sum(x: np.ndarray) -> np.ndarray:
-    """Sum over the event axis (axis 1) by halving: ``x[:, :h] + x[:, h:]`` until one is left.
-
-    The axis is first padded with zeros to a power of two.  Problems of a batch have
-    different numbers of events (padded with empty zero-count events at the end); with
-    this fixed tree, a problem padded to a longer power of two first adds exact zeros to
-    each of its own terms, then repeats its own tree, so the result does not depend on the
-    padding (numpy's pairwise summation regroups terms with the array length).
-    """
+def _pad_events(x: np.ndarray) -> np.ndarray:
     E = x.shape[1]
     n = _padded_events(E)
-    if n != E:
-        x = np.concatenate([x, np.zeros((x.shape[0], n - E) + x.shape[2:])], axis=1)
-    while n > 1:
-        n //= 2
-        x = x[:, :n] + x[:, n:]
+    if n == E:
+        return x
+    return np.concatenate([x, np.zeros((x.shape[0], n - E) + x.shape[2:], x.dtype)], axis=1)
+
+
+def _halving_sum(x: np.ndarray) -> np.ndarray:
+    """Sum over axis 1 by the fixed tree ``x[:, :h] + x[:, h:]`` (zero-padded to a power
+    of two).  Extra zero terms at the end only add exact zeros to each of the first
+    terms before the same tree runs, so the result does not depend on that padding."""
+    n = x.shape[1]
+    width = 1 << max(0, n - 1).bit_length()
+    if width != n:
+        x = np.concatenate([x, np.zeros((x.shape[0], width - n) + x.shape[2:])], axis=1)
+    while width > 1:
+        width //= 2
+        x = x[:, :width] + x[:, width:]
     return x[:, 0]
 
 
-#: Events per block of :func:`_event_gram` (one matrix product per block).
-_EVENT_BLOCK = 64
+def _event_sum(x: np.ndarray) -> np.ndarray:
+    """Sum over the event axis (axis 1): a halving tree within each block of
+    :data:`_EVENT_BLOCK` events, then a halving tree over the blocks.
+
+    Problems of a batch have different numbers of events and are padded with empty
+    zero-count events at the end; this fixed order of additions gives a problem the same
+    result with any padding (numpy's pairwise summation regroups terms with the length).
+    """
+    x = _pad_events(x)
+    D, E = x.shape[:2]
+    blocks = x.reshape((D * (E // _EVENT_BLOCK), _EVENT_BLOCK) + x.shape[2:])
+    partial = _halving_sum(blocks).reshape((D, E // _EVENT_BLOCK) + x.shape[2:])
+    return _halving_sum(partial)
 
 
 def _event_gram(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``sum_e A[:, e, :, None] * B[:, e, None, :]`` (D, La, Lb), padding-invariant.
 
-    Events are cut into blocks of :data:`_EVENT_BLOCK` (zero-padded); each block is one
-    matrix product of a fixed shape (LAPACK/BLAS: the same call for a problem in any
-    batch) and the blocks are added by the fixed tree of :func:`_event_sum` (extra
-    padding blocks are exact zeros).
+    One matrix product of a fixed shape per block of :data:`_EVENT_BLOCK` events (BLAS:
+    the same call for a problem in any batch), then the halving tree over the blocks
+    (padding blocks are exact zeros).
     """
+    A, B = _pad_events(A), _pad_events(B)
     D, E, La = A.shape
-    n_blocks = -(-E // _EVENT_BLOCK)
-    width = n_blocks * _EVENT_BLOCK
-    if width != E:
-        pad = ((0, 0), (0, width - E), (0, 0))
-        A, B = np.pad(A, pad), np.pad(B, pad)
-    A = np.ascontiguousarray(
-        np.swapaxes(A.reshape(D, n_blocks, _EVENT_BLOCK, La), 2, 3))
+    n_blocks = E // _EVENT_BLOCK
+    A = np.ascontiguousarray(np.swapaxes(A.reshape(D, n_blocks, _EVENT_BLOCK, La), 2, 3))
     B = np.ascontiguousarray(B.reshape(D, n_blocks, _EVENT_BLOCK, B.shape[2]))
-    return _event_sum(np.matmul(A, B))
+    return _halving_sum(np.matmul(A, B))
 
 
 def btl_terms_batch(theta: np.ndarray, U: np.ndarray, V: np.ndarray, c: np.ndarray,
@@ -501,11 +514,10 @@ def btl_fit_batch(U: np.ndarray, V: np.ndarray, c: np.ndarray, x0: np.ndarray, *
     wins: the same identification condition, a few Newton steps away).  Every problem
     needs an event with a winner and a loser.  Returns theta (D, L) and ``stalled`` (D,).
     """
-    D, E, L = np.shape(U)
-    pad = ((0, 0), (0, _padded_events(E) - E))  # once, not in every event sum
-    U = np.pad(np.asarray(U, dtype=bool), pad + ((0, 0),))
-    V = np.pad(np.asarray(V, dtype=float), pad + ((0, 0),))
-    c = np.pad(np.asarray(c, dtype=float), pad)
+    # whole blocks of events once, not in every event sum
+    U = _pad_events(np.asarray(U, dtype=bool))
+    V = _pad_events(np.asarray(V, dtype=float))
+    c = _pad_events(np.asarray(c, dtype=float))
     scale = _event_sum(c * np.sum(U, axis=-1))  # winner entries (the choices)
 
     def objective(x, rows):
