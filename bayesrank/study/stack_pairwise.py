@@ -64,16 +64,34 @@ def _identified(beats: np.ndarray, check: np.ndarray) -> np.ndarray:
     return ok
 
 
+def _bt_fit(stack: DrawStack, prior_var: float | None, max_iter: int):
+    """Bradley–Terry log-strengths of every draw that has an estimate, once per stack.
+
+    ML needs a strongly connected win graph where some comparison is decisive; MAP always
+    has one.  Returns (ok, theta (D, L) with NaN rows where not ok, stalled).  The rules
+    bradley_terry, plackett_luce_map (the same MAP fit) and bradley_terry_luce (its Newton
+    start) share it: kept, like a ``cached_property``, in the immutable stack.
+    """
+    cache = stack.__dict__.setdefault("_pairwise_bt_fits", {})
+    key = (prior_var, max_iter)
+    if key not in cache:
+        W = stack.wins
+        check = (W > 0).any(axis=(1, 2)) if prior_var is None else np.zeros(len(W), bool)
+        ok = _identified(W > 0, check)
+        theta = np.full((stack.D, stack.data.L), np.nan)
+        stalled = np.zeros(stack.D, bool)
+        theta[ok], stalled[ok] = bt_fit_batch(W[ok], prior_var=prior_var, max_iter=max_iter)
+        cache[key] = (ok, theta, stalled)
+    return cache[key]
+
+
 def _bradley_terry(stack: DrawStack, *, prior=None, max_iter=500, **other):
     opts = None if other else _options(prior, max_iter)
     if opts is None:
         return None
-    prior_var, max_iter = opts
-    W = stack.wins
-    ok = _identified(W > 0, (W > 0).any(axis=(1, 2)) if prior is None else np.zeros(len(W), bool))
-    theta, stalled = bt_fit_batch(W[ok], prior_var=prior_var, max_iter=max_iter)
-    theta = average_exchangeable(theta, exchangeable_batch(W[ok]))
-    return _scores(theta, ok, stalled, stack.D)
+    ok, theta, stalled = _bt_fit(stack, *opts)
+    theta = average_exchangeable(theta[ok], exchangeable_batch(stack.wins[ok]))
+    return _scores(theta, ok, stalled[ok], stack.D)
 
 
 def _davidson(stack: DrawStack, *, prior=None, max_iter=500, **other):
@@ -180,20 +198,19 @@ def _bradley_terry_luce(stack: DrawStack, *, prior=None, max_iter=500, **other):
     opts = None if other else _options(prior, max_iter)
     if opts is None or not data.is_binary or data.L > 56:
         return None  # non-binary data: the rule raises a DataError per draw
-    prior_var, max_iter = opts
-    W = stack.wins  # the pairwise wins the events imply (both count question-trials)
-    has_events = (W > 0).any(axis=(1, 2))
-    ok = _identified(W > 0, has_events if prior is None else np.zeros(len(W), bool))
+    # Newton starts from Bradley-Terry on the pairwise wins the events imply (binary data:
+    # the stack's W, both count question-trials); ML has the same identification condition
+    ok, start, start_stalled = _bt_fit(stack, *opts)
+    has_events = (stack.wins > 0).any(axis=(1, 2))
     theta = np.zeros((int(ok.sum()), data.L))
     stalled = np.zeros(len(theta), bool)
     fit = has_events[ok]
     if fit.any():
         U, V, c = setwise_events(stack)
         rows = np.flatnonzero(ok)[fit]
-        x0, start_stalled = bt_fit_batch(W[rows], prior_var=prior_var, max_iter=max_iter)
-        theta[fit], stalled[fit] = btl_fit_batch(U[rows], V[rows], c[rows], x0,
-                                                 prior_var=prior_var, max_iter=max_iter)
-        stalled[fit] |= start_stalled
+        theta[fit], stalled[fit] = btl_fit_batch(U[rows], V[rows], c[rows], start[rows],
+                                                 prior_var=opts[0], max_iter=opts[1])
+        stalled[fit] |= start_stalled[rows]
     return _scores(theta, ok, stalled, stack.D)
 
 
