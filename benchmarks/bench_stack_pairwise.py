@@ -7,7 +7,9 @@ the bundled example on ``--pools`` random model pools both ways: the per-draw pa
 the rule run alone) and the stack rule of :mod:`bayesrank.study.stack_pairwise`, and
 checks that both give the same ranks.  Prints seconds per pool (80 draws) and the
 per-draw / batched ratio; the two are timed alternately in the same process, so the
-ratio holds on a shared machine where absolute seconds do not.
+ratio holds on a shared machine where absolute seconds do not.  ``rank_stack_s`` is
+all the methods on one pool through :func:`~bayesrank.study.batched.rank_stack`, as the
+bootstrap runs them (fits shared between the rules of one stack).
 
 Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_stack_pairwise.py [--pools 3]
 [--sizes 5,10,15] [--methods bradley_terry,...]``.  Results:
@@ -24,7 +26,13 @@ import numpy as np
 import pandas as pd
 
 from bayesrank.datasets import example
-from bayesrank.study.batched import DrawStack, _per_draw, batched_scores, competition_ranks
+from bayesrank.study.batched import (
+    DrawStack,
+    _per_draw,
+    batched_scores,
+    competition_ranks,
+    rank_stack,
+)
 
 HERE = Path(__file__).resolve().parent
 IDS = (
@@ -59,9 +67,15 @@ def main() -> None:
     stack = DrawStack.from_data(data, [np.array([t]) for t in range(data.N)])
     rng = np.random.default_rng(args.seed)
     rows = []
+    methods = args.methods.split(",")
+    family = []
     for size in (int(s) for s in args.sizes.split(",")):
         pools = [np.sort(rng.choice(data.L, size, replace=False)) for _ in range(args.pools)]
-        for method in args.methods.split(","):
+        start = time.perf_counter()
+        for p in pools:  # as the bootstrap runs them: every method on one pool's stack
+            rank_stack(stack.pool(p), methods)
+        family.append({"size": size, "rank_stack_s": (time.perf_counter() - start) / len(pools)})
+        for method in methods:
             runs = [time_pool(stack.pool(p), method) for p in pools]
             per_draw = sum(r[0] for r in runs) / len(runs)
             batched = sum(r[1] for r in runs) / len(runs)
@@ -78,7 +92,8 @@ def main() -> None:
     print(table.to_string(index=False, float_format="%.3f"))
     total = table.groupby("size")[["per_draw_s", "batched_s"]].sum()
     total["ratio"] = total["per_draw_s"] / total["batched_s"]
-    print("\nall identifiers of the family, per pool")
+    total["rank_stack_s"] = pd.DataFrame(family).set_index("size")["rank_stack_s"]
+    print("\nall identifiers of the family, per pool (rank_stack_s: through rank_stack)")
     print(total.to_string(float_format="%.3f"))
     print(f"wrote {out}")
 
