@@ -1,8 +1,9 @@
 """Paired-comparison rules over a whole :class:`~bayesrank.study.batched.DrawStack`.
 
-Bradley–Terry, Davidson, Rao–Kupper and Plackett–Luce (ML and MAP) fitted on every draw
-of a stack at once with the batched solvers of :mod:`bayesrank.baselines.pairwise_batch`
-(lockstep damped Newton / MM with a per-draw convergence mask).  The per-draw rules call
+Bradley–Terry, Davidson, Rao–Kupper, Plackett–Luce and Bradley–Terry–Luce (ML and MAP)
+fitted on every draw of a stack at once with the batched solvers of
+:mod:`bayesrank.baselines.pairwise_batch` (lockstep damped Newton / MM with a per-draw
+convergence mask).  The per-draw rules call
 the same solvers with a batch of one, so every draw gets exactly the scores it gets alone.
 
 Each rule returns scores (D, L) with a NaN row for every draw the per-draw rule would
