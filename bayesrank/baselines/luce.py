@@ -48,13 +48,13 @@ from scipy.special import gammaln, logsumexp
 from bayesrank.baselines._optim import (
     average_groups,
     check_identified,
-    exchangeable_groups,
     newton,
     penalise,
     prior_variance,
     strengths,
 )
-from bayesrank.baselines.paired import bt_log_strengths
+from bayesrank.baselines.paired import bt_log_strengths, exchangeable_average
+from bayesrank.baselines.pairwise_batch import btl_fit_batch, btl_terms_batch, pl_mm_batch
 from bayesrank.checks import check_finite, check_int
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, NotIdentifiedError
@@ -474,47 +474,12 @@ def _dl_fit_profile(st: _DLStats, prior_var: float | None, max_iter: int):
 
 # -- Bradley–Terry–Luce (setwise choice from each winner vs the loser set) -------------------
 class _BTLEvents:
-    """Winner entries (event, item) of grouped events, flattened once per fit."""
+    """Grouped events that make a choice (a winner and a loser, positive count)."""
 
     def __init__(self, U: np.ndarray, V: np.ndarray, c: np.ndarray) -> None:
         keep = V.any(axis=1) & (c > 0)  # a winner with no loser makes no choice
         self.U, self.V, self.c = U[keep], V[keep].astype(float), c[keep]
-        self.ev, self.item = np.nonzero(self.U)
-        self.cw = self.c[self.ev]
         self.E, self.L = self.U.shape
-        self.total = float(self.cw.sum())
-
-
-def _btl_terms(theta: np.ndarray, st: _BTLEvents, need_hessian: bool):
-    """Value, gradient and Hessian of the BTL log-likelihood in theta.
-
-    Each winner ``i`` of event ``e`` is a choice from ``{i} ∪ V_e`` with probabilities
-    ``p = (q_ei on i, pi_j r_ei on j in V_e)``, ``q = pi_i r``, ``r = 1 / (pi_i + s_e)``,
-    ``s_e = sum_{V_e} pi``; the Hessian is ``-sum c_e [diag(p) - p p^T]`` expanded into
-    per-item sums and two (L, E) x (E, L) products.
-    """
-    top = theta.max()
-    pi = np.exp(theta - top)  # common scale cancels in every probability
-    # products over events use einsum (plain C loops): small multi-threaded BLAS calls are
-    # slow on busy machines and the operands here are tall and thin
-    s = np.einsum("ej,j->e", st.V, pi)
-    den = pi[st.item] + s[st.ev]
-    value = float(np.einsum("e,e->", st.cw, theta[st.item] - top - np.log(den)))
-    r = 1.0 / den
-    q = pi[st.item] * r
-    cA = st.c * np.bincount(st.ev, r, st.E)
-    loser_mass = pi * np.einsum("ej,e->j", st.V, cA)
-    grad = np.bincount(st.item, st.cw * (1 - q), st.L) - loser_mass
-    if not need_hessian:
-        return value, grad, None
-    dvec = np.bincount(st.item, st.cw * q * (1 - q), st.L) + loser_mass
-    X = np.zeros((st.E, 2 * st.L))
-    X[st.ev, st.item] = st.cw * q * r
-    X[:, st.L:] = st.V * (st.c * np.bincount(st.ev, r * r, st.E))[:, None]
-    P = np.einsum("ek,ej->kj", X, st.V)
-    M = P[: st.L] * pi[None, :]
-    third = P[st.L:] * np.outer(pi, pi)
-    return value, grad, -(np.diag(dvec) - M - M.T - third)
 
 
 def btl_loglik(theta: np.ndarray, winners: np.ndarray, losers: np.ndarray,
@@ -525,7 +490,8 @@ def btl_loglik(theta: np.ndarray, winners: np.ndarray, losers: np.ndarray,
     winners of an event without losers make no choice and contribute nothing.
     """
     st = _BTLEvents(*_events(winners, losers, counts))
-    return _btl_terms(np.asarray(theta, float), st, False)[0]
+    theta = np.asarray(theta, float)[None]
+    return float(btl_terms_batch(theta, st.U[None], st.V[None], st.c[None], False)[0][0])
 
 
 def btl_log_strengths(
@@ -557,15 +523,13 @@ def btl_log_strengths(
     # Bradley-Terry on the implied pairwise wins is a close, cheap starting point (the same
     # identification condition), so Newton needs only a few iterations
     x0 = bt_log_strengths(wins, prior=prior_var, max_iter=max_iter)
-    scale = st.total
-
-    def objective(x):
-        value, g, H = _btl_terms(x, st, True)
-        f, g, H = -value, -g, -H
-        return penalise(f, g, H, x, prior_var, scale)
-
-    x = newton(objective, x0, max_iter, "Bradley-Terry-Luce fit")
-    return x - x.mean()
+    theta, stalled = btl_fit_batch(st.U[None], st.V[None], st.c[None], x0[None],
+                                   prior_var=prior_var, max_iter=max_iter)
+    if stalled[0]:
+        warnings.warn(f"Bradley-Terry-Luce fit: Newton stopped after max_iter={max_iter} "
+                      "iterations without converging; raise max_iter", RuntimeWarning,
+                      stacklevel=2)
+    return theta[0]
 
 
 # -- Plackett–Luce ---------------------------------------------------------------------------
@@ -586,20 +550,11 @@ def pl_log_strengths(W: np.ndarray, *, max_iter: int = 500, tol: float = 1e-8) -
     if wins.sum() == 0:
         return np.zeros(L)
     check_identified(W > 0, method="Plackett-Luce ML")
-    n = W + W.T
-    pi = wins / wins.sum()
-    for _ in range(max_iter):
-        new = wins / (n / (pi[:, None] + pi[None, :])).sum(axis=1)
-        new /= new.sum()
-        done = np.max(np.abs(new - pi)) < tol
-        pi = new
-        if done:
-            break
-    else:
+    theta, stalled = pl_mm_batch(W[None], max_iter=max_iter, tol=tol)
+    if stalled[0]:
         warnings.warn(f"Plackett-Luce MM did not reach tol={tol} in {max_iter} iterations",
                       RuntimeWarning, stacklevel=2)
-    theta = np.log(pi)
-    return theta - theta.mean()
+    return theta[0]
 
 
 def pl_rankings_log_strengths(
@@ -674,14 +629,13 @@ def plackett_luce(
     scored by ``exp(theta)`` with centred ``theta``; ``tol`` plays no role there.
     """
     W = data.reductions.wins
-    groups = exchangeable_groups(W)
     if prior is not None:
-        theta = average_groups(bt_log_strengths(W, prior=prior, max_iter=max_iter), groups)
+        theta = exchangeable_average(bt_log_strengths(W, prior=prior, max_iter=max_iter), W)
         return strengths(theta), {"log_strengths": theta}
     if W.sum() > 0:
         check_identified(W > 0, method="plackett_luce", suggestion="plackett_luce_map",
                          labels=data.models)
-    theta = average_groups(pl_log_strengths(W, max_iter=max_iter, tol=tol), groups)
+    theta = exchangeable_average(pl_log_strengths(W, max_iter=max_iter, tol=tol), W)
     pi = np.exp(theta)
     return pi / pi.sum(), {"log_strengths": theta}
 

@@ -42,6 +42,7 @@ answer.  With no decisive comparison at all every model is tied (all scores equa
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,10 +52,20 @@ from bayesrank.baselines._optim import (
     average_groups,
     check_identified,
     exchangeable_groups,
-    newton,
-    penalise,
     prior_variance,
     strengths,
+)
+from bayesrank.baselines.pairwise_batch import (
+    PairBatch,
+    average_exchangeable,
+    bt_fit_batch,
+    bt_terms,
+    davidson_fit_batch,
+    davidson_terms,
+    exchangeable_batch,
+    pair_fit_batch,
+    rao_kupper_fit_batch,
+    rao_kupper_terms,
 )
 from bayesrank.checks import check_in_interval, check_int
 from bayesrank.data import ResponseData
@@ -145,56 +156,13 @@ def _pairs(W: np.ndarray, T: np.ndarray | None = None) -> _Pairs:
     return _Pairs(L, i[keep], j[keep], a[keep], b[keep], t[keep])
 
 
-# -- per-pair terms: log-likelihood and derivatives in d (and the tie parameter) ---------
-def _bt_terms(p: _Pairs, d: np.ndarray):
-    n = p.a + p.b
-    ll = n * log_expit(d) - p.b * d  # a log s(d) + b log s(-d), with log s(-d) = log s(d) - d
-    s = expit(d)
-    return ll, p.a - n * s, -n * s * (1 - s)
-
-
-def _davidson_terms(p: _Pairs, d: np.ndarray, lam: float):
-    """Davidson as a 3-outcome logit with scores (d/2, -d/2, lam), lam = log nu."""
-    n = p.a + p.b + p.t
-    u = np.stack([d / 2, -d / 2, np.full_like(d, lam)])
-    top = u.max(axis=0)
-    e = np.exp(u - top)
-    z = e.sum(axis=0)
-    pw, pl, pt = e / z
-    lse = top + np.log(z)
-    ll = (p.a - p.b) * d / 2 + (p.t * lam if lam > -np.inf else 0.0) - n * lse
-    g_d = (p.a - p.b) / 2 - n * (pw - pl) / 2
-    h_dd = -n * ((pw + pl) - (pw - pl) ** 2) / 4
-    g_l = p.t - n * pt
-    h_ll = -n * pt * (1 - pt)
-    h_dl = n * (pw - pl) * pt / 2
-    return ll, g_d, h_dd, g_l, h_ll, h_dl
-
-
-def _rao_kupper_terms(p: _Pairs, d: np.ndarray, eta: float):
-    """Rao–Kupper with eta = log kappa > 0: two shifted logistic terms plus a tie constant."""
-    x1, x2 = d - eta, -d - eta
-    wa, wb = p.a + p.t, p.b + p.t
-    s1, s2 = expit(x1), expit(x2)
-    r1, r2 = expit(-x1), expit(-x2)  # 1 - s1, 1 - s2 without cancellation
-    tie_const = np.log(np.expm1(2 * eta)) if p.t.any() else 0.0
-    ll = wa * log_expit(x1) + wb * log_expit(x2) + p.t * tie_const
-    g_d = wa * r1 - wb * r2
-    h_dd = -wa * s1 * r1 - wb * s2 * r2
-    q = -np.expm1(-2 * eta)  # 1 - exp(-2 eta)
-    g_e = -wa * r1 - wb * r2 + p.t * 2 / q
-    h_ee = -wa * s1 * r1 - wb * s2 * r2 - p.t * 4 * np.exp(-2 * eta) / q**2
-    h_de = wa * s1 * r1 - wb * s2 * r2
-    return ll, g_d, h_dd, g_e, h_ee, h_de
-
-
 def bt_loglik(theta: np.ndarray, W: np.ndarray) -> float:
     """Bradley–Terry log-likelihood ``sum_{i != j} W_ij log(pi_i / (pi_i + pi_j))``.
 
     Paper eq. (BT log-likelihood); ``theta = log pi``.
     """
     p = _pairs(W)
-    return float(_bt_terms(p, p.diff(np.asarray(theta, float)))[0].sum())
+    return float(bt_terms(p, p.diff(np.asarray(theta, float)))[0].sum())
 
 
 def davidson_loglik(theta: np.ndarray, nu: float, W: np.ndarray, T: np.ndarray) -> float:
@@ -207,7 +175,7 @@ def davidson_loglik(theta: np.ndarray, nu: float, W: np.ndarray, T: np.ndarray) 
     lam = np.log(nu) if nu > 0 else -np.inf
     if lam == -np.inf and p.t.any():
         return -np.inf
-    return float(_davidson_terms(p, p.diff(np.asarray(theta, float)), lam)[0].sum())
+    return float(davidson_terms(p, p.diff(np.asarray(theta, float)), lam)[0].sum())
 
 
 def rao_kupper_loglik(theta: np.ndarray, kappa: float, W: np.ndarray, T: np.ndarray) -> float:
@@ -219,59 +187,13 @@ def rao_kupper_loglik(theta: np.ndarray, kappa: float, W: np.ndarray, T: np.ndar
     p = _pairs(W, T)
     if kappa == 1 and p.t.any():
         return -np.inf
-    return float(_rao_kupper_terms(p, p.diff(np.asarray(theta, float)), np.log(kappa))[0].sum())
+    return float(rao_kupper_terms(p, p.diff(np.asarray(theta, float)), np.log(kappa))[0].sum())
 
 
-def _fit(
-    p: _Pairs,
-    model: str,
-    *,
-    prior_var: float | None,
-    max_iter: int,
-    tie0: float | None = None,
-) -> tuple[np.ndarray, float | None]:
-    """Fit centred log-strengths (and the tie parameter when ``tie0`` is given).
-
-    ``model`` is "bt", "davidson" (free log nu), "rk" (fixed eta = tie0) or "rk_free"
-    (free log eta).  The objective is the negative log-posterior per comparison; for ML a
-    term ``(mean theta)^2 / 2`` fixes the free shift without moving the optimum (the
-    likelihood is shift-invariant, so the optimum of the sum has mean zero).
-    """
-    L = p.L
-    scale = max(p.total, 1.0)
-    free_tie = model in ("davidson", "rk_free")
-
-    def objective(x):
-        theta = x[:L]
-        d = p.diff(theta)
-        if model == "bt":
-            ll, g_d, h_dd = _bt_terms(p, d)
-        elif model == "rk":
-            ll, g_d, h_dd = _rao_kupper_terms(p, d, tie0)[:3]
-        elif model == "davidson":
-            ll, g_d, h_dd, g_t, h_tt, h_dt = _davidson_terms(p, d, x[L])
-        else:  # rk_free: x[L] = log eta
-            eta = np.exp(x[L])
-            ll, g_d, h_dd, g_e, h_ee, h_de = _rao_kupper_terms(p, d, eta)
-            g_t, h_tt, h_dt = eta * g_e, eta**2 * h_ee + eta * g_e, eta * h_de
-        f = -ll.sum()
-        g = np.zeros_like(x)
-        H = np.zeros((x.size, x.size))
-        g[:L] = -p.to_nodes(g_d)
-        H[:L, :L] = -p.laplacian(h_dd)
-        if free_tie:
-            g[L] = -g_t.sum()
-            H[L, L] = -h_tt.sum()
-            H[:L, L] = H[L, :L] = -p.to_nodes(h_dt)
-        return penalise(f, g, H, theta, prior_var, scale)
-
-    x0 = np.zeros(L + (1 if free_tie else 0))
-    if free_tie:
-        x0[L] = tie0
-    x = newton(objective, x0, max_iter, f"{model} fit")
-    theta = x[:L] - x[:L].mean()
-    tie = x[L] if free_tie else None
-    return theta, tie
+def _warn_stalled(stalled: np.ndarray, what: str, max_iter: int) -> None:
+    if stalled.any():
+        warnings.warn(f"{what}: Newton stopped after max_iter={max_iter} iterations without "
+                      "converging; raise max_iter", RuntimeWarning, stacklevel=3)
 
 
 # -- public estimators on counts -----------------------------------------------------------
@@ -309,7 +231,10 @@ def bt_log_strengths(
         return np.zeros(p.L)
     if prior_var is None:
         check_identified(np.asarray(W) > 0, method="Bradley-Terry ML")
-    return _fit(p, "bt", prior_var=prior_var, max_iter=max_iter)[0]
+    theta, stalled = bt_fit_batch(np.asarray(W, float)[None], prior_var=prior_var,
+                                  max_iter=max_iter)
+    _warn_stalled(stalled, "bt fit", max_iter)
+    return theta[0]
 
 
 def davidson_log_strengths(
@@ -331,12 +256,11 @@ def davidson_log_strengths(
         return bt_log_strengths(W, prior=prior, max_iter=max_iter), 0.0
     if prior_var is None:
         check_identified((np.asarray(W) > 0) | (np.asarray(T) > 0), method="Davidson ML")
-    share = p.t.sum() / p.total  # at theta = 0, P(tie) = nu / (2 + nu)
-    theta, lam = _fit(
-        p, "davidson", prior_var=prior_var, max_iter=max_iter,
-        tie0=float(np.log(2 * share / (1 - share))),
-    )
-    return theta, float(np.exp(lam))
+    theta, nu, stalled = davidson_fit_batch(np.asarray(W, float)[None],
+                                            np.asarray(T, float)[None],
+                                            prior_var=prior_var, max_iter=max_iter)
+    _warn_stalled(stalled, "davidson fit", max_iter)
+    return theta[0], float(nu[0])
 
 
 def rao_kupper_log_strengths(
@@ -366,17 +290,22 @@ def rao_kupper_log_strengths(
     if tie_strength is not None:
         if kappa == 1:
             return bt_log_strengths(W, prior=prior, max_iter=max_iter), 1.0
-        theta, _ = _fit(p, "rk", prior_var=prior_var, max_iter=max_iter, tie0=np.log(kappa))
-        return theta, kappa
+        theta, stalled = rao_kupper_fit_batch(np.asarray(W, float)[None],
+                                              np.asarray(T, float)[None], kappa=kappa,
+                                              prior_var=prior_var, max_iter=max_iter)
+        _warn_stalled(stalled, "rk fit", max_iter)
+        return theta[0], kappa
     if p.t.sum() == 0:
         return bt_log_strengths(W, prior=prior, max_iter=max_iter), 1.0
     if p.decisive == 0:
         return np.zeros(p.L), np.inf
     share = p.t.sum() / p.total  # at theta = 0, P(tie) = (kappa - 1) / (kappa + 1)
     eta0 = np.log((1 + share) / (1 - share))
-    theta, log_eta = _fit(p, "rk_free", prior_var=prior_var, max_iter=max_iter,
-                          tie0=float(np.log(eta0)))
-    return theta, float(np.exp(np.exp(log_eta)))
+    pairs = PairBatch.from_counts(np.asarray(W, float)[None], np.asarray(T, float)[None])
+    theta, log_eta, stalled = pair_fit_batch(pairs, "rk_free", prior_var=prior_var,
+                                             max_iter=max_iter, tie0=float(np.log(eta0)))
+    _warn_stalled(stalled, "rk_free fit", max_iter)
+    return theta[0], float(np.exp(np.exp(log_eta[0])))
 
 
 def bt_posterior_draws(
@@ -416,7 +345,7 @@ def bt_posterior_draws(
     burnin = check_int("burnin", burnin, minimum=0)
     L = p.L
     rng = np.random.default_rng(seed)
-    mode = _fit(p, "bt", prior_var=var, max_iter=200)[0] if p.decisive else np.zeros(L)
+    mode = bt_log_strengths(W, prior=var, max_iter=200)
     n = p.a + p.b
     s = expit(p.diff(mode))
     precision = p.laplacian(n * s * (1 - s)) + np.eye(L) / var
@@ -457,8 +386,14 @@ def bt_posterior_draws(
 
 
 # -- ranking rules ---------------------------------------------------------------------------
-def _strength_scores(theta: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, dict]:
-    theta = average_groups(theta, groups)
+def exchangeable_average(theta: np.ndarray, *mats: np.ndarray) -> np.ndarray:
+    """``theta`` averaged over groups of exchangeable models of the counts ``mats``."""
+    same = exchangeable_batch(*(np.asarray(M, float)[None] for M in mats))
+    return average_exchangeable(np.asarray(theta, float)[None], same)[0]
+
+
+def _strength_scores(theta: np.ndarray, *mats: np.ndarray) -> tuple[np.ndarray, dict]:
+    theta = exchangeable_average(theta, *mats)
     return strengths(theta), {"log_strengths": theta}
 
 
@@ -477,7 +412,7 @@ def bradley_terry(data: ResponseData, *, prior: float | None = None, max_iter: i
         check_identified(W > 0, method="bradley_terry", suggestion="bradley_terry_map",
                          labels=data.models)
     theta = bt_log_strengths(W, prior=prior, max_iter=max_iter)
-    return _strength_scores(theta, exchangeable_groups(W))
+    return _strength_scores(theta, W)
 
 
 @ranking_method
@@ -498,7 +433,7 @@ def bradley_terry_davidson(
         check_identified((W > 0) | (T > 0), method="bradley_terry_davidson",
                          suggestion="bradley_terry_davidson_map", labels=data.models)
     theta, nu = davidson_log_strengths(W, T, prior=prior, max_iter=max_iter)
-    scores, details = _strength_scores(theta, exchangeable_groups(W, T))
+    scores, details = _strength_scores(theta, W, T)
     return scores, {**details, "tie_parameter": nu}
 
 
@@ -523,7 +458,7 @@ def rao_kupper(
                          suggestion="rao_kupper_map", labels=data.models)
     theta, kappa = rao_kupper_log_strengths(W, T, tie_strength=tie_strength, prior=prior,
                                             max_iter=max_iter)
-    scores, details = _strength_scores(theta, exchangeable_groups(W, T))
+    scores, details = _strength_scores(theta, W, T)
     return scores, {**details, "tie_parameter": kappa}
 
 

@@ -520,6 +520,8 @@ BATCHED_RULES: dict[str, Callable[..., np.ndarray | None]] = {
 }
 from bayesrank.study.stack_irt import RULES as _irt_RULES  # noqa: E402, I001
 BATCHED_RULES.update(_irt_RULES)
+from bayesrank.study.stack_pairwise import RULES as _pairwise_RULES  # noqa: E402, I001
+BATCHED_RULES.update(_pairwise_RULES)
 
 #: Rules whose score of a model depends on that model's own counts only: their scores on a
 #: model pool are the full-pool scores of the pool's members (the bootstrap computes them once).
@@ -639,14 +641,14 @@ def rank_stack(
     """Every method's ranks on every draw of ``stack``.
 
     Closed forms (:data:`BATCHED_RULES`) run once over the stack; every other rule
-    runs per draw on :meth:`DrawStack.subset` (reductions shared from the stack), and so
-    do the draws where a stacked rule returns non-finite scores (e.g. an iterative fit
-    that fails on that draw: the per-draw path reports why).
-    ``scores_cache`` maps a method to precomputed scores (D, L) of this stack (the
-    bootstrap passes pool restrictions of separable rules).
+    runs per draw on :meth:`DrawStack.subset` (reductions shared from the stack), and
+    so does every draw whose row of batched scores is not finite (a batched rule's
+    way to leave a draw it does not reproduce, e.g. one the rule rejects, to the
+    per-draw path).  ``scores_cache`` maps a method to precomputed scores (D, L) of
+    this stack (the bootstrap passes pool restrictions of separable rules).
     """
     out: dict[str, DrawRanks] = {}
-    subs: list[ResponseData] | None = None
+    subs: dict[int, ResponseData] = {}
     for m in methods:
         start = time.perf_counter()
         scores = None if scores_cache is None else scores_cache.get(m)
@@ -654,23 +656,22 @@ def rank_stack(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 scores = batched_scores(stack, m)
-        exact = np.zeros(stack.D, dtype=bool)
-        if scores is not None:
-            exact = np.all(np.isfinite(scores), axis=1)  # other rows: the per-draw path
-        if exact.all():
-            ranks = ranks_from_scores(scores)
-            out[m] = DrawRanks(ranks, [None] * stack.D, 0, time.perf_counter() - start)
-            continue
-        if subs is None:
-            subs = [stack.subset(d) for d in range(stack.D)]
-        rest = np.flatnonzero(~exact)
-        out[m] = _per_draw([subs[d] for d in rest], m)
-        if rest.size < stack.D:
-            ranks = ranks_from_scores(np.where(exact[:, None], scores, 0.0))
-            reasons: list[str | None] = [None] * stack.D
-            for d, r, why in zip(rest, out[m].ranks, out[m].reasons, strict=True):
-                ranks[d], reasons[d] = r, why
-            out[m] = DrawRanks(ranks, reasons, out[m].warnings, time.perf_counter() - start)
+        batched = (np.zeros(stack.D, bool) if scores is None
+                   else np.isfinite(scores).all(axis=1))
+        alone = np.flatnonzero(~batched)
+        for d in alone:
+            if d not in subs:
+                subs[d] = stack.subset(d)
+        rest = _per_draw([subs[d] for d in alone], m)
+        ranks: list[np.ndarray | None] = [None] * stack.D
+        reasons: list[str | None] = [None] * stack.D
+        if batched.any():
+            for d, r in zip(np.flatnonzero(batched), ranks_from_scores(scores[batched]),
+                            strict=True):
+                ranks[d] = r
+        for d, r, why in zip(alone, rest.ranks, rest.reasons, strict=True):
+            ranks[d], reasons[d] = r, why
+        out[m] = DrawRanks(ranks, reasons, rest.warnings, time.perf_counter() - start)
     return out
 
 

@@ -1,0 +1,225 @@
+"""Paired-comparison rules over a whole :class:`~bayesrank.study.batched.DrawStack`.
+
+Bradley–Terry, Davidson, Rao–Kupper, Plackett–Luce and Bradley–Terry–Luce (ML and MAP)
+fitted on every draw of a stack at once with the batched solvers of
+:mod:`bayesrank.baselines.pairwise_batch` (lockstep damped Newton / MM with a per-draw
+convergence mask).  The per-draw rules call
+the same solvers with a batch of one, so every draw gets exactly the scores it gets alone.
+
+Each rule returns scores (D, L) with a NaN row for every draw the per-draw rule would
+reject (no finite ML estimate: the win graph is not strongly connected) or would warn
+about (the solver ran out of iterations), so that :func:`~bayesrank.study.batched.rank_stack`
+runs those through the per-draw path, which reports the reason and the warning.  Options
+outside what is reproduced here (an invalid prior, a free Rao–Kupper ``kappa``) give None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from bayesrank.baselines._optim import prior_variance, strengths
+from bayesrank.baselines.pairwise_batch import (
+    average_exchangeable,
+    bt_fit_batch,
+    btl_fit_batch,
+    davidson_fit_batch,
+    exchangeable_batch,
+    pl_mm_batch,
+    rao_kupper_fit_batch,
+    strongly_connected,
+)
+from bayesrank.checks import check_finite, check_in_interval, check_int
+from bayesrank.errors import DataError
+
+if TYPE_CHECKING:
+    from bayesrank.study.batched import DrawStack
+
+__all__ = ["RULES", "setwise_events"]
+
+
+def _options(prior, max_iter) -> tuple[float | None, int] | None:
+    """The validated prior variance and max_iter, or None (the per-draw rule raises)."""
+    try:
+        return prior_variance(prior), check_int("max_iter", max_iter)
+    except DataError:
+        return None
+
+
+def _scores(theta: np.ndarray, ok: np.ndarray, stalled: np.ndarray, D: int,
+            score=strengths) -> np.ndarray:
+    """Scores of the fitted draws ``ok``; NaN rows for the others and for stalled fits."""
+    out = np.full((D, theta.shape[-1]), np.nan)
+    fitted = score(theta)
+    fitted[stalled] = np.nan
+    out[ok] = fitted
+    return out
+
+
+def _identified(beats: np.ndarray, check: np.ndarray) -> np.ndarray:
+    """Draws that pass ``check_identified`` where ``check`` says it runs."""
+    ok = np.ones(beats.shape[0], bool)
+    ok[check] = strongly_connected(beats[check])
+    return ok
+
+
+def _bt_fit(stack: DrawStack, prior_var: float | None, max_iter: int):
+    """Bradley–Terry log-strengths of every draw that has an estimate, once per stack.
+
+    ML needs a strongly connected win graph where some comparison is decisive; MAP always
+    has one.  Returns (ok, theta (D, L) with NaN rows where not ok, stalled).  The rules
+    bradley_terry, plackett_luce_map (the same MAP fit) and bradley_terry_luce (its Newton
+    start) share it: kept, like a ``cached_property``, in the immutable stack.
+    """
+    cache = stack.__dict__.setdefault("_pairwise_bt_fits", {})
+    key = (prior_var, max_iter)
+    if key not in cache:
+        W = stack.wins
+        check = (W > 0).any(axis=(1, 2)) if prior_var is None else np.zeros(len(W), bool)
+        ok = _identified(W > 0, check)
+        theta = np.full((stack.D, stack.data.L), np.nan)
+        stalled = np.zeros(stack.D, bool)
+        theta[ok], stalled[ok] = bt_fit_batch(W[ok], prior_var=prior_var, max_iter=max_iter)
+        cache[key] = (ok, theta, stalled)
+    return cache[key]
+
+
+def _bradley_terry(stack: DrawStack, *, prior=None, max_iter=500, **other):
+    opts = None if other else _options(prior, max_iter)
+    if opts is None:
+        return None
+    ok, theta, stalled = _bt_fit(stack, *opts)
+    theta = average_exchangeable(theta[ok], exchangeable_batch(stack.wins[ok]))
+    return _scores(theta, ok, stalled[ok], stack.D)
+
+
+def _davidson(stack: DrawStack, *, prior=None, max_iter=500, **other):
+    opts = None if other else _options(prior, max_iter)
+    if opts is None:
+        return None
+    prior_var, max_iter = opts
+    W, T = stack.wins, stack.ties
+    check = (W > 0).any(axis=(1, 2)) if prior is None else np.zeros(len(W), bool)
+    ok = _identified((W > 0) | (T > 0), check)
+    theta, _, stalled = davidson_fit_batch(W[ok], T[ok], prior_var=prior_var,
+                                           max_iter=max_iter)
+    theta = average_exchangeable(theta, exchangeable_batch(W[ok], T[ok]))
+    return _scores(theta, ok, stalled, stack.D)
+
+
+def _rao_kupper(stack: DrawStack, *, tie_strength=1.1, prior=None, max_iter=500, **other):
+    opts = None if other or tie_strength is None else _options(prior, max_iter)
+    if opts is None:
+        return None
+    try:
+        kappa = check_in_interval("tie_strength (kappa)", tie_strength, 1.0, np.inf,
+                                  closed="left")
+    except DataError:
+        return None
+    if kappa == 1:
+        return None  # Bradley-Terry, or an error when there are ties: per draw
+    prior_var, max_iter = opts
+    W, T = stack.wins, stack.ties
+    check = np.full(len(W), prior is None)
+    ok = _identified((W > 0) | (T > 0), check)
+    theta, stalled = rao_kupper_fit_batch(W[ok], T[ok], kappa=kappa, prior_var=prior_var,
+                                          max_iter=max_iter)
+    theta = average_exchangeable(theta, exchangeable_batch(W[ok], T[ok]))
+    return _scores(theta, ok, stalled, stack.D)
+
+
+def _normalised(theta: np.ndarray) -> np.ndarray:
+    pi = np.exp(theta)
+    return pi / np.sum(pi, axis=-1, keepdims=True)
+
+
+def _plackett_luce(stack: DrawStack, *, prior=None, max_iter=500, tol=1e-8, **other):
+    if prior is not None:  # the MAP rule is Bradley-Terry MAP
+        return _bradley_terry(stack, prior=prior, max_iter=max_iter, **other)
+    opts = None if other else _options(prior, max_iter)
+    try:
+        tol = check_finite("tol", tol, positive=True)
+    except DataError:
+        return None
+    if opts is None:
+        return None
+    max_iter = opts[1]
+    W = stack.wins
+    decisive = (W > 0).any(axis=(1, 2))
+    ok = _identified(W > 0, decisive)
+    theta = np.zeros((int(ok.sum()), stack.data.L))
+    stalled = np.zeros(len(theta), bool)
+    fit = decisive[ok]
+    if fit.any():
+        theta[fit], stalled[fit] = pl_mm_batch(W[ok][fit], max_iter=max_iter, tol=tol)
+    theta = average_exchangeable(theta, exchangeable_batch(W[ok]))
+    return _scores(theta, ok, stalled, stack.D, score=_normalised)
+
+
+def setwise_events(stack: DrawStack) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Grouped (winners, losers, counts) events of every draw, as ``reductions.setwise``.
+
+    A question-trial column's winners are packed into an integer key whose order is the
+    byte order ``numpy.unique`` sorts the packed columns by, so each draw's distinct
+    events come in the order of its own reduction.  Draws with fewer events are padded
+    with empty zero-count events at the end.  Binary complete data with at most 56 models.
+
+    Returns winners (D, E, L) bool, losers (D, E, L) bool, counts (D, E) float.
+    """
+    data = stack.data
+    L = data.L
+    n_bytes = -(-L // 8)
+    shift = 8 * n_bytes - 1 - np.arange(L)
+    R = np.moveaxis(data.R[:, :, stack.draws], 2, 0).reshape(stack.D, L, -1)
+    keys = np.sort(np.sum(R.astype(np.int64) << shift[None, :, None], axis=1), axis=1)
+    new = np.ones(keys.shape, bool)
+    new[:, 1:] = keys[:, 1:] != keys[:, :-1]
+    group = np.cumsum(new, axis=1) - 1
+    E = int(group[:, -1].max()) + 1
+    rows = np.broadcast_to(np.arange(stack.D)[:, None], keys.shape)
+    event_key = np.zeros((stack.D, E), np.int64)
+    event_key[rows, group] = keys
+    counts = np.zeros((stack.D, E))
+    np.add.at(counts, (rows, group), 1.0)
+    winners = ((event_key[:, :, None] >> shift) & 1).astype(bool)
+    keep = winners.any(axis=2) & ~winners.all(axis=2) & (counts > 0)
+    kept_first = np.argsort(~keep, axis=1, kind="stable")  # events in order, then padding
+    keep = np.take_along_axis(keep, kept_first, axis=1)
+    winners = np.take_along_axis(winners, kept_first[:, :, None], axis=1) & keep[:, :, None]
+    losers = ~winners & keep[:, :, None]
+    counts = np.where(keep, np.take_along_axis(counts, kept_first, axis=1), 0.0)
+    width = int(keep.sum(axis=1).max(initial=0))
+    return winners[:, :width], losers[:, :width], counts[:, :width]
+
+
+def _bradley_terry_luce(stack: DrawStack, *, prior=None, max_iter=500, **other):
+    data = stack.data
+    opts = None if other else _options(prior, max_iter)
+    if opts is None or not data.is_binary or data.L > 56:
+        return None  # non-binary data: the rule raises a DataError per draw
+    # Newton starts from Bradley-Terry on the pairwise wins the events imply (binary data:
+    # the stack's W, both count question-trials); ML has the same identification condition
+    ok, start, start_stalled = _bt_fit(stack, *opts)
+    has_events = (stack.wins > 0).any(axis=(1, 2))
+    theta = np.zeros((int(ok.sum()), data.L))
+    stalled = np.zeros(len(theta), bool)
+    fit = has_events[ok]
+    if fit.any():
+        U, V, c = setwise_events(stack)
+        rows = np.flatnonzero(ok)[fit]
+        theta[fit], stalled[fit] = btl_fit_batch(U[rows], V[rows], c[rows], start[rows],
+                                                 prior_var=opts[0], max_iter=opts[1])
+        stalled[fit] |= start_stalled[rows]
+    return _scores(theta, ok, stalled, stack.D)
+
+
+#: Base rule name -> scores of every draw of a stack (NaN rows: per-draw path).
+RULES: dict[str, Callable[..., np.ndarray | None]] = {
+    "bradley_terry": _bradley_terry,
+    "bradley_terry_davidson": _davidson,
+    "rao_kupper": _rao_kupper,
+    "plackett_luce": _plackett_luce,
+    "bradley_terry_luce": _bradley_terry_luce,
+}
