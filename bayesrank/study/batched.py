@@ -354,6 +354,9 @@ BATCHED_RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "minimax": _minimax,
     "schulze": _schulze,
 }
+from bayesrank.study.stack_graph import RULES as _graph_RULES  # noqa: E402
+
+BATCHED_RULES.update(_graph_RULES)
 
 #: Rules whose score of a model depends on that model's own counts only: their scores on a
 #: model pool are the full-pool scores of the pool's members (the bootstrap computes them once).

@@ -1,0 +1,153 @@
+"""Graph, spectral and game-theoretic rules over a whole :class:`DrawStack` at once.
+
+Each rule reads the stack's trial-level pairwise counts (D, L, L) and runs the batched
+numeric core of :mod:`bayesrank.baselines.graph_batch`, the same functions that
+:mod:`bayesrank.baselines.graph` calls with a batch of one, so every draw gets the scores
+it gets alone.  A rule returns scores (D, L), or None for options it does not reproduce
+(power iteration, fictitious play, ...).  A draw on which the per-draw rule would raise
+(disconnected comparison graph, reducible walk, repeated Perron root, underflowing
+fixation probabilities) or would need a search the stack does not run (the Nash linear
+program when the best models do not dominate) gets a row of NaN: the caller then ranks
+that draw on the per-draw path, which raises or searches exactly as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from bayesrank.baselines import graph_batch as gb
+
+if TYPE_CHECKING:
+    from bayesrank.study.batched import DrawStack
+
+__all__ = ["RULES"]
+
+
+def _where_ok(ok: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    return np.where(ok[:, None], scores, np.nan)
+
+
+def _probabilities(stack: DrawStack) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``P_hat``, the comparison graphs and which draws' graphs are connected."""
+    P_hat, compared = gb.win_probabilities_batch(stack.wins, stack.ties)
+    return P_hat, compared, gb.connected_batch(compared)
+
+
+def _is_exact(solver: str) -> bool:
+    return isinstance(solver, str) and solver == "exact"
+
+
+def _pagerank(stack: DrawStack, *, damping=0.85, solver="exact", **_: object):
+    if not _is_exact(solver) or not 0.0 < float(damping) < 1.0:
+        return None
+    P_hat, compared, ok = _probabilities(stack)
+    L = stack.data.L
+    adjacency = np.swapaxes(np.where(compared, P_hat, 0.0), 1, 2)
+    return _where_ok(ok, gb.pagerank_batch(adjacency, float(damping), np.full(L, 1.0 / L)))
+
+
+def _spectral(stack: DrawStack, *, solver="exact", **_: object):
+    if not _is_exact(solver):
+        return None
+    P_hat, compared, ok = _probabilities(stack)
+    v, simple = gb.perron_batch(gb.spectral_matrix_batch(P_hat, compared))
+    return _where_ok(ok & simple, v)
+
+
+def _rank_centrality(stack: DrawStack, *, tie_handling="half", smoothing=0.0, teleport=0.0,
+                     solver="exact", **_: object):
+    if not _is_exact(solver) or tie_handling not in ("ignore", "half"):
+        return None
+    smoothing, teleport = float(smoothing), float(teleport)
+    if not (smoothing >= 0.0 and 0.0 <= teleport < 1.0) or stack.data.L == 1:
+        return None
+    P, edges = gb.rank_centrality_chain_batch(stack.wins, stack.ties, tie_handling,
+                                              smoothing, teleport)
+    ok = gb.connected_batch(edges)
+    if teleport == 0.0:
+        ok &= gb.strongly_connected_batch(P > 0)
+    P = np.where(ok[:, None, None], P, 1.0 / P.shape[1])  # any irreducible chain on failures
+    return _where_ok(ok, gb.stationary_batch(P))
+
+
+def _alpharank(stack: DrawStack, *, alpha=1.0, population_size=50, solver="exact",
+               **_: object):
+    L = stack.data.L
+    if not _is_exact(solver) or L == 1 or isinstance(population_size, bool):
+        return None
+    if not (float(alpha) >= 0.0 and int(population_size) == population_size >= 2):
+        return None
+    P_hat, _, ok = _probabilities(stack)
+    C = gb.alpharank_chain_batch(P_hat, float(alpha), int(population_size))
+    off = ~np.eye(L, dtype=bool)
+    ok &= np.all(C[:, off] > 0, axis=1)
+    C = np.where(ok[:, None, None], C, 1.0 / L)
+    return _where_ok(ok, gb.stationary_batch(C))
+
+
+def _nash(stack: DrawStack, *, solver="lp", score_type="vs_equilibrium",
+          selection="max_entropy", **_: object):
+    if solver != "lp" or selection not in ("max_entropy", "lp"):
+        return None
+    if score_type not in ("vs_equilibrium", "advantage_vs_equilibrium", "equilibrium"):
+        return None
+    P_hat, _, ok = _probabilities(stack)
+    L = P_hat.shape[1]
+    A = 2.0 * P_hat - 1.0
+    A[:, np.arange(L), np.arange(L)] = 0.0
+    AT = np.swapaxes(A, 1, 2)
+    antisymmetric = np.all(np.abs(A + AT) <= 1e-12 + 1e-5 * np.abs(AT), axis=(1, 2))
+    x, dominated = gb.top_set_equilibrium_batch(A)
+    # selection="lp" solves the LP unless the game is all zero: only that case is closed
+    zero = np.all(A == 0, axis=(1, 2))
+    ok &= antisymmetric & (dominated if selection == "max_entropy" else zero)
+    if score_type == "equilibrium":
+        return _where_ok(ok, x)
+    return _where_ok(ok, gb.mix_batch(P_hat if score_type == "vs_equilibrium" else A, x))
+
+
+def _serial_rank(stack: DrawStack, *, comparison="prob_diff", **_: object):
+    if comparison not in ("prob_diff", "sign"):
+        return None
+    P_hat, _, ok = _probabilities(stack)
+    L = P_hat.shape[1]
+    C = 2.0 * P_hat - 1.0
+    C[:, np.arange(L), np.arange(L)] = 0.0
+    if comparison == "sign":
+        C = np.sign(C)
+    scores, _ = gb.serial_rank_batch(C)
+    return _where_ok(ok, scores)
+
+
+def _hodge_rank(stack: DrawStack, *, pairwise_stat="binary", weight_method="total",
+                epsilon=0.5, **_: object):
+    if pairwise_stat not in ("binary", "log_odds"):
+        return None
+    if weight_method not in ("total", "decisive", "uniform") or not float(epsilon) > 0.0:
+        return None
+    _, compared, ok = _probabilities(stack)
+    total = stack.wins + np.swapaxes(stack.wins, 1, 2) + stack.ties
+    Y, w = gb.hodge_flow_batch(stack.wins, total, compared, pairwise_stat, weight_method,
+                               float(epsilon))
+    YT, wT = np.swapaxes(Y, 1, 2), np.swapaxes(w, 1, 2)
+    valid = np.all(np.abs(Y + YT) <= 1e-8 + 1e-5 * np.abs(YT), axis=(1, 2))
+    valid &= np.all((np.abs(w - wT) <= 1e-8 + 1e-5 * np.abs(wT)) & (w >= 0), axis=(1, 2))
+    ok &= valid & gb.connected_batch(w > 0)
+    L = w.shape[1]
+    w = np.where(ok[:, None, None], w, 1.0 - np.eye(L))  # any connected graph on failures
+    return _where_ok(ok, gb.hodge_potential_batch(Y, w))
+
+
+#: Base rule name -> scores (D, L) of every draw of a stack (NaN rows: per-draw path).
+RULES: dict[str, Callable[..., np.ndarray | None]] = {
+    "pagerank": _pagerank,
+    "spectral": _spectral,
+    "rank_centrality": _rank_centrality,
+    "alpharank": _alpharank,
+    "nash": _nash,
+    "serial_rank": _serial_rank,
+    "hodge_rank": _hodge_rank,
+}
