@@ -193,3 +193,20 @@ def test_options_not_reproduced_use_the_per_draw_path(base, options):
 
 def test_every_graph_identifier_is_batched():
     assert {get_method(m).base for m in GRAPH} == set(RULES)
+
+
+def test_alpharank_closed_form_equals_the_sum_over_population_states():
+    # Independent of the stack: the constant-sum closed form used by the rule against the
+    # general Fermi fixation sum (Omidshafiei et al., 2019) on win-probability games.
+    rng = np.random.default_rng(9)
+    for L, alpha, m in ((4, 1.0, 50), (7, 10.0, 20), (5, 0.0, 3)):
+        wins = rng.integers(0, 6, size=(L, L)).astype(float)
+        np.fill_diagonal(wins, 0.0)
+        ties = rng.integers(0, 3, size=(L, L)).astype(float)
+        ties = np.triu(ties, 1) + np.triu(ties, 1).T
+        P_hat, _ = graph.win_probabilities(wins, ties)
+        closed = graph.alpharank_scores(P_hat, alpha, m, constant_sum=True)
+        general = graph.alpharank_scores(P_hat, alpha, m)
+        np.testing.assert_allclose(closed, general, rtol=1e-10, atol=1e-14)
+    with pytest.raises(br.errors.DataError, match="constant_sum"):
+        graph.alpharank_scores(np.eye(3), constant_sum=True)

@@ -322,6 +322,7 @@ def alpharank_scores(
     solver: Solver = "exact",
     max_iter: int = 100_000,
     tol: float = 1e-12,
+    constant_sum: bool = False,
 ) -> np.ndarray:
     """Single-population alpha-Rank of a symmetric game.
 
@@ -331,7 +332,8 @@ def alpharank_scores(
     with intensity ``alpha`` in a population of ``population_size``); the scores
     are its stationary distribution (Omidshafiei et al., 2019).  For a
     constant-sum game with payoff sum 1 this reduces to the paper's
-    ``rho = (1 - e^{-u}) / (1 - e^{-m u})``, ``u = alpha m/(m-1) (P_hat - 1/2)``.
+    ``rho = (1 - e^{-u}) / (1 - e^{-m u})``, ``u = alpha m/(m-1) (P_hat - 1/2)``;
+    ``constant_sum=True`` (caller guarantees ``A + A^T = 1``) evaluates that form.
     """
     A = np.asarray(payoffs, dtype=float)
     L = A.shape[0]
@@ -340,9 +342,11 @@ def alpharank_scores(
     alpha = check_finite("alpha", alpha, nonnegative=True)
     population_size = check_int("population_size", population_size, minimum=2)
     _check_solver(solver, max_iter, tol)
+    if constant_sum and not np.allclose(A + A.T, 1.0, rtol=0.0, atol=1e-12):
+        raise DataError("constant_sum=True needs payoffs with payoffs + payoffs.T == 1")
     if L == 1:
         return np.ones(1)
-    C = gb.alpharank_chain_batch(A[None], alpha, population_size)[0]
+    C = gb.alpharank_chain_batch(A[None], alpha, population_size, constant_sum=constant_sum)[0]
     if not np.all(C[~np.eye(L, dtype=bool)] > 0):
         raise NotIdentifiedError(
             f"alpha-Rank: fixation probabilities underflow at alpha={alpha}; the chain is "
@@ -363,13 +367,14 @@ def alpharank(
 ) -> np.ndarray:
     """alpha-Rank on the constant-sum meta-game with payoffs ``P_hat`` (paper App. alpha-Rank).
 
-    Scores are stationary probabilities; weak models can carry very little
+    The game is constant-sum (``P_hat + P_hat^T = 1``), so the fixation probabilities
+    take the paper's closed form.  Scores are stationary probabilities; weak models can
+    carry very little
     mass, which :func:`stationary_distribution` still resolves accurately.
     """
     P_hat, _ = _pairwise(data, "alpharank")
-    return alpharank_scores(
-        P_hat, alpha, population_size, solver=solver, max_iter=max_iter, tol=tol
-    )
+    return alpharank_scores(P_hat, alpha, population_size, solver=solver, max_iter=max_iter,
+                            tol=tol, constant_sum=True)
 
 
 # ---------------------------------------------------------------------------------------

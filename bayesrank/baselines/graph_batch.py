@@ -231,16 +231,41 @@ def _log_fixation_block(A: np.ndarray, alpha: float, m: int) -> tuple[np.ndarray
     return (-np.logaddexp(0.0, logsumexp(log_terms, axis=3)),)
 
 
-def alpharank_chain_batch(payoffs: np.ndarray, alpha: float, m: int) -> np.ndarray:
+def _log_abs_expm1(x: np.ndarray) -> np.ndarray:
+    """``log |e^x - 1|`` without overflow (-inf at 0)."""
+    with np.errstate(divide="ignore"):
+        return np.where(x > 0, x, 0.0) + np.log(-np.expm1(-np.abs(x)))
+
+
+def _log_fixation_constant_sum(A: np.ndarray, alpha: float, m: int) -> np.ndarray:
+    """log rho of a constant-sum game (``A_rs + A_sr = 1``, ``A_rr = 1/2``) in closed form.
+
+    There ``f_r(k) - f_s(k) = m (A_rs - 1/2) / (m - 1)`` for every k, so
+    ``rho = (1 - e^{-u}) / (1 - e^{-m u})`` with ``u = alpha m (A_rs - A_sr) / (2 (m - 1))``
+    (``1/m`` at u = 0): the paper's formula (App. alpha-Rank), evaluated in log space.
+    """
+    u = (alpha * m / (m - 1)) * (0.5 * (A - np.swapaxes(A, 1, 2)))
+    with np.errstate(invalid="ignore"):  # -inf - (-inf) at u = 0, replaced
+        return np.where(u == 0, -np.log(m), _log_abs_expm1(-u) - _log_abs_expm1(-m * u))
+
+
+def alpharank_chain_batch(
+    payoffs: np.ndarray, alpha: float, m: int, *, constant_sum: bool = False
+) -> np.ndarray:
     """alpha-Rank transition matrices (B, L, L) of symmetric games ``payoffs`` (B, L, L), L > 1.
 
     ``C_sr = rho_{r,s} / (L - 1)`` with ``rho`` the Fermi fixation probability of one
     r-mutant among ``m - 1`` s-residents (Omidshafiei et al., 2019); the diagonal makes
     rows sum to 1.  Off-diagonal zeros mean the fixation probability underflowed.
+    ``constant_sum=True`` (payoffs with ``A_rs + A_sr = 1``) uses the closed form of
+    :func:`_log_fixation_constant_sum` instead of the sum over population states.
     """
     A = _stacked(payoffs)
     L = A.shape[1]
-    (log_rho,) = _in_blocks(lambda a: _log_fixation_block(a, alpha, m), A)
+    if constant_sum:
+        log_rho = _log_fixation_constant_sum(A, alpha, m)
+    else:
+        (log_rho,) = _in_blocks(lambda a: _log_fixation_block(a, alpha, m), A)
     C = np.exp(np.swapaxes(log_rho, 1, 2)) / (L - 1)
     _diagonal_set(C, 0.0)
     _diagonal_set(C, 1.0 - C.sum(axis=2))

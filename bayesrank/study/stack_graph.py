@@ -81,7 +81,7 @@ def _alpharank(stack: DrawStack, *, alpha=1.0, population_size=50, solver="exact
     if not (float(alpha) >= 0.0 and int(population_size) == population_size >= 2):
         return None
     P_hat, _, ok = _probabilities(stack)
-    C = gb.alpharank_chain_batch(P_hat, float(alpha), int(population_size))
+    C = gb.alpharank_chain_batch(P_hat, float(alpha), int(population_size), constant_sum=True)
     off = ~np.eye(L, dtype=bool)
     ok &= np.all(C[:, off] > 0, axis=1)
     C = np.where(ok[:, None, None], C, 1.0 / L)
