@@ -210,3 +210,16 @@ def test_alpharank_closed_form_equals_the_sum_over_population_states():
         np.testing.assert_allclose(closed, general, rtol=1e-10, atol=1e-14)
     with pytest.raises(br.errors.DataError, match="constant_sum"):
         graph.alpharank_scores(np.eye(3), constant_sum=True)
+
+
+def test_population_sum_in_blocks_equals_each_game_alone(monkeypatch):
+    from bayesrank.baselines import graph_batch
+
+    monkeypatch.setattr(graph_batch, "BLOCK", 4)  # 10 games: blocks of 4, 4 and 2
+    games = np.random.default_rng(12).random((10, 5, 5))
+    stacked = graph_batch.alpharank_chain_batch(games, 2.0, 9)
+    for b, game in enumerate(games):
+        np.testing.assert_array_equal(stacked[b], graph_batch.alpharank_chain_batch(
+            game[None], 2.0, 9)[0])
+    general = graph.alpharank_scores(games[3], 2.0, 9)
+    np.testing.assert_array_equal(general, graph_batch.stationary_batch(stacked[3:4])[0])
