@@ -5,10 +5,13 @@ For each graph identifier and pool size (5, 10, 15 models of the bundled aime24 
 
 - per draw: :func:`bayesrank.study.batched._per_draw` over ``DrawStack.subset`` (today's
   path for these rules, reductions shared from the stack);
-- batched: :func:`bayesrank.study.batched.rank_stack` with the stack rule (ranks included);
+- batched: :func:`bayesrank.study.batched.rank_stack` with the stack rule (ranks included;
+  today a stack with any refused draw goes down the per-draw path as a whole);
+- hybrid: the stack rule, then the per-draw path for its NaN rows only (what rank_stack
+  would cost if it sent only those draws per draw);
 - stacked pools: the stack rule once over ``--pools`` pools of that size stacked into one
   DrawStack of ``pools x 80`` draws (what a pool-stacking bootstrap hands the rule),
-  reported per pool.
+  reported per pool, plus the per-draw cost of the draws it leaves (``left``: their share).
 
 and prints seconds per pool (80 draws), the per-draw / batched ratios and the implied cost
 of the paper's bootstrap (1,000 pools at each of the three sizes) on the stacked path.
@@ -28,7 +31,7 @@ import pandas as pd
 
 import bayesrank as br
 from bayesrank.registry import get_method
-from bayesrank.study.batched import DrawStack, _per_draw, rank_stack
+from bayesrank.study.batched import DrawStack, _per_draw, competition_ranks, rank_stack
 from bayesrank.study.stack_graph import RULES
 
 GRAPH = [
@@ -47,6 +50,16 @@ def stacked_pools(full: DrawStack, pools: list[np.ndarray]) -> DrawStack:
     cat = {f: np.concatenate([getattr(s, f) for s in parts]) for f in
            ("draws", "counts", "wins", "ties", "question_wins", "question_ties")}
     return DrawStack(parts[0].data, **cat)
+
+
+def hybrid(stack: DrawStack, subs, method: str) -> None:
+    """Stack rule, then the per-draw path for the draws it leaves (NaN rows) only."""
+    spec = get_method(method)
+    scores = RULES[spec.base](stack, **dict(spec.defaults))
+    left = np.flatnonzero(~np.isfinite(scores).all(axis=1))
+    if left.size:
+        _per_draw([subs[d] for d in left], method)
+    competition_ranks(np.where(np.isfinite(scores), scores, 0.0))
 
 
 def best_of(repeat: int, fn) -> float:
@@ -80,16 +93,21 @@ def main() -> None:
             options = dict(spec.defaults)
             per_draw = best_of(args.repeat, lambda m=method, s=subs: _per_draw(s, m))
             batched = best_of(args.repeat, lambda m=method, s=stack: rank_stack(s, [m]))
+            mixed = best_of(args.repeat, lambda m=method, s=stack, u=subs: hybrid(s, u, m))
             pooled = best_of(args.repeat, lambda r=rule, b=big, o=options: r(b, **o))
+            left = float(np.mean(~np.isfinite(rule(big, **options)).all(axis=1)))
             rows.append({"identifier": method, "pool": size, "per_draw_s": per_draw,
-                         "batched_s": batched, "stacked_s": pooled / args.pools})
+                         "batched_s": batched, "hybrid_s": mixed,
+                         "stacked_s": pooled / args.pools + left * per_draw, "left": left})
     table = pd.DataFrame(rows)
     table["ratio"] = table["per_draw_s"] / table["batched_s"]
+    table["ratio_hybrid"] = table["per_draw_s"] / table["hybrid_s"]
     table["ratio_stacked"] = table["per_draw_s"] / table["stacked_s"]
     pd.set_option("display.width", 160)
     print("seconds per pool of 80 N=1 draws (best of", args.repeat, "runs)")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-    paper = table.groupby("pool")[["per_draw_s", "batched_s", "stacked_s"]].sum() * 1000
+    paper = table.groupby("pool")[["per_draw_s", "batched_s", "hybrid_s", "stacked_s"]].sum()
+    paper *= 1000
     print("\nall 15 graph identifiers, 1,000 pools per size (seconds, extrapolated):")
     print(paper.to_string(float_format=lambda v: f"{v:.1f}"))
     print("total:", paper.sum().round(1).to_dict())

@@ -223,3 +223,19 @@ def test_population_sum_in_blocks_equals_each_game_alone(monkeypatch):
             game[None], 2.0, 9)[0])
     general = graph.alpharank_scores(games[3], 2.0, 9)
     np.testing.assert_array_equal(general, graph_batch.stationary_batch(stacked[3:4])[0])
+
+
+def test_shared_win_probabilities_leave_with_their_stack():
+    import gc
+
+    from bayesrank.study import stack_graph
+
+    data = ResponseData(np.random.default_rng(1).integers(0, 2, size=(5, 6, 2)))
+    stack = DrawStack.from_data(data, [np.array([0]), np.array([1])])
+    before = len(stack_graph._PROBABILITIES)
+    first = _stack_scores(stack, "pagerank")
+    assert len(stack_graph._PROBABILITIES) == before + 1
+    np.testing.assert_array_equal(_stack_scores(stack, "pagerank"), first)  # from the cache
+    del stack
+    gc.collect()
+    assert len(stack_graph._PROBABILITIES) == before

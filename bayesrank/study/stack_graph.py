@@ -13,6 +13,7 @@ that draw on the per-draw path, which raises or searches exactly as before.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -30,10 +31,26 @@ def _where_ok(ok: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return np.where(ok[:, None], scores, np.nan)
 
 
+#: id(stack) -> its read-only (P_hat, compared, connected); an entry leaves with its stack.
+_PROBABILITIES: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
 def _probabilities(stack: DrawStack) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``P_hat``, the comparison graphs and which draws' graphs are connected."""
-    P_hat, compared = gb.win_probabilities_batch(stack.wins, stack.ties)
-    return P_hat, compared, gb.connected_batch(compared)
+    """``P_hat``, the comparison graphs and which draws' graphs are connected.
+
+    13 of the 15 graph identifiers start from these; they are computed once per stack
+    (callers get read-only arrays and a fresh copy of the mask).
+    """
+    key = id(stack)
+    hit = _PROBABILITIES.get(key)
+    if hit is None:
+        P_hat, compared = gb.win_probabilities_batch(stack.wins, stack.ties)
+        hit = (P_hat, compared, gb.connected_batch(compared))
+        for a in hit:
+            a.setflags(write=False)
+        _PROBABILITIES[key] = hit
+        weakref.finalize(stack, _PROBABILITIES.pop, key, None)
+    return hit[0], hit[1], hit[2].copy()
 
 
 def _is_exact(solver: str) -> bool:
