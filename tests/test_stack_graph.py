@@ -88,7 +88,7 @@ def test_full_example_with_draws_of_two_trials(example):
 
 @st.composite
 def _binary_data(draw):
-    L = draw(st.integers(2, 6))
+    L = draw(st.integers(1, 6))
     M = draw(st.integers(1, 5))
     N = draw(st.integers(1, 3))
     R = draw(arrays(np.int8, (L, M, N), elements=st.integers(0, 1)))

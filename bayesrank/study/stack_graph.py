@@ -79,8 +79,10 @@ def _rank_centrality(stack: DrawStack, *, tie_handling="half", smoothing=0.0, te
     if not _is_exact(solver) or tie_handling not in ("ignore", "half"):
         return None
     smoothing, teleport = float(smoothing), float(teleport)
-    if not (smoothing >= 0.0 and 0.0 <= teleport < 1.0) or stack.data.L == 1:
+    if not (smoothing >= 0.0 and 0.0 <= teleport < 1.0):
         return None
+    if stack.data.L == 1:
+        return np.ones((stack.D, 1))
     P, edges = gb.rank_centrality_chain_batch(stack.wins, stack.ties, tie_handling,
                                               smoothing, teleport)
     ok = gb.connected_batch(edges)
@@ -93,10 +95,12 @@ def _rank_centrality(stack: DrawStack, *, tie_handling="half", smoothing=0.0, te
 def _alpharank(stack: DrawStack, *, alpha=1.0, population_size=50, solver="exact",
                **_: object):
     L = stack.data.L
-    if not _is_exact(solver) or L == 1 or isinstance(population_size, bool):
+    if not _is_exact(solver) or isinstance(population_size, bool):
         return None
     if not (float(alpha) >= 0.0 and int(population_size) == population_size >= 2):
         return None
+    if L == 1:
+        return np.ones((stack.D, 1))
     P_hat, _, ok = _probabilities(stack)
     C = gb.alpharank_chain_batch(P_hat, float(alpha), int(population_size), constant_sum=True)
     off = ~np.eye(L, dtype=bool)
