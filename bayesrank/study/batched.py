@@ -470,9 +470,19 @@ def rank_stack(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 scores = batched_scores(stack, m)
-        if scores is not None and np.all(np.isfinite(scores)):
-            ranks = ranks_from_scores(scores)
-            out[m] = DrawRanks(ranks, [None] * stack.D, 0, time.perf_counter() - start)
+        finite = None if scores is None else np.all(np.isfinite(scores), axis=1)
+        if finite is not None and finite.any():
+            # rows with a non-finite score (a rule's "rank this draw alone") go per draw
+            ranks = ranks_from_scores(np.where(finite[:, None], scores, 0.0))
+            result = DrawRanks(ranks, [None] * stack.D, 0, 0.0)
+            left = np.flatnonzero(~finite)
+            if left.size:
+                alone = _per_draw([stack.subset(d) for d in left], m)
+                for d, r, why in zip(left, alone.ranks, alone.reasons, strict=True):
+                    result.ranks[d], result.reasons[d] = r, why
+                result.warnings = alone.warnings
+            result.seconds = time.perf_counter() - start
+            out[m] = result
             continue
         if subs is None:
             subs = [stack.subset(d) for d in range(stack.D)]
