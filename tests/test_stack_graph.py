@@ -72,6 +72,17 @@ def example() -> ResponseData:
     return br.datasets.example("aime24")
 
 
+def _check_scores_bitwise(stack: DrawStack, method: str) -> None:
+    """Finite batched rows are the per-draw rule's scores to the last bit (same arithmetic)."""
+    spec = get_method(method)
+    rule = spec.function.__wrapped_rule__
+    scores = _stack_scores(stack, method)
+    for d in np.flatnonzero(np.isfinite(scores).all(axis=1)):
+        out = rule(stack.subset(d), **dict(spec.defaults))
+        ref = out[0] if isinstance(out, tuple) else out
+        np.testing.assert_array_equal(scores[d], ref, err_msg=f"{method}, draw {d}")
+
+
 @pytest.mark.parametrize("size", [5, 10, 15])
 def test_example_pools_rank_as_each_draw_alone(example, size):
     rng = np.random.default_rng(size)
@@ -79,6 +90,9 @@ def test_example_pools_rank_as_each_draw_alone(example, size):
     for _ in range(2):
         models = np.sort(rng.choice(example.L, size, replace=False))
         _check_identity(example, draws, models)
+        stack = DrawStack.from_data(example, draws).pool(models)
+        for method in GRAPH:
+            _check_scores_bitwise(stack, method)
 
 
 def test_full_example_with_draws_of_two_trials(example):
