@@ -253,3 +253,21 @@ def test_shared_win_probabilities_leave_with_their_stack():
     del stack
     gc.collect()
     assert len(stack_graph._PROBABILITIES) == before
+
+
+def test_batched_connectivity_matches_scipy_connected_components():
+    from scipy.sparse.csgraph import connected_components
+
+    from bayesrank.baselines import graph_batch
+
+    rng = np.random.default_rng(13)
+    for L in (1, 2, 5, 9):
+        edges = rng.random((300, L, L)) < rng.choice([0.05, 0.2, 0.5], size=(300, 1, 1))
+        strong = graph_batch.strongly_connected_batch(edges)
+        weak = graph_batch.connected_batch(edges)
+        for b in range(300):
+            n_strong = connected_components(edges[b], directed=True, connection="strong")[0]
+            n_weak = connected_components(edges[b], directed=True, connection="weak")[0]
+            assert strong[b] == (n_strong == 1) and weak[b] == (n_weak == 1), (L, b)
+        if L >= 5:  # both outcomes occur: the comparison is not vacuous
+            assert strong.any() and (~weak).any()

@@ -21,7 +21,9 @@ linear solve, Grassmann–Taksar–Heyman elimination or a dense eigensolver);
 The array-level functions (:func:`pagerank_scores`, :func:`stationary_distribution`,
 :func:`alpharank_scores`, :func:`nash_equilibrium`, :func:`serial_rank_scores`,
 :func:`hodge_potential`, ...) work on plain matrices so they can be used on any
-graph or game.
+graph or game.  Their numeric cores live in :mod:`bayesrank.baselines.graph_batch`
+(a leading batch axis) and are called here with a batch of one, so the study's stacked
+rules (:mod:`bayesrank.study.stack_graph`) reproduce these scores bit for bit.
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ from typing import Literal
 import numpy as np
 import scipy.linalg
 from scipy.optimize import linprog, minimize
-from scipy.sparse.csgraph import connected_components
 
 from bayesrank.baselines import graph_batch as gb
 from bayesrank.baselines._optim import require_connected
@@ -135,8 +136,7 @@ def stationary_distribution(P: np.ndarray) -> np.ndarray:
     np.fill_diagonal(A, 0.0)
     if np.any(A < 0) or not np.all(np.isfinite(A)):
         raise DataError("transition probabilities must be finite and non-negative")
-    n_strong, _ = connected_components(A > 0, directed=True, connection="strong")
-    if n_strong > 1:
+    if not gb.strongly_connected_batch(A[None] > 0)[0]:
         raise NotIdentifiedError(
             "the Markov chain is reducible (its transition graph is not strongly "
             "connected), so its stationary distribution is not unique"
@@ -302,7 +302,7 @@ def rank_centrality(
                       labels=data.models)
     if data.L == 1:
         return np.ones(1)
-    if teleport == 0 and connected_components(P > 0, directed=True, connection="strong")[0] > 1:
+    if teleport == 0 and not gb.strongly_connected_batch(P[None] > 0)[0]:
         raise DisconnectedGraphError(
             f"rank_centrality(tie_handling={tie_handling!r}): the 'beaten by' graph is not "
             "strongly connected (some models never lose, or never win, against the rest), "
