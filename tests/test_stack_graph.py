@@ -271,3 +271,17 @@ def test_batched_connectivity_matches_scipy_connected_components():
             assert strong[b] == (n_strong == 1) and weak[b] == (n_weak == 1), (L, b)
         if L >= 5:  # both outcomes occur: the comparison is not vacuous
             assert strong.any() and (~weak).any()
+
+
+def test_a_stack_of_many_pools_scores_each_pool_as_alone(example):
+    # What a pool-stacking bootstrap hands the rules: rows of several pools of one size.
+    rng = np.random.default_rng(21)
+    full = DrawStack.from_data(example, [np.array([t]) for t in range(0, example.N, 4)])
+    parts = [full.pool(np.sort(rng.choice(example.L, 10, replace=False))) for _ in range(30)]
+    fields = ("draws", "counts", "wins", "ties", "question_wins", "question_ties")
+    big = DrawStack(parts[0].data, **{f: np.concatenate([getattr(p, f) for p in parts])
+                                      for f in fields})
+    for method in GRAPH:
+        together = _stack_scores(big, method)
+        alone = np.concatenate([_stack_scores(p, method) for p in parts])
+        np.testing.assert_array_equal(together, alone, err_msg=method)

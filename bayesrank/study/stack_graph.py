@@ -8,7 +8,9 @@ it gets alone.  A rule returns scores (D, L), or None for options it does not re
 (disconnected comparison graph, reducible walk, repeated Perron root, underflowing
 fixation probabilities) or would need a search the stack does not run (the Nash linear
 program when the best models do not dominate) gets a row of NaN: the caller then ranks
-that draw on the per-draw path, which raises or searches exactly as before.
+that draw on the per-draw path, which raises or searches exactly as before.  The rules
+read only the stack's pairwise counts (``wins``, ``ties``; L is their size), so a stack
+holding the draws of many model pools of one size works as well.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ def _pagerank(stack: DrawStack, *, damping=0.85, solver="exact", **_: object):
     if not _is_exact(solver) or not 0.0 < float(damping) < 1.0:
         return None
     P_hat, compared, ok = _probabilities(stack)
-    L = stack.data.L
+    L = stack.wins.shape[1]
     adjacency = np.swapaxes(np.where(compared, P_hat, 0.0), 1, 2)
     return _where_ok(ok, gb.pagerank_batch(adjacency, float(damping), np.full(L, 1.0 / L)))
 
@@ -81,7 +83,7 @@ def _rank_centrality(stack: DrawStack, *, tie_handling="half", smoothing=0.0, te
     smoothing, teleport = float(smoothing), float(teleport)
     if not (smoothing >= 0.0 and 0.0 <= teleport < 1.0):
         return None
-    if stack.data.L == 1:
+    if stack.wins.shape[1] == 1:
         return np.ones((stack.D, 1))
     P, edges = gb.rank_centrality_chain_batch(stack.wins, stack.ties, tie_handling,
                                               smoothing, teleport)
@@ -94,7 +96,7 @@ def _rank_centrality(stack: DrawStack, *, tie_handling="half", smoothing=0.0, te
 
 def _alpharank(stack: DrawStack, *, alpha=1.0, population_size=50, solver="exact",
                **_: object):
-    L = stack.data.L
+    L = stack.wins.shape[1]
     if not _is_exact(solver) or isinstance(population_size, bool):
         return None
     if not (float(alpha) >= 0.0 and int(population_size) == population_size >= 2):
