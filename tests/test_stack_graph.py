@@ -205,6 +205,27 @@ def test_options_not_reproduced_use_the_per_draw_path(base, options):
     assert RULES[base](stack, **options) is None
 
 
+@pytest.mark.parametrize(("base", "options"), [
+    ("pagerank", {"damping": True}),
+    ("pagerank", {"tol": 0.0}),
+    ("spectral", {"max_iter": 0}),
+    ("rank_centrality", {"teleport": 1.0}),
+    ("rank_centrality", {"smoothing": -1.0}),
+    ("alpharank", {"population_size": 1}),
+    ("alpharank", {"alpha": float("nan")}),
+    ("nash", {"temperature": -1.0}),
+    ("nash", {"selection": "random"}),
+    ("serial_rank", {"comparison": "ratio"}),
+    ("hodge_rank", {"epsilon": True}),
+])
+def test_options_the_rule_refuses_are_left_to_the_per_draw_path(base, options):
+    data = ResponseData(np.random.default_rng(0).integers(0, 2, size=(4, 5, 2)))
+    stack = DrawStack.from_data(data, [np.array([0]), np.array([1])])
+    assert RULES[base](stack, **options) is None
+    with pytest.raises(br.errors.DataError):
+        getattr(graph, base)(data.subset(trials=[0]), **options)
+
+
 def test_every_graph_identifier_is_batched():
     assert {get_method(m).base for m in GRAPH} == set(RULES)
 

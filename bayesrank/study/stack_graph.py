@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bayesrank.baselines import graph_batch as gb
+from bayesrank.checks import check_choice, check_finite, check_in_interval, check_int
+from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
     from bayesrank.study.batched import DrawStack
@@ -55,21 +57,33 @@ def _probabilities(stack: DrawStack) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return hit[0], hit[1], hit[2].copy()
 
 
-def _is_exact(solver: str) -> bool:
-    return isinstance(solver, str) and solver == "exact"
+def _exact_solver(solver, max_iter, tol) -> bool:
+    """The rules' solver check (DataError as they raise it); True for the exact solver."""
+    check_choice("solver", solver, ("exact", "power"))
+    check_int("max_iter", max_iter)
+    check_finite("tol", tol, positive=True)
+    return solver == "exact"
 
 
-def _pagerank(stack: DrawStack, *, damping=0.85, solver="exact", **_: object):
-    if not _is_exact(solver) or not 0.0 < float(damping) < 1.0:
-        return None
+def _pagerank(stack: DrawStack, *, damping=0.85, solver="exact", max_iter=100, tol=1e-12,
+              **_: object):
+    try:
+        damping = check_in_interval("damping", damping, 0.0, 1.0, closed="neither")
+        if not _exact_solver(solver, max_iter, tol):
+            return None
+    except DataError:
+        return None  # the rule raises; the per-draw path reports it
     P_hat, compared, ok = _probabilities(stack)
     L = stack.wins.shape[1]
     adjacency = np.swapaxes(np.where(compared, P_hat, 0.0), 1, 2)
-    return _where_ok(ok, gb.pagerank_batch(adjacency, float(damping), np.full(L, 1.0 / L)))
+    return _where_ok(ok, gb.pagerank_batch(adjacency, damping, np.full(L, 1.0 / L)))
 
 
-def _spectral(stack: DrawStack, *, solver="exact", **_: object):
-    if not _is_exact(solver):
+def _spectral(stack: DrawStack, *, solver="exact", max_iter=10_000, tol=1e-12, **_: object):
+    try:
+        if not _exact_solver(solver, max_iter, tol):
+            return None
+    except DataError:
         return None
     P_hat, compared, ok = _probabilities(stack)
     v, simple = gb.perron_batch(gb.spectral_matrix_batch(P_hat, compared))
@@ -77,11 +91,14 @@ def _spectral(stack: DrawStack, *, solver="exact", **_: object):
 
 
 def _rank_centrality(stack: DrawStack, *, tie_handling="half", smoothing=0.0, teleport=0.0,
-                     solver="exact", **_: object):
-    if not _is_exact(solver) or tie_handling not in ("ignore", "half"):
-        return None
-    smoothing, teleport = float(smoothing), float(teleport)
-    if not (smoothing >= 0.0 and 0.0 <= teleport < 1.0):
+                     solver="exact", max_iter=10_000, tol=1e-12, **_: object):
+    try:
+        check_choice("tie_handling", tie_handling, ("ignore", "half"))
+        smoothing = check_finite("smoothing", smoothing, nonnegative=True)
+        teleport = check_in_interval("teleport", teleport, 0.0, 1.0, closed="left")
+        if not _exact_solver(solver, max_iter, tol):
+            return None
+    except DataError:
         return None
     if stack.wins.shape[1] == 1:
         return np.ones((stack.D, 1))
@@ -95,16 +112,19 @@ def _rank_centrality(stack: DrawStack, *, tie_handling="half", smoothing=0.0, te
 
 
 def _alpharank(stack: DrawStack, *, alpha=1.0, population_size=50, solver="exact",
-               **_: object):
+               max_iter=100_000, tol=1e-12, **_: object):
+    try:
+        alpha = check_finite("alpha", alpha, nonnegative=True)
+        population_size = check_int("population_size", population_size, minimum=2)
+        if not _exact_solver(solver, max_iter, tol):
+            return None
+    except DataError:
+        return None
     L = stack.wins.shape[1]
-    if not _is_exact(solver) or isinstance(population_size, bool):
-        return None
-    if not (float(alpha) >= 0.0 and int(population_size) == population_size >= 2):
-        return None
     if L == 1:
         return np.ones((stack.D, 1))
     P_hat, _, ok = _probabilities(stack)
-    C = gb.alpharank_chain_batch(P_hat, float(alpha), int(population_size), constant_sum=True)
+    C = gb.alpharank_chain_batch(P_hat, alpha, population_size, constant_sum=True)
     off = ~np.eye(L, dtype=bool)
     ok &= np.all(C[:, off] > 0, axis=1)
     C = np.where(ok[:, None, None], C, 1.0 / L)
@@ -112,10 +132,17 @@ def _alpharank(stack: DrawStack, *, alpha=1.0, population_size=50, solver="exact
 
 
 def _nash(stack: DrawStack, *, solver="lp", score_type="vs_equilibrium",
-          selection="max_entropy", **_: object):
-    if solver != "lp" or selection not in ("max_entropy", "lp"):
+          selection="max_entropy", n_iter=100, temperature=0.1, **_: object):
+    try:
+        check_choice("score_type", score_type,
+                     ("vs_equilibrium", "advantage_vs_equilibrium", "equilibrium"))
+        check_choice("solver", solver, ("lp", "fictitious_play"))
+        check_int("n_iter", n_iter)
+        check_finite("temperature", temperature, positive=True)
+        check_choice("selection", selection, ("max_entropy", "lp"))
+    except DataError:
         return None
-    if score_type not in ("vs_equilibrium", "advantage_vs_equilibrium", "equilibrium"):
+    if solver != "lp":
         return None
     P_hat, _, ok = _probabilities(stack)
     L = P_hat.shape[1]
@@ -133,7 +160,9 @@ def _nash(stack: DrawStack, *, solver="lp", score_type="vs_equilibrium",
 
 
 def _serial_rank(stack: DrawStack, *, comparison="prob_diff", **_: object):
-    if comparison not in ("prob_diff", "sign"):
+    try:
+        check_choice("comparison", comparison, ("prob_diff", "sign"))
+    except DataError:
         return None
     P_hat, _, ok = _probabilities(stack)
     L = P_hat.shape[1]
@@ -147,14 +176,16 @@ def _serial_rank(stack: DrawStack, *, comparison="prob_diff", **_: object):
 
 def _hodge_rank(stack: DrawStack, *, pairwise_stat="binary", weight_method="total",
                 epsilon=0.5, **_: object):
-    if pairwise_stat not in ("binary", "log_odds"):
-        return None
-    if weight_method not in ("total", "decisive", "uniform") or not float(epsilon) > 0.0:
+    try:
+        check_choice("pairwise_stat", pairwise_stat, ("binary", "log_odds"))
+        check_choice("weight_method", weight_method, ("total", "decisive", "uniform"))
+        epsilon = check_finite("epsilon", epsilon, positive=True)
+    except DataError:
         return None
     _, compared, ok = _probabilities(stack)
     total = stack.wins + np.swapaxes(stack.wins, 1, 2) + stack.ties
     Y, w = gb.hodge_flow_batch(stack.wins, total, compared, pairwise_stat, weight_method,
-                               float(epsilon))
+                               epsilon)
     YT, wT = np.swapaxes(Y, 1, 2), np.swapaxes(w, 1, 2)
     valid = np.all(np.abs(Y + YT) <= 1e-8 + 1e-5 * np.abs(YT), axis=(1, 2))
     valid &= np.all((np.abs(w - wT) <= 1e-8 + 1e-5 * np.abs(wT)) & (w >= 0), axis=(1, 2))
