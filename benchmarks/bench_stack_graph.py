@@ -34,7 +34,7 @@ import pandas as pd
 import bayesrank as br
 from bayesrank.registry import get_method
 from bayesrank.study.batched import DrawStack, _per_draw, competition_ranks, rank_stack
-from bayesrank.study.stack_graph import _PROBABILITIES, RULES
+from bayesrank.study.stack_graph import _BLOCKS, RULES
 
 GRAPH = [
     "pagerank", "spectral", "alpharank", "nash_vs_equilibrium", "nash_advantage_vs_equilibrium",
@@ -67,7 +67,7 @@ def hybrid(stack: DrawStack, subs, method: str) -> None:
 def best_of(repeat: int, fn) -> float:
     times = []
     for _ in range(repeat):
-        _PROBABILITIES.clear()  # each identifier pays the shared win probabilities in full
+        _BLOCKS.clear()  # each identifier pays the shared win probabilities in full
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)

@@ -260,20 +260,21 @@ def test_population_sum_in_blocks_equals_each_game_alone(monkeypatch):
     np.testing.assert_array_equal(general, graph_batch.stationary_batch(stacked[3:4])[0])
 
 
-def test_shared_win_probabilities_leave_with_their_stack():
+def test_blocks_of_a_stack_are_shared_and_leave_with_it(monkeypatch):
     import gc
 
     from bayesrank.study import stack_graph
 
-    data = ResponseData(np.random.default_rng(1).integers(0, 2, size=(5, 6, 2)))
-    stack = DrawStack.from_data(data, [np.array([0]), np.array([1])])
-    before = len(stack_graph._PROBABILITIES)
-    first = _stack_scores(stack, "pagerank")
-    assert len(stack_graph._PROBABILITIES) == before + 1
-    np.testing.assert_array_equal(_stack_scores(stack, "pagerank"), first)  # from the cache
+    monkeypatch.setattr(stack_graph, "CHUNK", 3)  # 7 draws: blocks of 3, 3 and 1
+    data = ResponseData(np.random.default_rng(1).integers(0, 2, size=(5, 6, 7)))
+    stack = DrawStack.from_data(data, [np.array([t]) for t in range(7)])
+    before = len(stack_graph._BLOCKS)
+    for method in GRAPH:
+        _check_scores_bitwise(stack, method)
+    assert [rows.D for rows in stack_graph._BLOCKS[id(stack)]] == [3, 3, 1]
     del stack
     gc.collect()
-    assert len(stack_graph._PROBABILITIES) == before
+    assert len(stack_graph._BLOCKS) == before
 
 
 def test_batched_connectivity_matches_scipy_connected_components():

@@ -15,8 +15,10 @@ holding the draws of many model pools of one size works as well.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,26 +37,64 @@ def _where_ok(ok: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return np.where(ok[:, None], scores, np.nan)
 
 
-#: id(stack) -> its read-only (P_hat, compared, connected); an entry leaves with its stack.
-_PROBABILITIES: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+#: Rows per block: a block's (B, L, L) temporaries stay in cache (a stack of many pools
+#: has 10^4-10^5 rows, and one pass per temporary over all of them is memory bound).
+CHUNK = 256
 
 
-def _probabilities(stack: DrawStack) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``P_hat``, the comparison graphs and which draws' graphs are connected.
+class _Rows:
+    """A block of a stack's draws: pairwise counts and, once asked, its win probabilities."""
 
-    13 of the 15 graph identifiers start from these; they are computed once per stack
-    (callers get read-only arrays and a fresh copy of the mask).
-    """
-    key = id(stack)
-    hit = _PROBABILITIES.get(key)
-    if hit is None:
-        P_hat, compared = gb.win_probabilities_batch(stack.wins, stack.ties)
+    def __init__(self, wins: np.ndarray, ties: np.ndarray) -> None:
+        self.wins, self.ties = wins, ties
+        self.D = wins.shape[0]
+
+    @cached_property
+    def _probabilities(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        P_hat, compared = gb.win_probabilities_batch(self.wins, self.ties)
         hit = (P_hat, compared, gb.connected_batch(compared))
         for a in hit:
             a.setflags(write=False)
-        _PROBABILITIES[key] = hit
-        weakref.finalize(stack, _PROBABILITIES.pop, key, None)
-    return hit[0], hit[1], hit[2].copy()
+        return hit
+
+
+#: id(stack) -> its blocks; an entry leaves with its stack.
+_BLOCKS: dict[int, list[_Rows]] = {}
+
+
+def _blocks(stack: DrawStack) -> list[_Rows]:
+    """The stack's rows in blocks of :data:`CHUNK`, shared by every rule called on it."""
+    key = id(stack)
+    blocks = _BLOCKS.get(key)
+    if blocks is None:
+        wins, ties = stack.wins, stack.ties
+        blocks = [_Rows(wins[s:s + CHUNK], ties[s:s + CHUNK]) for s in range(0, stack.D, CHUNK)]
+        _BLOCKS[key] = blocks
+        weakref.finalize(stack, _BLOCKS.pop, key, None)
+    return blocks
+
+
+def _over_blocks(rule: Callable[..., np.ndarray | None]) -> Callable[..., np.ndarray | None]:
+    """``rule`` on every block of a stack, scores concatenated (None: the options' verdict)."""
+
+    @functools.wraps(rule)
+    def over_stack(stack: DrawStack, **options: object) -> np.ndarray | None:
+        parts = []
+        for rows in _blocks(stack):
+            part = rule(rows, **options)
+            if part is None:
+                return None
+            parts.append(part)
+        return np.concatenate(parts) if parts else np.zeros((0, stack.wins.shape[1]))
+
+    return over_stack
+
+
+def _probabilities(rows: _Rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``P_hat``, the comparison graphs (read-only; 13 of the 15 identifiers start from them)
+    and a fresh mask of the draws whose graph is connected."""
+    P_hat, compared, connected = rows._probabilities
+    return P_hat, compared, connected.copy()
 
 
 def _exact_solver(solver, max_iter, tol) -> bool:
@@ -65,7 +105,7 @@ def _exact_solver(solver, max_iter, tol) -> bool:
     return solver == "exact"
 
 
-def _pagerank(stack: DrawStack, *, damping=0.85, solver="exact", max_iter=100, tol=1e-12,
+def _pagerank(rows: _Rows, *, damping=0.85, solver="exact", max_iter=100, tol=1e-12,
               **_: object):
     try:
         damping = check_in_interval("damping", damping, 0.0, 1.0, closed="neither")
@@ -73,24 +113,24 @@ def _pagerank(stack: DrawStack, *, damping=0.85, solver="exact", max_iter=100, t
             return None
     except DataError:
         return None  # the rule raises; the per-draw path reports it
-    P_hat, compared, ok = _probabilities(stack)
-    L = stack.wins.shape[1]
+    P_hat, compared, ok = _probabilities(rows)
+    L = rows.wins.shape[1]
     adjacency = np.swapaxes(np.where(compared, P_hat, 0.0), 1, 2)
     return _where_ok(ok, gb.pagerank_batch(adjacency, damping, np.full(L, 1.0 / L)))
 
 
-def _spectral(stack: DrawStack, *, solver="exact", max_iter=10_000, tol=1e-12, **_: object):
+def _spectral(rows: _Rows, *, solver="exact", max_iter=10_000, tol=1e-12, **_: object):
     try:
         if not _exact_solver(solver, max_iter, tol):
             return None
     except DataError:
         return None
-    P_hat, compared, ok = _probabilities(stack)
+    P_hat, compared, ok = _probabilities(rows)
     v, simple = gb.perron_batch(gb.spectral_matrix_batch(P_hat, compared))
     return _where_ok(ok & simple, v)
 
 
-def _rank_centrality(stack: DrawStack, *, tie_handling="half", smoothing=0.0, teleport=0.0,
+def _rank_centrality(rows: _Rows, *, tie_handling="half", smoothing=0.0, teleport=0.0,
                      solver="exact", max_iter=10_000, tol=1e-12, **_: object):
     try:
         check_choice("tie_handling", tie_handling, ("ignore", "half"))
@@ -100,9 +140,9 @@ def _rank_centrality(stack: DrawStack, *, tie_handling="half", smoothing=0.0, te
             return None
     except DataError:
         return None
-    if stack.wins.shape[1] == 1:
-        return np.ones((stack.D, 1))
-    P, edges = gb.rank_centrality_chain_batch(stack.wins, stack.ties, tie_handling,
+    if rows.wins.shape[1] == 1:
+        return np.ones((rows.D, 1))
+    P, edges = gb.rank_centrality_chain_batch(rows.wins, rows.ties, tie_handling,
                                               smoothing, teleport)
     ok = gb.connected_batch(edges)
     if teleport == 0.0:
@@ -111,7 +151,7 @@ def _rank_centrality(stack: DrawStack, *, tie_handling="half", smoothing=0.0, te
     return _where_ok(ok, gb.stationary_batch(P))
 
 
-def _alpharank(stack: DrawStack, *, alpha=1.0, population_size=50, solver="exact",
+def _alpharank(rows: _Rows, *, alpha=1.0, population_size=50, solver="exact",
                max_iter=100_000, tol=1e-12, **_: object):
     try:
         alpha = check_finite("alpha", alpha, nonnegative=True)
@@ -120,10 +160,10 @@ def _alpharank(stack: DrawStack, *, alpha=1.0, population_size=50, solver="exact
             return None
     except DataError:
         return None
-    L = stack.wins.shape[1]
+    L = rows.wins.shape[1]
     if L == 1:
-        return np.ones((stack.D, 1))
-    P_hat, _, ok = _probabilities(stack)
+        return np.ones((rows.D, 1))
+    P_hat, _, ok = _probabilities(rows)
     C = gb.alpharank_chain_batch(P_hat, alpha, population_size, constant_sum=True)
     off = ~np.eye(L, dtype=bool)
     ok &= np.all(C[:, off] > 0, axis=1)
@@ -131,7 +171,7 @@ def _alpharank(stack: DrawStack, *, alpha=1.0, population_size=50, solver="exact
     return _where_ok(ok, gb.stationary_batch(C))
 
 
-def _nash(stack: DrawStack, *, solver="lp", score_type="vs_equilibrium",
+def _nash(rows: _Rows, *, solver="lp", score_type="vs_equilibrium",
           selection="max_entropy", n_iter=100, temperature=0.1, **_: object):
     try:
         check_choice("score_type", score_type,
@@ -144,7 +184,7 @@ def _nash(stack: DrawStack, *, solver="lp", score_type="vs_equilibrium",
         return None
     if solver != "lp":
         return None
-    P_hat, _, ok = _probabilities(stack)
+    P_hat, _, ok = _probabilities(rows)
     L = P_hat.shape[1]
     A = 2.0 * P_hat - 1.0
     A[:, np.arange(L), np.arange(L)] = 0.0
@@ -159,12 +199,12 @@ def _nash(stack: DrawStack, *, solver="lp", score_type="vs_equilibrium",
     return _where_ok(ok, gb.mix_batch(P_hat if score_type == "vs_equilibrium" else A, x))
 
 
-def _serial_rank(stack: DrawStack, *, comparison="prob_diff", **_: object):
+def _serial_rank(rows: _Rows, *, comparison="prob_diff", **_: object):
     try:
         check_choice("comparison", comparison, ("prob_diff", "sign"))
     except DataError:
         return None
-    P_hat, _, ok = _probabilities(stack)
+    P_hat, _, ok = _probabilities(rows)
     L = P_hat.shape[1]
     C = 2.0 * P_hat - 1.0
     C[:, np.arange(L), np.arange(L)] = 0.0
@@ -174,7 +214,7 @@ def _serial_rank(stack: DrawStack, *, comparison="prob_diff", **_: object):
     return _where_ok(ok, scores)
 
 
-def _hodge_rank(stack: DrawStack, *, pairwise_stat="binary", weight_method="total",
+def _hodge_rank(rows: _Rows, *, pairwise_stat="binary", weight_method="total",
                 epsilon=0.5, **_: object):
     try:
         check_choice("pairwise_stat", pairwise_stat, ("binary", "log_odds"))
@@ -182,9 +222,9 @@ def _hodge_rank(stack: DrawStack, *, pairwise_stat="binary", weight_method="tota
         epsilon = check_finite("epsilon", epsilon, positive=True)
     except DataError:
         return None
-    _, compared, ok = _probabilities(stack)
-    total = stack.wins + np.swapaxes(stack.wins, 1, 2) + stack.ties
-    Y, w = gb.hodge_flow_batch(stack.wins, total, compared, pairwise_stat, weight_method,
+    _, compared, ok = _probabilities(rows)
+    total = rows.wins + np.swapaxes(rows.wins, 1, 2) + rows.ties
+    Y, w = gb.hodge_flow_batch(rows.wins, total, compared, pairwise_stat, weight_method,
                                epsilon)
     YT, wT = np.swapaxes(Y, 1, 2), np.swapaxes(w, 1, 2)
     valid = np.all(np.abs(Y + YT) <= 1e-8 + 1e-5 * np.abs(YT), axis=(1, 2))
@@ -197,11 +237,13 @@ def _hodge_rank(stack: DrawStack, *, pairwise_stat="binary", weight_method="tota
 
 #: Base rule name -> scores (D, L) of every draw of a stack (NaN rows: per-draw path).
 RULES: dict[str, Callable[..., np.ndarray | None]] = {
-    "pagerank": _pagerank,
-    "spectral": _spectral,
-    "rank_centrality": _rank_centrality,
-    "alpharank": _alpharank,
-    "nash": _nash,
-    "serial_rank": _serial_rank,
-    "hodge_rank": _hodge_rank,
+    name: _over_blocks(rule) for name, rule in (
+        ("pagerank", _pagerank),
+        ("spectral", _spectral),
+        ("rank_centrality", _rank_centrality),
+        ("alpharank", _alpharank),
+        ("nash", _nash),
+        ("serial_rank", _serial_rank),
+        ("hodge_rank", _hodge_rank),
+    )
 }
