@@ -376,8 +376,8 @@ def alpharank(
 
     The game is constant-sum (``P_hat + P_hat^T = 1``), so the fixation probabilities
     take the paper's closed form.  Scores are stationary probabilities; weak models can
-    carry very little
-    mass, which :func:`stationary_distribution` still resolves accurately.
+    carry very little mass, which :func:`stationary_distribution` still resolves
+    accurately.
     """
     P_hat, _ = _pairwise(data, "alpharank")
     return alpharank_scores(P_hat, alpha, population_size, solver=solver, max_iter=max_iter,
