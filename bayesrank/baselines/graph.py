@@ -21,19 +21,21 @@ linear solve, Grassmann–Taksar–Heyman elimination or a dense eigensolver);
 The array-level functions (:func:`pagerank_scores`, :func:`stationary_distribution`,
 :func:`alpharank_scores`, :func:`nash_equilibrium`, :func:`serial_rank_scores`,
 :func:`hodge_potential`, ...) work on plain matrices so they can be used on any
-graph or game.
+graph or game.  Their numeric cores live in :mod:`bayesrank.baselines.graph_batch`
+(a leading batch axis) and are called here with a batch of one, so the study's stacked
+rules (:mod:`bayesrank.study.stack_graph`) reproduce these scores bit for bit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 import scipy.linalg
 from scipy.optimize import linprog, minimize
-from scipy.sparse.csgraph import connected_components
-from scipy.special import logsumexp
 
+from bayesrank.baselines import graph_batch as gb
 from bayesrank.baselines._optim import require_connected
 from bayesrank.checks import check_choice, check_finite, check_in_interval, check_int
 from bayesrank.data import ResponseData
@@ -80,21 +82,20 @@ def win_probabilities(wins: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, n
     compared : numpy.ndarray of bool, shape (L, L)
         Off-diagonal pairs with at least one shared comparison (graph edges).
     """
-    wins = np.asarray(wins, dtype=float)
-    ties = np.asarray(ties, dtype=float)
-    total = wins + wins.T + ties
-    compared = total > 0
-    np.fill_diagonal(compared, False)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        P_hat = np.where(compared, (wins + 0.5 * ties) / np.where(compared, total, 1.0), 0.5)
-    np.fill_diagonal(P_hat, 0.5)
-    return P_hat, compared
+    P_hat, compared = gb.win_probabilities_batch(np.asarray(wins)[None], np.asarray(ties)[None])
+    return P_hat[0], compared[0]
+
+
+def _require_connected(edges: np.ndarray, what: str, labels: Sequence[str] | None = None) -> None:
+    """:func:`require_connected`, with the cheap batched test first (scipy only to explain)."""
+    if not gb.connected_batch(np.asarray(edges, dtype=bool)[None])[0]:
+        require_connected(edges, what, labels=labels)
 
 
 def _pairwise(data: ResponseData, what: str) -> tuple[np.ndarray, np.ndarray]:
     red = data.reductions
     P_hat, compared = win_probabilities(red.wins, red.ties)
-    require_connected(compared, what, labels=data.models)
+    _require_connected(compared, what, labels=data.models)
     return P_hat, compared
 
 
@@ -142,21 +143,12 @@ def stationary_distribution(P: np.ndarray) -> np.ndarray:
     np.fill_diagonal(A, 0.0)
     if np.any(A < 0) or not np.all(np.isfinite(A)):
         raise DataError("transition probabilities must be finite and non-negative")
-    n_strong, _ = connected_components(A > 0, directed=True, connection="strong")
-    if n_strong > 1:
+    if not gb.strongly_connected_batch(A[None] > 0)[0]:
         raise NotIdentifiedError(
             "the Markov chain is reducible (its transition graph is not strongly "
             "connected), so its stationary distribution is not unique"
         )
-    for k in range(n - 1, 0, -1):
-        out = A[k, :k].sum()
-        A[:k, k] /= out
-        A[:k, :k] += np.outer(A[:k, k], A[k, :k])
-    pi = np.zeros(n)
-    pi[0] = 1.0
-    for k in range(1, n):
-        pi[k] = pi[:k] @ A[:k, k]
-    return pi / pi.sum()
+    return gb.stationary_batch(A[None])[0]
 
 
 def _stationary(P: np.ndarray, solver: Solver, max_iter: int, tol: float) -> np.ndarray:
@@ -175,18 +167,12 @@ def perron_vector(W: np.ndarray) -> np.ndarray:
         If the spectral radius is not a simple eigenvalue (the principal
         eigenvector, and hence the ranking, is not unique).
     """
-    W = np.asarray(W, dtype=float)
-    values, vectors = scipy.linalg.eig(W)
-    order = np.argsort(-values.real)
-    top = values[order[0]].real
-    if W.shape[0] > 1 and abs(values[order[1]] - top) <= 1e-9 * max(abs(top), 1.0):
+    v, simple = gb.perron_batch(np.asarray(W, dtype=float)[None])
+    if not simple[0]:
         raise NotIdentifiedError(
             "the principal eigenvalue is not simple, so the spectral ranking is not unique"
         )
-    v = vectors[:, order[0]].real
-    v = v * np.sign(v.sum())
-    v = np.clip(v, 0.0, None)
-    return v / v.sum()
+    return v[0]
 
 
 # ---------------------------------------------------------------------------------------
@@ -227,13 +213,12 @@ def pagerank_scores(
         if e.shape != (L,) or np.any(e < 0) or not np.isfinite(e).all() or e.sum() <= 0:
             raise DataError(f"teleport must be {L} non-negative weights with a positive sum")
         e = e / e.sum()
+    if solver == "exact":
+        return gb.pagerank_batch(A[None], damping, e)[0]
     out = A.sum(axis=1)
     dangling = out <= 0
     P = np.where(dangling[None, :], e[:, None], A.T / np.where(dangling, 1.0, out)[None, :])
-    if solver == "exact":
-        r = scipy.linalg.solve(np.eye(L) - damping * P, (1.0 - damping) * e)
-    else:
-        r = _power(lambda r: damping * (P @ r) + (1.0 - damping) * e, e, max_iter, tol)
+    r = _power(lambda r: damping * (P @ r) + (1.0 - damping) * e, e, max_iter, tol)
     return r / r.sum()
 
 
@@ -277,8 +262,7 @@ def spectral(
     """
     _check_solver(solver, max_iter, tol)
     P_hat, compared = _pairwise(data, "spectral")
-    W = np.where(compared, P_hat, 0.0)
-    W[np.diag_indices_from(W)] = W.sum(axis=1)
+    W = gb.spectral_matrix_batch(P_hat[None], compared[None])[0]
     if solver == "exact":
         return perron_vector(W)
     L = W.shape[0]
@@ -318,24 +302,14 @@ def rank_centrality(
     teleport = check_in_interval("teleport", teleport, 0.0, 1.0, closed="left")
     _check_solver(solver, max_iter, tol)
     red = data.reductions
-    L = data.L
-    wins = np.array(red.wins, dtype=float)
-    if tie_handling == "half":
-        wins += 0.5 * red.ties
-    wins += smoothing
-    np.fill_diagonal(wins, 0.0)
-    denom = wins + wins.T
-    edges = denom > 0
-    require_connected(edges, f"rank_centrality(tie_handling={tie_handling!r})",
+    P, edges = gb.rank_centrality_chain_batch(
+        red.wins[None], red.ties[None], tie_handling, smoothing, teleport)
+    P, edges = P[0], edges[0]
+    _require_connected(edges, f"rank_centrality(tie_handling={tie_handling!r})",
                       labels=data.models)
-    if L == 1:
+    if data.L == 1:
         return np.ones(1)
-    d_max = edges.sum(axis=1).max()
-    P = np.where(edges, wins.T / np.where(edges, denom, 1.0), 0.0) / d_max
-    P[np.diag_indices(L)] = 1.0 - P.sum(axis=1)
-    if teleport > 0:
-        P = (1.0 - teleport) * P + teleport / L
-    elif connected_components(P > 0, directed=True, connection="strong")[0] > 1:
+    if teleport == 0 and not gb.strongly_connected_batch(P[None] > 0)[0]:
         raise DisconnectedGraphError(
             f"rank_centrality(tie_handling={tie_handling!r}): the 'beaten by' graph is not "
             "strongly connected (some models never lose, or never win, against the rest), "
@@ -347,24 +321,6 @@ def rank_centrality(
 # ---------------------------------------------------------------------------------------
 # alpha-Rank
 # ---------------------------------------------------------------------------------------
-def _log_fixation(payoffs: np.ndarray, alpha: float, m: int) -> np.ndarray:
-    """log rho[r, s]: fixation log-probability of one r-mutant among m - 1 s-residents.
-
-    Fermi (logit) selection in a finite single population (Omidshafiei et al.,
-    2019, Eq. for rho): with k mutants, the mutant's and resident's average
-    payoffs are ``f_r(k) = ((k-1) A_rr + (m-k) A_rs) / (m-1)`` and
-    ``f_s(k) = (k A_sr + (m-k-1) A_ss) / (m-1)``, and
-    ``rho = 1 / (1 + sum_{l=1}^{m-1} prod_{k=1}^{l} exp(-alpha (f_r(k) - f_s(k))))``.
-    """
-    A = payoffs
-    k = np.arange(1, m)[None, None, :]
-    diag = np.diag(A)
-    f_r = ((k - 1) * diag[:, None, None] + (m - k) * A[:, :, None]) / (m - 1)
-    f_s = (k * A.T[:, :, None] + (m - k - 1) * diag[None, :, None]) / (m - 1)
-    log_terms = np.cumsum(-alpha * (f_r - f_s), axis=2)
-    return -np.logaddexp(0.0, logsumexp(log_terms, axis=2))
-
-
 def alpharank_scores(
     payoffs: np.ndarray,
     alpha: float = 1.0,
@@ -373,6 +329,7 @@ def alpharank_scores(
     solver: Solver = "exact",
     max_iter: int = 100_000,
     tol: float = 1e-12,
+    constant_sum: bool = False,
 ) -> np.ndarray:
     """Single-population alpha-Rank of a symmetric game.
 
@@ -382,7 +339,8 @@ def alpharank_scores(
     with intensity ``alpha`` in a population of ``population_size``); the scores
     are its stationary distribution (Omidshafiei et al., 2019).  For a
     constant-sum game with payoff sum 1 this reduces to the paper's
-    ``rho = (1 - e^{-u}) / (1 - e^{-m u})``, ``u = alpha m/(m-1) (P_hat - 1/2)``.
+    ``rho = (1 - e^{-u}) / (1 - e^{-m u})``, ``u = alpha m/(m-1) (P_hat - 1/2)``;
+    ``constant_sum=True`` (caller guarantees ``A + A^T = 1``) evaluates that form.
     """
     A = np.asarray(payoffs, dtype=float)
     L = A.shape[0]
@@ -391,16 +349,16 @@ def alpharank_scores(
     alpha = check_finite("alpha", alpha, nonnegative=True)
     population_size = check_int("population_size", population_size, minimum=2)
     _check_solver(solver, max_iter, tol)
+    if constant_sum and not np.allclose(A + A.T, 1.0, rtol=0.0, atol=1e-12):
+        raise DataError("constant_sum=True needs payoffs with payoffs + payoffs.T == 1")
     if L == 1:
         return np.ones(1)
-    C = np.exp(_log_fixation(A, alpha, population_size)).T / (L - 1)
-    C[np.diag_indices(L)] = 0.0
+    C = gb.alpharank_chain_batch(A[None], alpha, population_size, constant_sum=constant_sum)[0]
     if not np.all(C[~np.eye(L, dtype=bool)] > 0):
         raise NotIdentifiedError(
             f"alpha-Rank: fixation probabilities underflow at alpha={alpha}; the chain is "
             "numerically reducible. Lower alpha or the population size."
         )
-    C[np.diag_indices(L)] = 1.0 - C.sum(axis=1)
     return _stationary(C, solver, max_iter, tol)
 
 
@@ -416,13 +374,14 @@ def alpharank(
 ) -> np.ndarray:
     """alpha-Rank on the constant-sum meta-game with payoffs ``P_hat`` (paper App. alpha-Rank).
 
-    Scores are stationary probabilities; weak models can carry very little
-    mass, which :func:`stationary_distribution` still resolves accurately.
+    The game is constant-sum (``P_hat + P_hat^T = 1``), so the fixation probabilities
+    take the paper's closed form.  Scores are stationary probabilities; weak models can
+    carry very little mass, which :func:`stationary_distribution` still resolves
+    accurately.
     """
     P_hat, _ = _pairwise(data, "alpharank")
-    return alpharank_scores(
-        P_hat, alpha, population_size, solver=solver, max_iter=max_iter, tol=tol
-    )
+    return alpharank_scores(P_hat, alpha, population_size, solver=solver, max_iter=max_iter,
+                            tol=tol, constant_sum=True)
 
 
 # ---------------------------------------------------------------------------------------
@@ -462,14 +421,12 @@ def _max_entropy_equilibrium(A: np.ndarray) -> np.ndarray:
     Generically that set is a single point, solved exactly; otherwise the
     entropy is maximised over its (low-dimensional) affine parameterisation.
     """
-    L = A.shape[0]
-    x = np.zeros(L)
     # Shortcut: models that never lose (A_ij >= 0), tie among themselves and beat all
     # others strictly are exactly the support of every equilibrium: x uniform on them.
-    top = np.all(A >= 0, axis=1)
-    if top.any() and np.all(A[np.ix_(top, top)] == 0) and np.all(A[np.ix_(top, ~top)] > 0):
-        x[top] = 1.0 / top.sum()
-        return x
+    top_x, dominated = gb.top_set_equilibrium_batch(A[None])
+    if dominated[0]:
+        return top_x[0]
+    x = np.zeros(A.shape[0])
     x0, S = _equilibrium_cone(A)
     A_SS, A_out = A[np.ix_(S, S)], A[np.ix_(~S, S)]
     system = np.vstack([A_SS, np.ones((1, S.sum()))])
@@ -591,7 +548,8 @@ def nash(
     else:
         x = _smooth_fictitious_play(A, n_iter, temperature)
     value = float(np.min(A.T @ x))  # payoff x guarantees; 0 at an exact equilibrium
-    scores = {"vs_equilibrium": P_hat @ x, "advantage_vs_equilibrium": A @ x, "equilibrium": x}
+    scores = {"vs_equilibrium": gb.mix_batch(P_hat[None], x[None])[0],
+              "advantage_vs_equilibrium": gb.mix_batch(A[None], x[None])[0], "equilibrium": x}
     details = {"equilibrium": x, "value": value} if return_equilibrium else {}
     return scores[score_type], details
 
@@ -615,23 +573,8 @@ def serial_rank_scores(C: np.ndarray) -> tuple[np.ndarray, bool]:
         constant): the seriation is then not identified and the scores fall
         back to the net comparison ``mean_j C_ij``.
     """
-    C = np.asarray(C, dtype=float)
-    L = C.shape[0]
-    net = C.mean(axis=1)
-    if L < 3:
-        return net, L == 2 and net[0] != net[1]
-    S = 0.5 * (L + C @ C.T)
-    lap = np.diag(S.sum(axis=1)) - S
-    values, vectors = scipy.linalg.eigh(lap)
-    scale = max(1.0, float(np.abs(values).max()))
-    v = vectors[:, 1]
-    if values[2] - values[1] <= 1e-10 * scale or np.ptp(v) <= 1e-12:
-        return net, False
-    upper = np.triu(np.ones((L, L), dtype=bool), 1)
-    agree = np.sign(v[:, None] - v[None, :])[upper] * np.sign(C[upper])
-    weighted = (np.sign(v[:, None] - v[None, :]) * C)[upper]
-    key = (agree.sum(), weighted.sum())
-    return (v if key >= (0, 0) else -v), True
+    scores, unique = gb.serial_rank_batch(np.asarray(C, dtype=float)[None])
+    return scores[0], bool(unique[0])
 
 
 @ranking_method
@@ -690,13 +633,10 @@ def hodge_potential(flow: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, 
     w = w.copy()
     np.fill_diagonal(w, 0.0)
     edges = w > 0
-    require_connected(edges, "hodge_rank (weighted graph)")
-    laplacian = np.diag(w.sum(axis=1)) - w
-    div = (w * Y).sum(axis=1)
+    _require_connected(edges, "hodge_rank (weighted graph)")
     # Connected graph: the Laplacian has a one-dimensional kernel (constants);
     # pinning the mean to zero gives a non-singular bordered system.
-    bordered = np.block([[laplacian, np.ones((L, 1))], [np.ones((1, L)), np.zeros((1, 1))]])
-    s = scipy.linalg.solve(bordered, np.r_[-div, 0.0], assume_a="sym")[:L]
+    s = gb.hodge_potential_batch(Y[None], w[None])[0]
     upper = np.triu(edges, 1)
     resid = (Y - (s[None, :] - s[:, None]))[upper]
     total = float(np.sqrt(np.sum(w[upper] * Y[upper] ** 2)))
@@ -729,14 +669,10 @@ def hodge_rank(
     check_choice("weight_method", weight_method, ("total", "decisive", "uniform"))
     epsilon = check_finite("epsilon", epsilon, positive=True)
     red = data.reductions
-    W, total = red.wins, red.comparisons
     _, compared = _pairwise(data, "hodge_rank")
-    if pairwise_stat == "binary":
-        Y = np.where(compared, (W.T - W) / np.where(compared, total, 1.0), 0.0)
-    else:
-        Y = np.where(compared, np.log((total - W + epsilon) / (total - W.T + epsilon)), 0.0)
-    weights = {"total": total, "decisive": W + W.T, "uniform": compared.astype(float)}
-    w = np.where(compared, weights[weight_method], 0.0)
+    Y, w = gb.hodge_flow_batch(red.wins[None], red.comparisons[None], compared[None],
+                               pairwise_stat, weight_method, epsilon)
+    Y, w = Y[0], w[0]
     try:
         scores, diagnostics = hodge_potential(Y, w)
     except DisconnectedGraphError:
