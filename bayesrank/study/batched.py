@@ -354,6 +354,8 @@ BATCHED_RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "minimax": _minimax,
     "schulze": _schulze,
 }
+from bayesrank.study.stack_seq import RULES as _seq_RULES  # noqa: E402, I001
+BATCHED_RULES.update(_seq_RULES)
 
 #: Rules whose score of a model depends on that model's own counts only: their scores on a
 #: model pool are the full-pool scores of the pool's members (the bootstrap computes them once).

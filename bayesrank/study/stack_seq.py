@@ -1,0 +1,73 @@
+"""Sequential ratings (and their stochastic and count-based neighbours) over a whole DrawStack.
+
+Each rule takes a :class:`~bayesrank.study.batched.DrawStack` and an identifier's default
+options and returns the scores (D, L) of every draw, or None where it does not reproduce
+the per-draw rule exactly (other options, non-binary data, invalid options: the per-draw
+path then ranks, or reports why it cannot).
+
+Elo, Glicko and TrueSkill: the D draws' match streams (same event order: trial-major,
+paper App. "Sequential Rating Systems") go to the batched kernels of
+:mod:`bayesrank.baselines.ratings` in one call; every stream runs through the same
+compiled per-stream loop as :func:`bayesrank.baselines.ratings.elo` on the draw alone (a
+batch of one), so the scores are bit-identical to the per-draw path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bayesrank.baselines import ratings
+from bayesrank.errors import DataError
+
+if TYPE_CHECKING:
+    from bayesrank.study.batched import DrawStack
+
+__all__ = ["RULES"]
+
+
+def _streams(stack: DrawStack) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every draw's match stream (D, n M, L), or None for non-binary data (the rule raises)."""
+    if not stack.data.is_binary:
+        return None
+    return ratings.event_streams(stack.data.R, stack.draws)
+
+
+def _elo(stack: DrawStack, **options: Any) -> np.ndarray | None:
+    streams = _streams(stack)
+    if streams is None:
+        return None
+    try:
+        return ratings.elo_ratings(*streams, **options)
+    except DataError:  # invalid options: the per-draw path reports them
+        return None
+
+
+def _glicko(stack: DrawStack, **options: Any) -> np.ndarray | None:
+    streams = _streams(stack)
+    if streams is None:
+        return None
+    try:
+        return ratings.glicko_ratings(*streams, **options)[0]
+    except DataError:
+        return None
+
+
+def _trueskill(stack: DrawStack, **options: Any) -> np.ndarray | None:
+    streams = _streams(stack)
+    if streams is None:
+        return None
+    try:
+        return ratings.trueskill_ratings(*streams, stack.data.M, **options)[0]
+    except DataError:
+        return None
+
+
+#: Base rule name -> scores (D, L) of every draw of a DrawStack (None: use the per-draw path).
+RULES: dict[str, Callable[..., np.ndarray | None]] = {
+    "elo": _elo,
+    "glicko": _glicko,
+    "trueskill": _trueskill,
+}

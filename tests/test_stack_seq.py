@@ -1,0 +1,109 @@
+"""Stacked sequential ratings (bayesrank.study.stack_seq): identical ranks to each draw alone.
+
+The oracle is :func:`bayesrank.study._core.safe_ranks`, i.e. :func:`bayesrank.rank` on
+``ResponseData.subset`` of each draw, which never touches the stack.  Ranks must be equal
+exactly, and a draw the rule cannot rank must fail with the same reason on both paths.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from bayesrank import ResponseData
+from bayesrank.datasets import example
+from bayesrank.study._core import safe_ranks
+from bayesrank.study.batched import DrawStack, batched_scores, rank_stack
+from bayesrank.study.stack_seq import RULES
+
+RATINGS = [
+    "elo_tie_skip", "elo_tie_draw", "elo_tie_correct_draw_only",
+    "glicko_tie_skip", "glicko_tie_draw", "glicko_tie_correct_draw_only",
+    "trueskill",
+]
+#: Identifiers of the family that the stack reproduces (checked to take the stacked path).
+BATCHED = RATINGS
+
+
+def _assert_same_as_alone(data: ResponseData, draws, models=None, ids=BATCHED) -> None:
+    stack = DrawStack.from_data(data, draws)
+    if models is not None:
+        stack = stack.pool(np.asarray(models))
+    out = rank_stack(stack, ids)
+    for m in ids:
+        assert batched_scores(stack, m) is not None, f"{m} fell back to the per-draw path"
+        for d, idx in enumerate(draws):
+            ref, reason, _ = safe_ranks(data.subset(models=models, trials=idx), m)
+            if ref is None:
+                assert out[m].ranks[d] is None and out[m].reasons[d] == reason, (m, d)
+            else:
+                np.testing.assert_array_equal(out[m].ranks[d], ref, err_msg=f"{m}, draw {d}")
+
+
+@pytest.fixture(scope="module")
+def aime() -> ResponseData:
+    return example("aime24")
+
+
+@pytest.mark.parametrize("size", [5, 10, 15])
+def test_example_pools_single_trial_draws(aime, size):
+    rng = np.random.default_rng(size)
+    draws = [np.array([n]) for n in rng.choice(aime.N, 10, replace=False)]
+    models = np.sort(rng.choice(aime.L, size, replace=False))
+    _assert_same_as_alone(aime, draws, models)
+
+
+def test_example_full_pool_two_trial_draws(aime):
+    # Two trials per draw: the second trial's events follow the first's (trial-major).
+    rng = np.random.default_rng(7)
+    draws = [rng.choice(aime.N, 2, replace=False) for _ in range(8)]
+    _assert_same_as_alone(aime, draws)
+
+
+@settings(max_examples=25, deadline=None)
+@given(arrays(np.int8, st.tuples(st.integers(2, 6), st.integers(1, 5), st.integers(1, 4)),
+              elements=st.integers(0, 1)))
+def test_random_binary_tensors(R):
+    data = ResponseData(R)
+    draws = [np.array([n]) for n in range(data.N)]
+    _assert_same_as_alone(data, draws)
+
+
+def test_degenerate_draws():
+    # Model 0 solves everything, model 3 nothing, models 1 and 2 are identical (exact ties),
+    # and in trial 2 every model answers alike (no decisive match at all).
+    R = np.array([
+        [[1, 1, 1], [1, 1, 1], [1, 1, 1]],
+        [[0, 1, 0], [1, 0, 0], [0, 1, 0]],
+        [[0, 1, 0], [1, 0, 0], [0, 1, 0]],
+        [[0, 0, 0], [0, 0, 0], [0, 0, 0]],
+    ])
+    R[:, :, 2] = 1
+    data = ResponseData(R)
+    draws = [np.array([n]) for n in range(3)]
+    _assert_same_as_alone(data, draws)
+    _assert_same_as_alone(data, draws, models=[1, 2])  # a pool of two exact twins
+    stack = DrawStack.from_data(data, draws)
+    for m in RATINGS:
+        ranks = rank_stack(stack, [m])[m].ranks
+        np.testing.assert_array_equal(ranks[2], np.ones(4))  # nothing decisive: all tied
+        assert ranks[0][1] == ranks[0][2]  # identical streams tie exactly
+
+
+def test_non_binary_and_invalid_options_take_the_per_draw_path():
+    rng = np.random.default_rng(0)
+    data = ResponseData(rng.integers(0, 3, size=(4, 5, 3)))
+    stack = DrawStack.from_data(data, [np.array([n]) for n in range(3)])
+    for m in RATINGS:
+        assert batched_scores(stack, m) is None
+        out = rank_stack(stack, [m])[m]
+        assert all(r is None for r in out.ranks)
+        assert all("binary" in why for why in out.reasons)
+    binary = DrawStack.from_data(ResponseData(rng.integers(0, 2, size=(4, 5, 3))),
+                                 [np.array([0])])
+    assert RULES["elo"](binary, K=-1.0) is None
+    assert RULES["glicko"](binary, tie_handling="sometimes") is None
+    assert RULES["trueskill"](binary, beta=0.0) is None
