@@ -12,8 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from scipy import special
 
 from bayesrank import ResponseData
+from bayesrank.baselines import paired
+from bayesrank.baselines._mcmc_kernels import bt_log_posterior
 from bayesrank.datasets import example
 from bayesrank.study._core import safe_ranks
 from bayesrank.study.batched import DrawStack, batched_scores, rank_stack
@@ -25,7 +28,7 @@ RATINGS = [
     "trueskill",
 ]
 #: Identifiers of the family that the stack reproduces (checked to take the stacked path).
-BATCHED = RATINGS
+BATCHED = [*RATINGS, "bayesian_mcmc"]
 
 
 def _assert_same_as_alone(data: ResponseData, draws, models=None, ids=BATCHED) -> None:
@@ -107,3 +110,27 @@ def test_non_binary_and_invalid_options_take_the_per_draw_path():
     assert RULES["elo"](binary, K=-1.0) is None
     assert RULES["glicko"](binary, tie_handling="sometimes") is None
     assert RULES["trueskill"](binary, beta=0.0) is None
+
+
+def test_batched_chains_equal_single_chains(aime):
+    stack = DrawStack.from_data(aime, [np.array([n]) for n in range(4)]).pool(np.arange(6))
+    draws, rates = paired.bt_posterior_draws_batch(stack.wins, n_samples=300, burnin=50)
+    for b, W in enumerate(stack.wins):
+        alone, rate = paired.bt_posterior_draws(W, n_samples=300, burnin=50)
+        np.testing.assert_array_equal(draws[b], alone)
+        assert rates[b] == rate
+
+
+def test_compiled_log_posterior_matches_scipy():
+    # Includes rows whose spread underflows e^(x - max x) (Student-t with 1 df, scale 300).
+    rng = np.random.default_rng(5)
+    L = 9
+    first, second = np.triu_indices(L, 1)
+    n = rng.integers(0, 6, first.size).astype(float)
+    loss_nodes = rng.normal(size=L)
+    for scale in (0.1, 3.0, 300.0):
+        x = rng.standard_t(1, size=(500, L)) * scale
+        ref = ((special.log_expit(x[:, first] - x[:, second]) * n).sum(axis=1)
+               - x @ loss_nodes - 0.5 * (x * x).sum(axis=1) / 2.0)
+        got = bt_log_posterior(x, first, second, n, loss_nodes, 2.0)
+        np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-12)

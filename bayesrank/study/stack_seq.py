@@ -10,6 +10,12 @@ paper App. "Sequential Rating Systems") go to the batched kernels of
 :mod:`bayesrank.baselines.ratings` in one call; every stream runs through the same
 compiled per-stream loop as :func:`bayesrank.baselines.ratings.elo` on the draw alone (a
 batch of one), so the scores are bit-identical to the per-draw path.
+
+Bayesian Bradley-Terry by MCMC (``bayesian_mcmc``): with a fixed seed every draw's chain
+uses the same random stream, which
+:func:`bayesrank.baselines.paired.bt_posterior_draws_batch` draws once for a block of
+draws; each chain then runs the per-draw code (seed None: per-draw path, whose streams
+differ from draw to draw).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesrank.baselines import ratings
+from bayesrank.baselines import paired, ratings
 from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
@@ -65,9 +71,29 @@ def _trueskill(stack: DrawStack, **options: Any) -> np.ndarray | None:
         return None
 
 
+#: Draws per call of the batched sampler: (block, burnin + n_samples, L) floats in memory.
+MCMC_BLOCK = 16
+
+
+def _bayesian_mcmc(stack: DrawStack, *, seed: int | None = 42, **options: Any):
+    if seed is None:
+        return None
+    scores = np.empty((stack.D, stack.data.L))
+    try:
+        for start in range(0, stack.D, MCMC_BLOCK):
+            Ws = stack.wins[start:start + MCMC_BLOCK]
+            draws, _ = paired.bt_posterior_draws_batch(Ws, seed=seed, **options)
+            for b, (chain, W) in enumerate(zip(draws, Ws, strict=True)):
+                scores[start + b] = paired.bt_posterior_mean(chain, W)
+    except DataError:
+        return None
+    return scores
+
+
 #: Base rule name -> scores (D, L) of every draw of a DrawStack (None: use the per-draw path).
 RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "elo": _elo,
     "glicko": _glicko,
     "trueskill": _trueskill,
+    "bayesian_mcmc": _bayesian_mcmc,
 }
