@@ -27,8 +27,15 @@ RATINGS = [
     "glicko_tie_skip", "glicko_tie_draw", "glicko_tie_correct_draw_only",
     "trueskill",
 ]
+VOTING = [
+    "ranked_pairs_strength_margin_tie_ignore", "ranked_pairs_strength_margin_tie_half",
+    "ranked_pairs_strength_winning_votes_tie_ignore",
+    "ranked_pairs_strength_winning_votes_tie_half",
+    "nanson_rank_ties_average", "nanson_rank_ties_max",
+    "baldwin_rank_ties_average", "baldwin_rank_ties_max", "majority_judgment",
+]
 #: Identifiers of the family that the stack reproduces (checked to take the stacked path).
-BATCHED = [*RATINGS, "bayesian_mcmc"]
+BATCHED = [*RATINGS, "bayesian_mcmc", *VOTING]
 
 
 def _assert_same_as_alone(data: ResponseData, draws, models=None, ids=BATCHED) -> None:
@@ -90,7 +97,7 @@ def test_degenerate_draws():
     _assert_same_as_alone(data, draws)
     _assert_same_as_alone(data, draws, models=[1, 2])  # a pool of two exact twins
     stack = DrawStack.from_data(data, draws)
-    for m in RATINGS:
+    for m in BATCHED:
         ranks = rank_stack(stack, [m])[m].ranks
         np.testing.assert_array_equal(ranks[2], np.ones(4))  # nothing decisive: all tied
         assert ranks[0][1] == ranks[0][2]  # identical streams tie exactly
@@ -110,6 +117,20 @@ def test_non_binary_and_invalid_options_take_the_per_draw_path():
     assert RULES["elo"](binary, K=-1.0) is None
     assert RULES["glicko"](binary, tie_handling="sometimes") is None
     assert RULES["trueskill"](binary, beta=0.0) is None
+    assert RULES["bayesian_mcmc"](binary, seed=None) is None  # unseeded: streams differ
+    assert RULES["bayesian_mcmc"](binary, n_samples=0) is None
+    assert RULES["ranked_pairs"](binary, strength="borda") is None
+    assert RULES["nanson"](binary, rank_ties="dense") is None
+
+
+def test_categorical_draws():
+    # Questions vote by cell utility; Bradley-Terry wins compare categories by weight.
+    rng = np.random.default_rng(4)
+    R = rng.integers(0, 3, size=(6, 8, 5))
+    data = ResponseData(R, weights=[0.0, 0.25, 1.0])
+    ids = ["bayesian_mcmc", *VOTING]
+    _assert_same_as_alone(data, [np.array([n]) for n in range(5)], ids=ids)
+    _assert_same_as_alone(data, [np.array([0, 3]), np.array([1, 4])], ids=ids)
 
 
 def test_batched_chains_equal_single_chains(aime):

@@ -16,6 +16,10 @@ uses the same random stream, which
 :func:`bayesrank.baselines.paired.bt_posterior_draws_batch` draws once for a block of
 draws; each chain then runs the per-draw code (seed None: per-draw path, whose streams
 differ from draw to draw).
+
+Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters): the draws'
+question-level counts (or cell utilities) go to the lockstep voting rules of
+:mod:`bayesrank.baselines.voting_batch`, which the per-draw rules call with a batch of one.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesrank.baselines import paired, ratings
+from bayesrank.baselines import paired, ratings, voting_batch
 from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
@@ -90,10 +94,47 @@ def _bayesian_mcmc(stack: DrawStack, *, seed: int | None = 42, **options: Any):
     return scores
 
 
+def _question_preferences(stack: DrawStack, tie_policy: str) -> np.ndarray | None:
+    """``P = W + T/2`` ("half") or ``W`` ("ignore") of every draw, as the per-draw rules."""
+    if tie_policy == "half":
+        return stack.question_wins + 0.5 * stack.question_ties
+    return stack.question_wins if tie_policy == "ignore" else None
+
+
+def _ranked_pairs(stack: DrawStack, *, strength: str = "margin", tie_policy: str = "half"):
+    P = _question_preferences(stack, tie_policy)
+    if P is None or strength not in ("margin", "winning_votes"):
+        return None
+    return voting_batch.dag_levels_batch(voting_batch.ranked_pairs_locked_batch(P, strength))
+
+
+#: Share of a question tie in a model's Borda points for each ``rank_ties`` option.
+_TIE_SHARE = {"average": 0.5, "min": 1.0, "max": 0.0}
+
+
+def _borda_elimination(rule: str) -> Callable[..., np.ndarray | None]:
+    def scores(stack: DrawStack, *, rank_ties: str = "average") -> np.ndarray | None:
+        share = _TIE_SHARE.get(rank_ties)
+        if share is None:
+            return None
+        points = stack.question_wins + share * stack.question_ties
+        return voting_batch.borda_elimination_batch(points, rule)
+
+    return scores
+
+
+def _majority_judgment(stack: DrawStack) -> np.ndarray:
+    return voting_batch.majority_judgment_batch(stack.cell_utility)
+
+
 #: Base rule name -> scores (D, L) of every draw of a DrawStack (None: use the per-draw path).
 RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "elo": _elo,
     "glicko": _glicko,
     "trueskill": _trueskill,
     "bayesian_mcmc": _bayesian_mcmc,
+    "ranked_pairs": _ranked_pairs,
+    "nanson": _borda_elimination("nanson"),
+    "baldwin": _borda_elimination("baldwin"),
+    "majority_judgment": _majority_judgment,
 }
