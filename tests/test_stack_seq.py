@@ -34,17 +34,22 @@ VOTING = [
     "nanson_rank_ties_average", "nanson_rank_ties_max",
     "baldwin_rank_ties_average", "baldwin_rank_ties_max", "majority_judgment",
 ]
-#: Identifiers of the family that the stack reproduces (checked to take the stacked path).
-BATCHED = [*RATINGS, "bayesian_mcmc", *VOTING]
+#: Need k = 2 trials per draw: on N=1 draws they fail, on both paths alike.
+PASS = ["pass_at_k_2", "pass_hat_k_2", "mg_pass_at_k_2"]
+#: Identifiers of the family that the stack reproduces (checked to take the stacked path);
+#: bayes_ci is the closed form of bayesrank.study.batched (base rule "bayes").
+BATCHED = [*RATINGS, "bayesian_mcmc", *VOTING, "bayes_ci"]
 
 
-def _assert_same_as_alone(data: ResponseData, draws, models=None, ids=BATCHED) -> None:
+def _assert_same_as_alone(data: ResponseData, draws, models=None, ids=BATCHED,
+                          stacked=True) -> None:
     stack = DrawStack.from_data(data, draws)
     if models is not None:
         stack = stack.pool(np.asarray(models))
     out = rank_stack(stack, ids)
     for m in ids:
-        assert batched_scores(stack, m) is not None, f"{m} fell back to the per-draw path"
+        path = batched_scores(stack, m) is not None
+        assert path == stacked, f"{m}: stacked path {path}, expected {stacked}"
         for d, idx in enumerate(draws):
             ref, reason, _ = safe_ranks(data.subset(models=models, trials=idx), m)
             if ref is None:
@@ -64,13 +69,15 @@ def test_example_pools_single_trial_draws(aime, size):
     draws = [np.array([n]) for n in rng.choice(aime.N, 10, replace=False)]
     models = np.sort(rng.choice(aime.L, size, replace=False))
     _assert_same_as_alone(aime, draws, models)
+    _assert_same_as_alone(aime, draws, models, ids=PASS, stacked=False)  # k = 2 > 1 trial
 
 
 def test_example_full_pool_two_trial_draws(aime):
     # Two trials per draw: the second trial's events follow the first's (trial-major).
     rng = np.random.default_rng(7)
     draws = [rng.choice(aime.N, 2, replace=False) for _ in range(8)]
-    _assert_same_as_alone(aime, draws)
+    _assert_same_as_alone(aime, draws, ids=[*BATCHED, *PASS])
+    _assert_same_as_alone(aime, draws, models=[2, 5, 11], ids=[*BATCHED, *PASS])
 
 
 @settings(max_examples=25, deadline=None)
@@ -80,6 +87,9 @@ def test_random_binary_tensors(R):
     data = ResponseData(R)
     draws = [np.array([n]) for n in range(data.N)]
     _assert_same_as_alone(data, draws)
+    if data.N >= 2:
+        pairs = [np.array([n, (n + 1) % data.N]) for n in range(data.N)]
+        _assert_same_as_alone(data, pairs, ids=[*BATCHED, *PASS])
 
 
 def test_degenerate_draws():
@@ -96,6 +106,7 @@ def test_degenerate_draws():
     draws = [np.array([n]) for n in range(3)]
     _assert_same_as_alone(data, draws)
     _assert_same_as_alone(data, draws, models=[1, 2])  # a pool of two exact twins
+    _assert_same_as_alone(data, [np.array([0, 1]), np.array([1, 2])], ids=[*BATCHED, *PASS])
     stack = DrawStack.from_data(data, draws)
     for m in BATCHED:
         ranks = rank_stack(stack, [m])[m].ranks
@@ -107,7 +118,7 @@ def test_non_binary_and_invalid_options_take_the_per_draw_path():
     rng = np.random.default_rng(0)
     data = ResponseData(rng.integers(0, 3, size=(4, 5, 3)))
     stack = DrawStack.from_data(data, [np.array([n]) for n in range(3)])
-    for m in RATINGS:
+    for m in [*RATINGS, *PASS]:
         assert batched_scores(stack, m) is None
         out = rank_stack(stack, [m])[m]
         assert all(r is None for r in out.ranks)
@@ -121,6 +132,7 @@ def test_non_binary_and_invalid_options_take_the_per_draw_path():
     assert RULES["bayesian_mcmc"](binary, n_samples=0) is None
     assert RULES["ranked_pairs"](binary, strength="borda") is None
     assert RULES["nanson"](binary, rank_ties="dense") is None
+    assert RULES["pass_at_k"](binary, k=0) is None
 
 
 def test_categorical_draws():

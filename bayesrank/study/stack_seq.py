@@ -20,6 +20,11 @@ differ from draw to draw).
 Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters): the draws'
 question-level counts (or cell utilities) go to the lockstep voting rules of
 :mod:`bayesrank.baselines.voting_batch`, which the per-draw rules call with a batch of one.
+
+Pass@k, Pass-hat@k and mG-Pass@k: closed forms over the draws' success counts through
+:func:`bayesrank.baselines.metrics.pass_scores` (per draw: a batch of one); draws of fewer
+than ``k`` trials (every N=1 draw for k = 2) are left to the per-draw rule, which says why
+it cannot rank them.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesrank.baselines import paired, ratings, voting_batch
+from bayesrank.baselines import metrics, paired, ratings, voting_batch
+from bayesrank.checks import check_int
 from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
@@ -127,6 +133,21 @@ def _majority_judgment(stack: DrawStack) -> np.ndarray:
     return voting_batch.majority_judgment_batch(stack.cell_utility)
 
 
+def _pass_family(metric: str) -> Callable[..., np.ndarray | None]:
+    def scores(stack: DrawStack, *, k: int) -> np.ndarray | None:
+        try:
+            k = check_int("k", k)
+        except DataError:
+            return None
+        if not stack.data.is_binary or stack.n_trials < k:
+            return None
+        trials = np.full(stack.counts.shape[:3], stack.n_trials, dtype=np.int64)
+        pmf = metrics.cell_success_pmf(trials, stack.counts[..., 1], k)
+        return metrics.pass_scores(pmf, metric)
+
+    return scores
+
+
 #: Base rule name -> scores (D, L) of every draw of a DrawStack (None: use the per-draw path).
 RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "elo": _elo,
@@ -137,4 +158,7 @@ RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "nanson": _borda_elimination("nanson"),
     "baldwin": _borda_elimination("baldwin"),
     "majority_judgment": _majority_judgment,
+    "pass_at_k": _pass_family("pass_at_k"),
+    "pass_hat_k": _pass_family("pass_hat_k"),
+    "mg_pass_at_k": _pass_family("mg_pass_at_k"),
 }
