@@ -4,10 +4,13 @@ For every identifier of the family, on model pools of 5, 10 and 15 models of the
 aime24 example (20 x 30 x 80) with its 80 single-trial draws (the model-pool bootstrap's
 unit of work), times ranking every draw one at a time (``_per_draw`` over
 ``DrawStack.subset``, today's path for these rules) and with one stacked call
-(``rank_stack``), in the same run, and checks that both give the same ranks.
+(``rank_stack``), in the same run, and checks that both give the same ranks.  Each
+timing is the best of ``--repeat`` alternating runs (the machine is shared).
 
-Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_stack_seq.py [--pools 1] [--ids a,b]``.
-The machine is shared: read the ratio column, not the absolute seconds.
+Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_stack_seq.py [--pools 1] [--repeat 3]
+[--ids a,b]``.  Read the ratio column, not the absolute seconds.  ``path``: "seq" where
+:mod:`bayesrank.study.stack_seq` has the rule, "batched" for the closed forms of
+:mod:`bayesrank.study.batched`, "per-draw" where the stack falls back on these draws.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 
 from bayesrank.datasets import example
 from bayesrank.registry import get_method
-from bayesrank.study.batched import DrawStack, _per_draw, rank_stack
+from bayesrank.study.batched import DrawStack, _per_draw, batched_scores, rank_stack
 from bayesrank.study.stack_seq import RULES
 
 FAMILY = [
@@ -46,6 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pools", type=int, default=1, help="pools per size")
     parser.add_argument("--ids", default=",".join(FAMILY))
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
@@ -67,15 +71,21 @@ def main() -> None:
             for pool in pools:
                 sub = stack.pool(pool)
                 subs = [sub.subset(d) for d in range(sub.D)]
-                start = time.perf_counter()
-                ref = _per_draw(subs, m)
-                per_draw += time.perf_counter() - start
-                start = time.perf_counter()
-                got = rank_stack(sub, [m])[m]
-                stacked += time.perf_counter() - start
-                same &= _same(ref.ranks, got.ranks)
-            base = get_method(m).base
-            path = "seq" if base in RULES else "other"
+                best_per_draw = best_stacked = np.inf
+                for _ in range(args.repeat):
+                    start = time.perf_counter()
+                    ref = _per_draw(subs, m)
+                    best_per_draw = min(best_per_draw, time.perf_counter() - start)
+                    start = time.perf_counter()
+                    got = rank_stack(sub, [m])[m]
+                    best_stacked = min(best_stacked, time.perf_counter() - start)
+                    same &= _same(ref.ranks, got.ranks)
+                per_draw += best_per_draw
+                stacked += best_stacked
+            if batched_scores(stack.pool(pools[0]), m) is None:
+                path = "per-draw"
+            else:
+                path = "seq" if get_method(m).base in RULES else "batched"
             print(f"{m:48s} {size:4d} {per_draw:10.3f} {stacked:10.3f} "
                   f"{per_draw / stacked:7.1f}  {'yes' if same else 'NO':4s}  {path}", flush=True)
 

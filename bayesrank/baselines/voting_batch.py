@@ -4,8 +4,10 @@ Each function takes B elections stacked on a leading axis and returns what the
 single-election rule returns for each of them; the single-election functions of
 :mod:`bayesrank.baselines.voting` call these with a batch of one, so an election's result
 does not depend on the batch it came in.  The rules are combinatorial (orderings,
-eliminations, comparisons of counts), so the batch runs them in lockstep: step ``k`` of
-every election at once, with masks for the elections that have already finished.
+eliminations, comparisons of counts): eliminations and levels run in lockstep (round ``k``
+of every election at once, with masks for the elections that have finished), Ranked
+Pairs sorts every election's victories in one ``lexsort`` and locks them in one compiled
+loop (:mod:`bayesrank.baselines._voting_kernels`).
 
 Paper appendix, "Voting rules" (Ranked Pairs, Nanson, Baldwin, Majority Judgment).
 """
@@ -55,29 +57,17 @@ def ranked_pairs_locked_batch(P: np.ndarray, strength: str = "margin") -> np.nda
     ``P`` (B, L, L) are pairwise preference counts.  In every election the victories
     ``i -> j`` (``Delta_ij > 0``) are sorted by strength (``Delta_ij`` for "margin",
     ``P_ij`` for "winning_votes"), then winning votes ``P_ij`` (both descending), then
-    winner and loser index (ascending), and locked unless they close a cycle.  Step
-    ``k`` locks (or skips) the k-th victory of every election that has one.
+    winner and loser index (ascending), and locked unless they close a cycle.
     """
+    from bayesrank.baselines._voting_kernels import lock_victories
+
     B, L, _ = P.shape
     margin = P - np.swapaxes(P, 1, 2)
     election, winner, loser = np.nonzero(margin > 0)
     votes = P[election, winner, loser]
     primary = margin[election, winner, loser] if strength == "margin" else votes
     order = np.lexsort((loser, winner, -votes, -primary, election))
-    election, winner, loser = election[order], winner[order], loser[order]
-    # position of each victory in its election's sorted list
-    first = np.searchsorted(election, np.arange(B))
-    step = np.arange(election.size) - first[election]
-    reach = np.broadcast_to(np.eye(L, dtype=bool), (B, L, L)).copy()  # paths a -> b
-    locked = np.zeros((B, L, L), dtype=bool)
-    for k in range(int(step.max(initial=-1)) + 1):
-        at = step == k
-        e, w, lose = election[at], winner[at], loser[at]
-        keep = ~reach[e, lose, w]
-        e, w, lose = e[keep], w[keep], lose[keep]
-        locked[e, w, lose] = True
-        reach[e] |= reach[e, :, w][:, :, None] & reach[e, lose, :][:, None, :]
-    return locked
+    return lock_victories(election[order], winner[order], loser[order], B, L)
 
 
 def borda_elimination_batch(points: np.ndarray, rule: str = "nanson") -> np.ndarray:
