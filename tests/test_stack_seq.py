@@ -155,15 +155,17 @@ def test_batched_chains_equal_single_chains(aime):
 
 
 def test_compiled_log_posterior_matches_scipy():
-    # Includes rows whose spread underflows e^(x - max x) (Student-t with 1 df, scale 300).
+    # Rows whose spread underflows e^(x - max x) (Student-t with 1 df, scale 300); small whole
+    # counts (product form), large and fractional counts (one log1p per pair).
     rng = np.random.default_rng(5)
     L = 9
     first, second = np.triu_indices(L, 1)
-    n = rng.integers(0, 6, first.size).astype(float)
     loss_nodes = rng.normal(size=L)
-    for scale in (0.1, 3.0, 300.0):
-        x = rng.standard_t(1, size=(500, L)) * scale
-        ref = ((special.log_expit(x[:, first] - x[:, second]) * n).sum(axis=1)
-               - x @ loss_nodes - 0.5 * (x * x).sum(axis=1) / 2.0)
-        got = bt_log_posterior(x, first, second, n, loss_nodes, 2.0)
-        np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-12)
+    whole = rng.integers(0, 6, first.size).astype(float)
+    for n in (whole, whole * 40.0, whole + 0.25):
+        for scale in (0.1, 3.0, 300.0):
+            x = rng.standard_t(1, size=(500, L)) * scale
+            ref = ((special.log_expit(x[:, first] - x[:, second]) * n).sum(axis=1)
+                   - x @ loss_nodes - 0.5 * (x * x).sum(axis=1) / 2.0)
+            got = bt_log_posterior(x, first, second, n, loss_nodes, 2.0)
+            np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-12)

@@ -468,7 +468,7 @@ def bt_posterior_draws_batch(
         s = expit(p.diff(mode))
         precision = p.laplacian(n * s * (1 - s)) + np.eye(L) / var
         chol_cov = np.linalg.cholesky(np.linalg.inv(precision))
-        proposals = mode + np.einsum("sk,lk->sl", z, chol_cov) / radius[:, None]
+        proposals = mode + (z @ chol_cov.T) / radius[:, None]
         loss_nodes = p.to_nodes(p.b)
         log_w = kernels.bt_log_posterior(proposals, p.i, p.j, n, loss_nodes, var) - log_q
         # the mode's own proposal log-density is 0
