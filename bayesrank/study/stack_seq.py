@@ -44,41 +44,28 @@ if TYPE_CHECKING:
 __all__ = ["RULES"]
 
 
-def _streams(stack: DrawStack) -> tuple[np.ndarray, np.ndarray] | None:
-    """Every draw's match stream (D, n M, L), or None for non-binary data (the rule raises)."""
-    if not stack.data.is_binary:
-        return None
-    return ratings.event_streams(stack.data.R, stack.draws)
+def _rating_rule(
+    final_scores: Callable[[DrawStack, tuple[np.ndarray, np.ndarray], dict], np.ndarray],
+) -> Callable[..., np.ndarray | None]:
+    """A stack rule that feeds every draw's match stream (D, n M, L) to ``final_scores``."""
+
+    def rule(stack: DrawStack, **options: Any) -> np.ndarray | None:
+        if not stack.data.is_binary:
+            return None  # the rule raises DataError; the per-draw path reports it
+        streams = ratings.event_streams(stack.data.R, stack.draws)
+        try:
+            return final_scores(stack, streams, options)
+        except DataError:  # invalid options: the per-draw path reports them
+            return None
+
+    return rule
 
 
-def _elo(stack: DrawStack, **options: Any) -> np.ndarray | None:
-    streams = _streams(stack)
-    if streams is None:
-        return None
-    try:
-        return ratings.elo_ratings(*streams, **options)
-    except DataError:  # invalid options: the per-draw path reports them
-        return None
-
-
-def _glicko(stack: DrawStack, **options: Any) -> np.ndarray | None:
-    streams = _streams(stack)
-    if streams is None:
-        return None
-    try:
-        return ratings.glicko_ratings(*streams, **options)[0]
-    except DataError:
-        return None
-
-
-def _trueskill(stack: DrawStack, **options: Any) -> np.ndarray | None:
-    streams = _streams(stack)
-    if streams is None:
-        return None
-    try:
-        return ratings.trueskill_ratings(*streams, stack.data.M, **options)[0]
-    except DataError:
-        return None
+_elo = _rating_rule(lambda stack, streams, options: ratings.elo_ratings(*streams, **options))
+_glicko = _rating_rule(
+    lambda stack, streams, options: ratings.glicko_ratings(*streams, **options)[0])
+_trueskill = _rating_rule(lambda stack, streams, options: ratings.trueskill_ratings(
+    *streams, stack.data.M, **options)[0])
 
 
 #: Draws per call of the batched sampler: (block, burnin + n_samples, L) floats in memory.
