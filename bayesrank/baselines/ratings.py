@@ -21,6 +21,11 @@ events); Glicko treats every event as one rating period.
 Ratings are binary-only (a win needs "correct vs incorrect"); missing trials
 (``mask``) simply do not play.  The event loops are compiled with numba on first
 use and cached on disk.
+
+:func:`elo_ratings`, :func:`glicko_ratings` and :func:`trueskill_ratings` rate B
+independent streams in one call (e.g. the trial draws of a study, see
+:func:`event_streams`); the ranking rules are a batch of one, so a stream's result
+does not depend on its batch.
 """
 
 from __future__ import annotations
