@@ -4,10 +4,12 @@ Each function takes B elections stacked on a leading axis and returns what the
 single-election rule returns for each of them; the single-election functions of
 :mod:`bayesrank.baselines.voting` call these with a batch of one, so an election's result
 does not depend on the batch it came in.  The rules are combinatorial (orderings,
-eliminations, comparisons of counts): eliminations and levels run in lockstep (round ``k``
-of every election at once, with masks for the elections that have finished), Ranked
-Pairs sorts every election's victories in one ``lexsort`` and locks them in one compiled
-loop (:mod:`bayesrank.baselines._voting_kernels`).
+eliminations, comparisons of counts): DAG levels run in lockstep (layer ``k`` of every
+election at once, with masks for the elections that have finished), Ranked Pairs sorts
+every election's victories in one ``lexsort`` and locks them, and Nanson/Baldwin
+eliminate, in compiled loops over the elections
+(:mod:`bayesrank.baselines._voting_kernels`); Majority Judgment sorts all elections'
+median sequences in one ``lexsort``.
 
 Paper appendix, "Voting rules" (Ranked Pairs, Nanson, Baldwin, Majority Judgment).
 """
@@ -73,45 +75,20 @@ def ranked_pairs_locked_batch(P: np.ndarray, strength: str = "margin") -> np.nda
 def borda_elimination_batch(points: np.ndarray, rule: str = "nanson") -> np.ndarray:
     """Survival rounds of Nanson's or Baldwin's Borda elimination in B elections.
 
-    ``points`` (B, L, L): ``W_ij + c T_ij``.  Each round every unfinished election sums
-    the points among its remaining candidates and removes those with ``s_i <= mean(s)``
-    (Nanson) or ``s_i = min(s)`` (Baldwin), up to ``1e-12 max(1, max |s|)``; an election
-    finishes when one candidate is left or the removal would take everyone (they tie).
+    ``points`` (B, L, L): ``W_ij + c T_ij``.  Each round sums the points among the
+    remaining candidates and removes those with ``s_i <= mean(s)`` (Nanson) or
+    ``s_i = min(s)`` (Baldwin), up to ``1e-12 max(1, max |s|)``; an election ends when one
+    candidate is left or the removal would take everyone (they tie).  The rounds run in
+    one compiled loop over the elections (:mod:`bayesrank.baselines._voting_kernels`).
 
     Returns
     -------
     numpy.ndarray, shape (B, L)
         Round in which each candidate was eliminated (larger = survived longer).
     """
-    B, L, _ = points.shape
-    alive = np.ones((B, L), dtype=bool)
-    running = np.ones(B, dtype=bool)
-    survival = np.zeros((B, L))
-    rounds = np.zeros(B)
-    while True:
-        running &= alive.sum(axis=1) > 1
-        if not running.any():
-            break
-        live = alive[running]
-        n_live = live.sum(axis=1)
-        s = np.where(live[:, None, :], points[running], 0.0).sum(axis=2)
-        tol = 1e-12 * np.maximum(1.0, np.where(live, np.abs(s), 0.0).max(axis=1))
-        if rule == "nanson":
-            total = np.where(live, s, 0.0).sum(axis=1)
-            out = s * n_live[:, None] <= (total + tol * n_live)[:, None]
-        else:
-            low = np.where(live, s, np.inf).min(axis=1)
-            out = s <= (low + tol)[:, None]
-        out &= live
-        everyone = (out == live).all(axis=1)
-        rows = np.flatnonzero(running)
-        removing = rows[~everyone]
-        gone = out[~everyone]
-        survival[removing] = np.where(gone, rounds[removing, None], survival[removing])
-        alive[removing] &= ~gone
-        rounds[removing] += 1.0
-        running[rows[everyone]] = False
-    return np.where(alive, rounds[:, None], survival)
+    from bayesrank.baselines._voting_kernels import borda_elimination
+
+    return borda_elimination(np.ascontiguousarray(points, dtype=float), rule == "nanson")
 
 
 @lru_cache(maxsize=64)
