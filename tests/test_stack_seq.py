@@ -129,6 +129,8 @@ def test_non_binary_and_invalid_options_take_the_per_draw_path():
     assert RULES["glicko"](binary, tie_handling="sometimes") is None
     assert RULES["trueskill"](binary, beta=0.0) is None
     assert RULES["bayesian_mcmc"](binary, seed=None) is None  # unseeded: streams differ
+    # a Generator carries on from draw to draw in the per-draw path
+    assert RULES["bayesian_mcmc"](binary, seed=np.random.default_rng(1)) is None
     assert RULES["bayesian_mcmc"](binary, n_samples=0) is None
     assert RULES["ranked_pairs"](binary, strength="borda") is None
     assert RULES["nanson"](binary, rank_ties="dense") is None

@@ -14,8 +14,8 @@ batch of one), so the scores are bit-identical to the per-draw path.
 Bayesian Bradley-Terry by MCMC (``bayesian_mcmc``): with a fixed seed every draw's chain
 uses the same random stream, which
 :func:`bayesrank.baselines.paired.bt_posterior_draws_batch` draws once for a block of
-draws; each chain then runs the per-draw code (seed None: per-draw path, whose streams
-differ from draw to draw).
+draws; each chain then runs the per-draw code (a seed that is not an integer, e.g. None
+or a Generator, gives each draw another stream: per-draw path).
 
 Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters): the draws'
 question-level counts (or cell utilities) go to the lockstep voting rules of
@@ -73,8 +73,8 @@ MCMC_BLOCK = 16
 
 
 def _bayesian_mcmc(stack: DrawStack, *, seed: int | None = 42, **options: Any):
-    if seed is None:
-        return None
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        return None  # None or a Generator: each draw's chain gets a different stream
     scores = np.empty((stack.D, stack.data.L))
     try:
         for start in range(0, stack.D, MCMC_BLOCK):
