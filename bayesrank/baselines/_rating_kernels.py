@@ -1,10 +1,12 @@
 """Compiled event loops of the sequential rating systems (Elo, Glicko, TrueSkill).
 
 Kept apart from :mod:`bayesrank.baselines.ratings` so that numba is imported
-only when a sequential rating is first computed.  Every kernel takes the event
-stream ``outcomes`` (E, L) int8 and ``present`` (E, L) bool, rows in processing
-order, and a tie code: 0 = skip ties, 1 = every tie is a draw, 2 = only
-(1, 1) ties are draws.
+only when a sequential rating is first computed.  Every kernel takes a batch of B
+independent event streams ``outcomes`` (B, E, L) int and ``present`` (B, E, L)
+bool, rows in processing order, and a tie code: 0 = skip ties, 1 = every tie is a
+draw, 2 = only (1, 1) ties are draws.  Each stream runs through the same compiled
+per-stream loop (``_elo_one``, ...), so a stream's result does not depend on the
+batch it came in: one data set is a batch of 1, the study's D trial draws a batch of D.
 
 Label symmetry: every pairwise term comes from a label-free formula and each
 model sums its terms over opponents in increasing index order, so two models
@@ -62,7 +64,16 @@ def _elo_sum(i, score, group, n_group, strength):
 
 
 @njit(cache=True)
-def elo_stream(outcomes, present, K, initial_rating, tie_code):
+def elo_streams(outcomes, present, K, initial_rating, tie_code):
+    """Final Elo ratings (B, L) of B independent streams (B, E, L), one after the other."""
+    out = np.empty((outcomes.shape[0], outcomes.shape[2]))
+    for b in range(outcomes.shape[0]):
+        out[b] = _elo_one(outcomes[b], present[b], K, initial_rating, tie_code)
+    return out
+
+
+@njit(cache=True)
+def _elo_one(outcomes, present, K, initial_rating, tie_code):
     """Final Elo ratings; each event's matches use the ratings at the start of the event."""
     n_events, L = outcomes.shape
     rating = np.full(L, initial_rating)
@@ -146,7 +157,18 @@ def _glicko_sums(i, score, group, n_group, rating, g):
 
 
 @njit(cache=True)
-def glicko_stream(outcomes, present, initial_rating, initial_rd, c, rd_max, tie_code):
+def glicko_streams(outcomes, present, initial_rating, initial_rd, c, rd_max, tie_code):
+    """Final Glicko ratings and RDs (B, L) of B independent streams (B, E, L)."""
+    rating = np.empty((outcomes.shape[0], outcomes.shape[2]))
+    rd = np.empty_like(rating)
+    for b in range(outcomes.shape[0]):
+        rating[b], rd[b] = _glicko_one(outcomes[b], present[b], initial_rating, initial_rd, c,
+                                       rd_max, tie_code)
+    return rating, rd
+
+
+@njit(cache=True)
+def _glicko_one(outcomes, present, initial_rating, initial_rd, c, rd_max, tie_code):
     """Final Glicko ratings and RDs; every event is one rating period."""
     n_events, L = outcomes.shape
     rating = np.full(L, initial_rating)
@@ -302,9 +324,21 @@ def _trueskill_pairs(first, n_first, second, n_second, same_group, outcome, mu, 
 
 
 @njit(cache=True)
-def trueskill_stream(outcomes, present, n_per_round, mu0, sigma0, beta, tau, draw_margin,
-                     tie_code):
-    """Final TrueSkill (mu, sigma).
+def trueskill_streams(outcomes, present, n_per_round, mu0, sigma0, beta, tau, draw_margin,
+                      tie_code):
+    """Final TrueSkill (mu, sigma), each (B, L), of B independent streams (B, E, L)."""
+    mu = np.empty((outcomes.shape[0], outcomes.shape[2]))
+    sigma = np.empty_like(mu)
+    for b in range(outcomes.shape[0]):
+        mu[b], sigma[b] = _trueskill_one(outcomes[b], present[b], n_per_round, mu0, sigma0,
+                                         beta, tau, draw_margin, tie_code)
+    return mu, sigma
+
+
+@njit(cache=True)
+def _trueskill_one(outcomes, present, n_per_round, mu0, sigma0, beta, tau, draw_margin,
+                   tie_code):
+    """Final TrueSkill (mu, sigma) of one stream.
 
     Within an event every pairwise match is computed from the event-start beliefs
     and the resulting Gaussian sites are multiplied in natural parameters; after

@@ -42,6 +42,8 @@ __all__ = [
     "g_pass_at_k_tau",
     "mg_pass_at_k",
     "draw_success_pmf",
+    "cell_success_pmf",
+    "pass_scores",
     "bayes",
     "thompson",
 ]
@@ -112,14 +114,50 @@ def draw_success_pmf(data: ResponseData, k: int, what: str = "this metric") -> n
             f"only {n[li, mi]} trial(s) on question {data.questions[mi]!r}; use k <= "
             f"{int(n[observed].min())}"
         )
+    return cell_success_pmf(n, nu, k)
+
+
+def cell_success_pmf(n: np.ndarray, nu: np.ndarray, k: int) -> np.ndarray:
+    """``P(X = j)``, ``j = 0..k``, ``X ~ Hypergeom(n, nu, k)``, for cells of any shape.
+
+    ``n`` trials and ``nu`` successes per cell (same shape); cells with ``n = 0`` get NaN
+    rows, every other cell needs ``n >= k`` (checked by :func:`draw_success_pmf`).  The
+    pmf is evaluated once per distinct ``(n, nu)`` and looked up, so a cell's row does not
+    depend on the other cells.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``n.shape + (k + 1,)``
+    """
+    observed = n > 0
+    out = np.full(n.shape + (k + 1,), np.nan)
+    if not observed.any():
+        return out
     n_obs, nu_obs = n[observed], nu[observed]
     _, first, inverse = np.unique(n_obs * (int(n_obs.max()) + 1) + nu_obs,
                                      return_index=True, return_inverse=True)
     j = np.arange(k + 1)
     table = stats.hypergeom.pmf(j[None, :], n_obs[first][:, None], nu_obs[first][:, None], k)
-    out = np.full(n.shape + (k + 1,), np.nan)
     out[observed] = table[inverse.ravel()]
     return out
+
+
+def pass_scores(pmf: np.ndarray, metric: str) -> np.ndarray:
+    """Pass@k-family scores from cell pmfs (..., L, M, k + 1): mean over questions.
+
+    ``metric`` is "pass_at_k" (``1 - P(X = 0)``), "pass_hat_k" (``P(X = k)``) or
+    "mg_pass_at_k" (``(2/k) E[(X - ceil(k/2))_+]``); unobserved (NaN) cells are left out
+    of the question mean.  The rules call this with a leading batch of one.
+    """
+    k = pmf.shape[-1] - 1
+    if metric == "pass_at_k":
+        per_cell = 1.0 - pmf[..., 0]
+    elif metric == "pass_hat_k":
+        per_cell = pmf[..., -1]
+    else:
+        excess = np.maximum(np.arange(k + 1) - math.ceil(k / 2), 0)
+        per_cell = (2.0 / k) * (pmf * excess).sum(axis=-1)
+    return np.nanmean(per_cell, axis=-1)
 
 
 def _question_mean(per_cell: np.ndarray) -> np.ndarray:
@@ -129,15 +167,13 @@ def _question_mean(per_cell: np.ndarray) -> np.ndarray:
 @ranking_method
 def pass_at_k(data: ResponseData, *, k: int) -> np.ndarray:
     """Pass@k: mean over questions of ``1 - C(n - nu, k) / C(n, k)`` (unbiased; Chen et al.)."""
-    pmf = draw_success_pmf(data, k, "pass_at_k")
-    return _question_mean(1.0 - pmf[..., 0])
+    return pass_scores(draw_success_pmf(data, k, "pass_at_k")[None], "pass_at_k")[0]
 
 
 @ranking_method
 def pass_hat_k(data: ResponseData, *, k: int) -> np.ndarray:
     """Pass-hat@k (G-Pass@k): mean over questions of ``C(nu, k) / C(n, k)``."""
-    pmf = draw_success_pmf(data, k, "pass_hat_k")
-    return _question_mean(pmf[..., -1])
+    return pass_scores(draw_success_pmf(data, k, "pass_hat_k")[None], "pass_hat_k")[0]
 
 
 def _threshold(tau: float, k: int) -> int:
@@ -164,9 +200,7 @@ def mg_pass_at_k(data: ResponseData, *, k: int) -> np.ndarray:
     Equals ``(2/k) sum_{i=m0+1}^{k} G-Pass@k_{i/k}``; for ``k = 2`` it is Pass-hat@2.
     """
     k = check_int("k", k)
-    pmf = draw_success_pmf(data, k, "mg_pass_at_k")
-    excess = np.maximum(np.arange(k + 1) - math.ceil(k / 2), 0)
-    return _question_mean((2.0 / k) * np.einsum("lmj,j->lm", pmf, excess))
+    return pass_scores(draw_success_pmf(data, k, "mg_pass_at_k")[None], "mg_pass_at_k")[0]
 
 
 @ranking_method

@@ -46,7 +46,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, log_expit
+from scipy.special import expit
 
 from bayesrank.baselines._optim import (
     average_groups,
@@ -76,6 +76,8 @@ __all__ = [
     "bt_loglik",
     "bt_log_strengths",
     "bt_posterior_draws",
+    "bt_posterior_draws_batch",
+    "bt_posterior_mean",
     "davidson_loglik",
     "davidson_log_strengths",
     "rao_kupper_loglik",
@@ -332,57 +334,80 @@ def bt_posterior_draws(
     see a common shift and the isotropic prior makes that shift independent with mean zero,
     so centring removes pure Monte Carlo noise without changing the posterior means' order.
 
+    The sampling itself is :func:`bt_posterior_draws_batch` with a batch of one.
+
     Returns
     -------
     draws : numpy.ndarray, shape (n_samples, L)
     acceptance_rate : float
     """
-    p = _pairs(W)
+    draws, rates = bt_posterior_draws_batch(
+        np.asarray(W, dtype=float)[None], n_samples=n_samples, burnin=burnin,
+        prior_var=prior_var, seed=seed, df=df,
+    )
+    return draws[0], float(rates[0])
+
+
+def bt_posterior_draws_batch(
+    Ws: np.ndarray,
+    *,
+    n_samples: int = 5000,
+    burnin: int = 1000,
+    prior_var: float = 1.0,
+    seed: int | None = 42,
+    df: float = 5.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bt_posterior_draws` of B win matrices ``Ws`` (B, L, L) with one seed.
+
+    The random numbers of the sampler (standard normals and chi-square radii of the
+    proposals, the uniforms of the accept steps) do not depend on ``W``, so all B chains
+    use the one stream that ``seed`` gives a single chain: they are drawn once.  Every
+    chain then runs the same code as alone (mode, Laplace scale, compiled log-posterior
+    and accept loop), so chain ``b`` equals ``bt_posterior_draws(Ws[b])`` exactly.
+
+    Returns
+    -------
+    draws : numpy.ndarray, shape (B, n_samples, L)
+    acceptance_rate : numpy.ndarray, shape (B,)
+    """
+    from bayesrank.baselines import _mcmc_kernels as kernels
+
+    Ws = np.asarray(Ws, dtype=float)
+    if Ws.ndim != 3:
+        raise DataError(f"Ws must be a stack of (L, L) win matrices, got shape {Ws.shape}")
+    pairs = [_pairs(W) for W in Ws]
     var = prior_variance(prior_var)
     if var is None:
         raise DataError("prior_var must be a positive variance: the posterior needs a prior")
     n_samples = check_int("n_samples", n_samples)
     burnin = check_int("burnin", burnin, minimum=0)
-    L = p.L
+    B, L = Ws.shape[:2]
     rng = np.random.default_rng(seed)
-    mode = bt_log_strengths(W, prior=var, max_iter=200)
-    n = p.a + p.b
-    s = expit(p.diff(mode))
-    precision = p.laplacian(n * s * (1 - s)) + np.eye(L) / var
-    chol_cov = np.linalg.cholesky(np.linalg.inv(precision))
     total = burnin + n_samples
     z = rng.standard_normal((total, L))
     radius = np.sqrt(rng.chisquare(df, total) / df)
-    proposals = mode + np.einsum("sk,lk->sl", z, chol_cov) / radius[:, None]
     # log q(x) up to a constant: -(df + L)/2 log(1 + |z|^2 / (df r^2))
     log_q = -(df + L) / 2 * np.log1p(np.einsum("sl,sl->s", z, z) / (df * radius**2))
-    g_b = p.to_nodes(p.b)
-
-    def log_post(x):
-        out = np.empty(x.shape[0])
-        for start in range(0, x.shape[0], 1024):
-            blk = x[start:start + 1024]
-            out[start:start + 1024] = (
-                np.einsum("sp,p->s", log_expit(p.diff(blk)), n)
-                - np.einsum("sl,l->s", blk, g_b)
-                - 0.5 * np.einsum("sl,sl->s", blk, blk) / var
-            )
-        return out
-
-    log_w = log_post(proposals) - log_q
     log_u = np.log(rng.random(total))
-    current_w = log_post(mode[None, :])[0]  # mode's own proposal log-density is 0
-    index = np.empty(total, dtype=np.int64)
-    cur, accepted = -1, 0
-    for k in range(total):  # scalar recursion; everything expensive is vectorised above
-        if log_u[k] < log_w[k] - current_w:
-            cur, current_w = k, log_w[k]
-            accepted += 1
-        index[k] = cur
-    kept = index[burnin:]
-    draws = np.where(kept[:, None] >= 0, proposals[np.maximum(kept, 0)], mode)
-    draws = draws - draws.mean(axis=1, keepdims=True)
-    return draws, accepted / total
+    out = np.empty((B, n_samples, L))
+    rates = np.empty(B)
+    for b, (W, p) in enumerate(zip(Ws, pairs, strict=True)):
+        mode = bt_log_strengths(W, prior=var, max_iter=200)
+        n = p.a + p.b
+        s = expit(p.diff(mode))
+        precision = p.laplacian(n * s * (1 - s)) + np.eye(L) / var
+        chol_cov = np.linalg.cholesky(np.linalg.inv(precision))
+        proposals = mode + (z @ chol_cov.T) / radius[:, None]
+        loss_nodes = p.to_nodes(p.b)
+        log_w = kernels.bt_log_posterior(proposals, p.i, p.j, n, loss_nodes, var) - log_q
+        # the mode's own proposal log-density is 0
+        start_w = kernels.bt_log_posterior(mode[None, :], p.i, p.j, n, loss_nodes, var)[0]
+        index, accepted = kernels.independence_chain(log_u, log_w, start_w)
+        kept = index[burnin:]
+        draws = np.where(kept[:, None] >= 0, proposals[np.maximum(kept, 0)], mode)
+        out[b] = draws - draws.mean(axis=1, keepdims=True)
+        rates[b] = accepted / total
+    return out, rates
 
 
 # -- ranking rules ---------------------------------------------------------------------------
@@ -481,7 +506,15 @@ def bayesian_mcmc(
     draws, rate = bt_posterior_draws(
         W, n_samples=n_samples, burnin=burnin, prior_var=prior_var, seed=seed
     )
-    groups = exchangeable_groups(W)
-    mean = average_groups(draws.mean(axis=0), groups)
-    return mean, {"posterior_sd": draws.std(axis=0, ddof=1) if n_samples > 1 else
-                  np.zeros(data.L), "acceptance_rate": rate}
+    return bt_posterior_mean(draws, W), {
+        "posterior_sd": draws.std(axis=0, ddof=1) if n_samples > 1 else np.zeros(data.L),
+        "acceptance_rate": rate}
+
+
+def bt_posterior_mean(draws: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """Posterior-mean log-strengths from ``draws`` (S, L), equal within exchangeable groups.
+
+    The score of :func:`bayesian_mcmc`; models that swapping leaves ``W`` unchanged get
+    the mean of their estimates (they are exactly tied, the difference is Monte Carlo noise).
+    """
+    return average_groups(draws.mean(axis=0), exchangeable_groups(W))

@@ -21,6 +21,11 @@ events); Glicko treats every event as one rating period.
 Ratings are binary-only (a win needs "correct vs incorrect"); missing trials
 (``mask``) simply do not play.  The event loops are compiled with numba on first
 use and cached on disk.
+
+:func:`elo_ratings`, :func:`glicko_ratings` and :func:`trueskill_ratings` rate B
+independent streams in one call (e.g. the trial draws of a study, see
+:func:`event_streams`); the ranking rules are a batch of one, so a stream's result
+does not depend on its batch.
 """
 
 from __future__ import annotations
@@ -39,12 +44,16 @@ __all__ = [
     "TIE_HANDLING",
     "elo",
     "elo_expected_score",
+    "elo_ratings",
     "event_stream",
+    "event_streams",
     "glicko",
     "glicko_expected_score",
     "glicko_g",
+    "glicko_ratings",
     "glicko_update",
     "trueskill",
+    "trueskill_ratings",
     "trueskill_update",
 ]
 
@@ -79,6 +88,32 @@ def event_stream(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
     else:
         present = np.ascontiguousarray(data.mask.transpose(2, 1, 0)).reshape(-1, L)
     return outcomes, present
+
+
+def event_streams(R: np.ndarray, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The match streams of D trial draws of complete binary outcomes, in processing order.
+
+    Stream ``d`` is :func:`event_stream` of ``R[:, :, draws[d]]``: row ``e = n * M + m``
+    holds ``R[:, m, draws[d, n]]``.
+
+    Parameters
+    ----------
+    R : numpy.ndarray, shape (L, M, N)
+        Complete binary outcomes.
+    draws : numpy.ndarray of int, shape (D, n)
+        Trial positions of each draw.
+
+    Returns
+    -------
+    outcomes : numpy.ndarray, shape (D, n * M, L)
+    present : numpy.ndarray of bool, shape (D, n * M, L)
+        All True (complete data).
+    """
+    idx = np.asarray(draws, dtype=np.int64)
+    L, M, _ = R.shape
+    D, n = idx.shape
+    outcomes = np.ascontiguousarray(R[:, :, idx].transpose(2, 3, 1, 0)).reshape(D, n * M, L)
+    return outcomes, np.ones(outcomes.shape, dtype=bool)
 
 
 # --------------------------------------------------------------------------------------
@@ -124,11 +159,27 @@ def elo(
     numpy.ndarray
         Final ratings (larger is better).
     """
+    outcomes, present = event_stream(data)
+    return elo_ratings(outcomes[None], present[None], K=K, initial_rating=initial_rating,
+                       tie_handling=tie_handling)[0]
+
+
+def elo_ratings(
+    outcomes: np.ndarray,
+    present: np.ndarray,
+    *,
+    K: float = 32.0,
+    initial_rating: float = 1500.0,
+    tie_handling: str = "correct_draw_only",
+) -> np.ndarray:
+    """Final Elo ratings (B, L) of B independent match streams (B, E, L).
+
+    :func:`elo` is a batch of one; each stream gets exactly the ratings it gets alone.
+    """
     K = check_finite("K", K, positive=True)
     initial_rating = check_finite("initial_rating", initial_rating)
     code = _tie_code(tie_handling)
-    outcomes, present = event_stream(data)
-    return _kernels().elo_stream(outcomes, present, K, initial_rating, code)
+    return _kernels().elo_streams(outcomes, present, K, initial_rating, code)
 
 
 # --------------------------------------------------------------------------------------
@@ -232,16 +283,34 @@ def glicko(
     details : dict
         ``rating_deviation``: final RD per model.
     """
+    outcomes, present = event_stream(data)
+    rating, rd = glicko_ratings(outcomes[None], present[None], initial_rating=initial_rating,
+                                initial_rd=initial_rd, c=c, rd_max=rd_max,
+                                tie_handling=tie_handling)
+    return rating[0], {"rating_deviation": rd[0]}
+
+
+def glicko_ratings(
+    outcomes: np.ndarray,
+    present: np.ndarray,
+    *,
+    initial_rating: float = 1500.0,
+    initial_rd: float = 350.0,
+    c: float = 0.0,
+    rd_max: float = 350.0,
+    tie_handling: str = "correct_draw_only",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Final Glicko ratings and RDs, each (B, L), of B independent match streams (B, E, L).
+
+    :func:`glicko` is a batch of one; each stream gets exactly the ratings it gets alone.
+    """
     initial_rating = check_finite("initial_rating", initial_rating)
     initial_rd = check_finite("initial_rd", initial_rd, positive=True)
     c = check_finite("c", c, nonnegative=True)
     rd_max = check_finite("rd_max", rd_max, positive=True)
     code = _tie_code(tie_handling)
-    outcomes, present = event_stream(data)
-    rating, rd = _kernels().glicko_stream(
-        outcomes, present, initial_rating, initial_rd, c, rd_max, code
-    )
-    return rating, {"rating_deviation": rd}
+    return _kernels().glicko_streams(outcomes, present, initial_rating, initial_rd, c, rd_max,
+                                     code)
 
 
 # --------------------------------------------------------------------------------------
@@ -315,14 +384,35 @@ def trueskill(
     details : dict
         ``sigma``: final skill standard deviations.
     """
+    outcomes, present = event_stream(data)
+    mu, sigma = trueskill_ratings(outcomes[None], present[None], data.M, mu_initial=mu_initial,
+                                  sigma_initial=sigma_initial, beta=beta, tau=tau,
+                                  tie_handling=tie_handling, draw_margin=draw_margin)
+    return mu[0], {"sigma": sigma[0]}
+
+
+def trueskill_ratings(
+    outcomes: np.ndarray,
+    present: np.ndarray,
+    events_per_trial: int,
+    *,
+    mu_initial: float = 25.0,
+    sigma_initial: float = 25.0 / 3.0,
+    beta: float = 25.0 / 6.0,
+    tau: float = 25.0 / 300.0,
+    tie_handling: str = "skip",
+    draw_margin: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Final TrueSkill ``mu`` and ``sigma``, each (B, L), of B match streams (B, E, L).
+
+    The drift ``tau`` is applied after every ``events_per_trial`` events (M questions).
+    :func:`trueskill` is a batch of one; each stream gets exactly the result it gets alone.
+    """
     mu_initial = check_finite("mu_initial", mu_initial)
     sigma_initial = check_finite("sigma_initial", sigma_initial, positive=True)
     beta = check_finite("beta", beta, positive=True)
     tau = check_finite("tau", tau, nonnegative=True)
     draw_margin = check_finite("draw_margin", draw_margin, nonnegative=True)
     code = _tie_code(tie_handling)
-    outcomes, present = event_stream(data)
-    mu, sigma = _kernels().trueskill_stream(
-        outcomes, present, data.M, mu_initial, sigma_initial, beta, tau, draw_margin, code
-    )
-    return mu, {"sigma": sigma}
+    return _kernels().trueskill_streams(outcomes, present, events_per_trial, mu_initial,
+                                        sigma_initial, beta, tau, draw_margin, code)

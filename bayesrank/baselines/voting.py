@@ -26,13 +26,18 @@ from __future__ import annotations
 
 import itertools
 import time
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from scipy import optimize, sparse
 from scipy.sparse import csgraph
 
+from bayesrank.baselines.voting_batch import (
+    borda_elimination_batch,
+    dag_levels_batch,
+    majority_judgment_batch,
+    ranked_pairs_locked_batch,
+)
 from bayesrank.checks import check_choice, check_finite
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
@@ -163,20 +168,9 @@ def dag_levels(above: Any) -> np.ndarray:
     get ``L - 1``; and so on (Kahn layering).  Raises if ``above`` has a cycle.
     """
     adj = np.asarray(above, dtype=bool)
-    L = adj.shape[0]
-    indegree = adj.sum(axis=0)
-    alive = np.ones(L, dtype=bool)
-    scores = np.zeros(L)
-    level = float(L)
-    while alive.any():
-        sources = alive & (indegree == 0)
-        if not sources.any():
-            raise DataError("the 'above' relation has a cycle; levels are undefined")
-        scores[sources] = level
-        level -= 1.0
-        alive &= ~sources
-        indegree = indegree - adj[sources].sum(axis=0)
-    return scores
+    if adj.ndim != 2 or adj.shape[0] != adj.shape[1]:
+        raise DataError(f"'above' must be a square (L, L) relation, got shape {adj.shape}")
+    return dag_levels_batch(adj[None])[0]
 
 
 # --------------------------------------------------------------------------------------
@@ -260,19 +254,7 @@ def ranked_pairs_locked(preferences: Any, strength: str = "margin") -> np.ndarra
     """
     P = _square("preferences", preferences)
     check_choice("strength", strength, _STRENGTHS)
-    L = P.shape[0]
-    margin = P - P.T
-    winner, loser = np.nonzero(margin > 0)
-    primary = margin[winner, loser] if strength == "margin" else P[winner, loser]
-    order = np.lexsort((loser, winner, -P[winner, loser], -primary))
-    reach = np.eye(L, dtype=bool)  # reach[a, b]: a path a -> b exists in the locked graph
-    locked = np.zeros((L, L), dtype=bool)
-    for w, l in zip(winner[order], loser[order], strict=True):
-        if reach[l, w]:
-            continue
-        locked[w, l] = True
-        reach |= np.outer(reach[:, w], reach[l, :])
-    return locked
+    return ranked_pairs_locked_batch(P[None], strength)[0]
 
 
 # --------------------------------------------------------------------------------------
@@ -546,33 +528,7 @@ def borda_elimination_scores(
     tie_share = {"average": 0.5, "min": 1.0, "max": 0.0}
     share = tie_share[check_choice("rank_ties", rank_ties, RANK_TIES)]
     points = _square("wins", wins) + share * _square("ties", ties)
-    L = points.shape[0]
-    alive = np.ones(L, dtype=bool)
-    survival = np.zeros(L)
-    round_no = 0.0
-    while alive.sum() > 1:
-        idx = np.flatnonzero(alive)
-        s = points[np.ix_(idx, idx)].sum(axis=1)
-        tol = 1e-12 * max(1.0, float(np.abs(s).max()))
-        if rule == "nanson":
-            out = s * idx.size <= s.sum() + tol * idx.size
-        else:
-            out = s <= s.min() + tol
-        if out.all():
-            break
-        survival[idx[out]] = round_no
-        alive[idx[out]] = False
-        round_no += 1.0
-    survival[alive] = round_no
-    return survival
-
-
-@lru_cache(maxsize=64)
-def _median_removal_order(n: int) -> np.ndarray:
-    """Positions of a sorted list of n grades in the order the lower median is removed."""
-    remaining = list(range(n))
-    out = [remaining.pop((len(remaining) - 1) // 2) for _ in range(n)]
-    return np.asarray(out, dtype=np.int64)
+    return borda_elimination_batch(points[None], rule)[0]
 
 
 def majority_judgment_scores(grades: Any) -> np.ndarray:
@@ -593,9 +549,7 @@ def majority_judgment_scores(grades: Any) -> np.ndarray:
         raise DataError(f"grades must have shape (candidates, voters), got {g.shape}")
     if not np.all(np.isfinite(g)):
         raise DataError("majority judgment needs every candidate graded by every voter (no NaN)")
-    sequences = np.sort(g, axis=1)[:, _median_removal_order(g.shape[1])]
-    _, level = np.unique(sequences, axis=0, return_inverse=True)
-    return level.ravel().astype(float)
+    return majority_judgment_batch(g[None])[0]
 
 
 # --------------------------------------------------------------------------------------

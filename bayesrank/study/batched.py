@@ -524,6 +524,8 @@ from bayesrank.study.stack_pairwise import RULES as _pairwise_RULES  # noqa: E40
 BATCHED_RULES.update(_pairwise_RULES)
 from bayesrank.study.stack_graph import RULES as _graph_RULES  # noqa: E402, I001
 BATCHED_RULES.update(_graph_RULES)
+from bayesrank.study.stack_seq import RULES as _seq_RULES  # noqa: E402, I001
+BATCHED_RULES.update(_seq_RULES)
 
 #: Rules whose score of a model depends on that model's own counts only: their scores on a
 #: model pool are the full-pool scores of the pool's members (the bootstrap computes them once).

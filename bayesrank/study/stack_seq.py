@@ -1,0 +1,151 @@
+"""Sequential ratings (and their stochastic and count-based neighbours) over a whole DrawStack.
+
+Each rule takes a :class:`~bayesrank.study.batched.DrawStack` and an identifier's default
+options and returns the scores (D, L) of every draw, or None where it does not reproduce
+the per-draw rule exactly (other options, non-binary data, invalid options: the per-draw
+path then ranks, or reports why it cannot).
+
+Elo, Glicko and TrueSkill: the D draws' match streams (same event order: trial-major,
+paper App. "Sequential Rating Systems") go to the batched kernels of
+:mod:`bayesrank.baselines.ratings` in one call; every stream runs through the same
+compiled per-stream loop as :func:`bayesrank.baselines.ratings.elo` on the draw alone (a
+batch of one), so the scores are bit-identical to the per-draw path.
+
+Bayesian Bradley-Terry by MCMC (``bayesian_mcmc``): with a fixed seed every draw's chain
+uses the same random stream, which
+:func:`bayesrank.baselines.paired.bt_posterior_draws_batch` draws once for a block of
+draws; each chain then runs the per-draw code (a seed that is not an integer, e.g. None
+or a Generator, gives each draw another stream: per-draw path).
+
+Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters): the draws'
+question-level counts (or cell utilities) go to the lockstep voting rules of
+:mod:`bayesrank.baselines.voting_batch`, which the per-draw rules call with a batch of one.
+
+Pass@k, Pass-hat@k and mG-Pass@k: closed forms over the draws' success counts through
+:func:`bayesrank.baselines.metrics.pass_scores` (per draw: a batch of one); draws of fewer
+than ``k`` trials (every N=1 draw for k = 2) are left to the per-draw rule, which says why
+it cannot rank them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bayesrank.baselines import metrics, paired, ratings, voting_batch
+from bayesrank.checks import check_int
+from bayesrank.errors import DataError
+
+if TYPE_CHECKING:
+    from bayesrank.study.batched import DrawStack
+
+__all__ = ["RULES"]
+
+
+def _rating_rule(
+    final_scores: Callable[[DrawStack, tuple[np.ndarray, np.ndarray], dict], np.ndarray],
+) -> Callable[..., np.ndarray | None]:
+    """A stack rule that feeds every draw's match stream (D, n M, L) to ``final_scores``."""
+
+    def rule(stack: DrawStack, **options: Any) -> np.ndarray | None:
+        if not stack.data.is_binary:
+            return None  # the rule raises DataError; the per-draw path reports it
+        streams = ratings.event_streams(stack.data.R, stack.draws)
+        try:
+            return final_scores(stack, streams, options)
+        except DataError:  # invalid options: the per-draw path reports them
+            return None
+
+    return rule
+
+
+_elo = _rating_rule(lambda stack, streams, options: ratings.elo_ratings(*streams, **options))
+_glicko = _rating_rule(
+    lambda stack, streams, options: ratings.glicko_ratings(*streams, **options)[0])
+_trueskill = _rating_rule(lambda stack, streams, options: ratings.trueskill_ratings(
+    *streams, stack.data.M, **options)[0])
+
+
+#: Draws per call of the batched sampler: (block, burnin + n_samples, L) floats in memory.
+MCMC_BLOCK = 16
+
+
+def _bayesian_mcmc(stack: DrawStack, *, seed: int | None = 42, **options: Any):
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        return None  # None or a Generator: each draw's chain gets a different stream
+    scores = np.empty((stack.D, stack.data.L))
+    try:
+        for start in range(0, stack.D, MCMC_BLOCK):
+            Ws = stack.wins[start:start + MCMC_BLOCK]
+            draws, _ = paired.bt_posterior_draws_batch(Ws, seed=seed, **options)
+            for b, (chain, W) in enumerate(zip(draws, Ws, strict=True)):
+                scores[start + b] = paired.bt_posterior_mean(chain, W)
+    except DataError:
+        return None
+    return scores
+
+
+def _question_preferences(stack: DrawStack, tie_policy: str) -> np.ndarray | None:
+    """``P = W + T/2`` ("half") or ``W`` ("ignore") of every draw, as the per-draw rules."""
+    if tie_policy == "half":
+        return stack.question_wins + 0.5 * stack.question_ties
+    return stack.question_wins if tie_policy == "ignore" else None
+
+
+def _ranked_pairs(stack: DrawStack, *, strength: str = "margin", tie_policy: str = "half"):
+    P = _question_preferences(stack, tie_policy)
+    if P is None or strength not in ("margin", "winning_votes"):
+        return None
+    return voting_batch.dag_levels_batch(voting_batch.ranked_pairs_locked_batch(P, strength))
+
+
+#: Share of a question tie in a model's Borda points for each ``rank_ties`` option.
+_TIE_SHARE = {"average": 0.5, "min": 1.0, "max": 0.0}
+
+
+def _borda_elimination(rule: str) -> Callable[..., np.ndarray | None]:
+    def scores(stack: DrawStack, *, rank_ties: str = "average") -> np.ndarray | None:
+        share = _TIE_SHARE.get(rank_ties)
+        if share is None:
+            return None
+        points = stack.question_wins + share * stack.question_ties
+        return voting_batch.borda_elimination_batch(points, rule)
+
+    return scores
+
+
+def _majority_judgment(stack: DrawStack) -> np.ndarray:
+    return voting_batch.majority_judgment_batch(stack.cell_utility)
+
+
+def _pass_family(metric: str) -> Callable[..., np.ndarray | None]:
+    def scores(stack: DrawStack, *, k: int) -> np.ndarray | None:
+        try:
+            k = check_int("k", k)
+        except DataError:
+            return None
+        if not stack.data.is_binary or stack.n_trials < k:
+            return None
+        trials = np.full(stack.counts.shape[:3], stack.n_trials, dtype=np.int64)
+        pmf = metrics.cell_success_pmf(trials, stack.counts[..., 1], k)
+        return metrics.pass_scores(pmf, metric)
+
+    return scores
+
+
+#: Base rule name -> scores (D, L) of every draw of a DrawStack (None: use the per-draw path).
+RULES: dict[str, Callable[..., np.ndarray | None]] = {
+    "elo": _elo,
+    "glicko": _glicko,
+    "trueskill": _trueskill,
+    "bayesian_mcmc": _bayesian_mcmc,
+    "ranked_pairs": _ranked_pairs,
+    "nanson": _borda_elimination("nanson"),
+    "baldwin": _borda_elimination("baldwin"),
+    "majority_judgment": _majority_judgment,
+    "pass_at_k": _pass_family("pass_at_k"),
+    "pass_hat_k": _pass_family("pass_hat_k"),
+    "mg_pass_at_k": _pass_family("mg_pass_at_k"),
+}

@@ -1,0 +1,173 @@
+"""Stacked sequential ratings (bayesrank.study.stack_seq): identical ranks to each draw alone.
+
+The oracle is :func:`bayesrank.study._core.safe_ranks`, i.e. :func:`bayesrank.rank` on
+``ResponseData.subset`` of each draw, which never touches the stack.  Ranks must be equal
+exactly, and a draw the rule cannot rank must fail with the same reason on both paths.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from scipy import special
+
+from bayesrank import ResponseData
+from bayesrank.baselines import paired
+from bayesrank.baselines._mcmc_kernels import bt_log_posterior
+from bayesrank.datasets import example
+from bayesrank.study._core import safe_ranks
+from bayesrank.study.batched import DrawStack, batched_scores, rank_stack
+from bayesrank.study.stack_seq import RULES
+
+RATINGS = [
+    "elo_tie_skip", "elo_tie_draw", "elo_tie_correct_draw_only",
+    "glicko_tie_skip", "glicko_tie_draw", "glicko_tie_correct_draw_only",
+    "trueskill",
+]
+VOTING = [
+    "ranked_pairs_strength_margin_tie_ignore", "ranked_pairs_strength_margin_tie_half",
+    "ranked_pairs_strength_winning_votes_tie_ignore",
+    "ranked_pairs_strength_winning_votes_tie_half",
+    "nanson_rank_ties_average", "nanson_rank_ties_max",
+    "baldwin_rank_ties_average", "baldwin_rank_ties_max", "majority_judgment",
+]
+#: Need k = 2 trials per draw: on N=1 draws they fail, on both paths alike.
+PASS = ["pass_at_k_2", "pass_hat_k_2", "mg_pass_at_k_2"]
+#: Identifiers of the family that the stack reproduces (checked to take the stacked path);
+#: bayes_ci is the closed form of bayesrank.study.batched (base rule "bayes").
+BATCHED = [*RATINGS, "bayesian_mcmc", *VOTING, "bayes_ci"]
+
+
+def _assert_same_as_alone(data: ResponseData, draws, models=None, ids=BATCHED,
+                          stacked=True) -> None:
+    stack = DrawStack.from_data(data, draws)
+    if models is not None:
+        stack = stack.pool(np.asarray(models))
+    out = rank_stack(stack, ids)
+    for m in ids:
+        path = batched_scores(stack, m) is not None
+        assert path == stacked, f"{m}: stacked path {path}, expected {stacked}"
+        for d, idx in enumerate(draws):
+            ref, reason, _ = safe_ranks(data.subset(models=models, trials=idx), m)
+            if ref is None:
+                assert out[m].ranks[d] is None and out[m].reasons[d] == reason, (m, d)
+            else:
+                np.testing.assert_array_equal(out[m].ranks[d], ref, err_msg=f"{m}, draw {d}")
+
+
+@pytest.fixture(scope="module")
+def aime() -> ResponseData:
+    return example("aime24")
+
+
+@pytest.mark.parametrize("size", [5, 10, 15])
+def test_example_pools_single_trial_draws(aime, size):
+    rng = np.random.default_rng(size)
+    draws = [np.array([n]) for n in rng.choice(aime.N, 10, replace=False)]
+    models = np.sort(rng.choice(aime.L, size, replace=False))
+    _assert_same_as_alone(aime, draws, models)
+    _assert_same_as_alone(aime, draws, models, ids=PASS, stacked=False)  # k = 2 > 1 trial
+
+
+def test_example_full_pool_two_trial_draws(aime):
+    # Two trials per draw: the second trial's events follow the first's (trial-major).
+    rng = np.random.default_rng(7)
+    draws = [rng.choice(aime.N, 2, replace=False) for _ in range(8)]
+    _assert_same_as_alone(aime, draws, ids=[*BATCHED, *PASS])
+    _assert_same_as_alone(aime, draws, models=[2, 5, 11], ids=[*BATCHED, *PASS])
+
+
+@settings(max_examples=25, deadline=None)
+@given(arrays(np.int8, st.tuples(st.integers(2, 6), st.integers(1, 5), st.integers(1, 4)),
+              elements=st.integers(0, 1)))
+def test_random_binary_tensors(R):
+    data = ResponseData(R)
+    draws = [np.array([n]) for n in range(data.N)]
+    _assert_same_as_alone(data, draws)
+    if data.N >= 2:
+        pairs = [np.array([n, (n + 1) % data.N]) for n in range(data.N)]
+        _assert_same_as_alone(data, pairs, ids=[*BATCHED, *PASS])
+
+
+def test_degenerate_draws():
+    # Model 0 solves everything, model 3 nothing, models 1 and 2 are identical (exact ties),
+    # and in trial 2 every model answers alike (no decisive match at all).
+    R = np.array([
+        [[1, 1, 1], [1, 1, 1], [1, 1, 1]],
+        [[0, 1, 0], [1, 0, 0], [0, 1, 0]],
+        [[0, 1, 0], [1, 0, 0], [0, 1, 0]],
+        [[0, 0, 0], [0, 0, 0], [0, 0, 0]],
+    ])
+    R[:, :, 2] = 1
+    data = ResponseData(R)
+    draws = [np.array([n]) for n in range(3)]
+    _assert_same_as_alone(data, draws)
+    _assert_same_as_alone(data, draws, models=[1, 2])  # a pool of two exact twins
+    _assert_same_as_alone(data, [np.array([0, 1]), np.array([1, 2])], ids=[*BATCHED, *PASS])
+    stack = DrawStack.from_data(data, draws)
+    for m in BATCHED:
+        ranks = rank_stack(stack, [m])[m].ranks
+        np.testing.assert_array_equal(ranks[2], np.ones(4))  # nothing decisive: all tied
+        assert ranks[0][1] == ranks[0][2]  # identical streams tie exactly
+
+
+def test_non_binary_and_invalid_options_take_the_per_draw_path():
+    rng = np.random.default_rng(0)
+    data = ResponseData(rng.integers(0, 3, size=(4, 5, 3)))
+    stack = DrawStack.from_data(data, [np.array([n]) for n in range(3)])
+    for m in [*RATINGS, *PASS]:
+        assert batched_scores(stack, m) is None
+        out = rank_stack(stack, [m])[m]
+        assert all(r is None for r in out.ranks)
+        assert all("binary" in why for why in out.reasons)
+    binary = DrawStack.from_data(ResponseData(rng.integers(0, 2, size=(4, 5, 3))),
+                                 [np.array([0])])
+    assert RULES["elo"](binary, K=-1.0) is None
+    assert RULES["glicko"](binary, tie_handling="sometimes") is None
+    assert RULES["trueskill"](binary, beta=0.0) is None
+    assert RULES["bayesian_mcmc"](binary, seed=None) is None  # unseeded: streams differ
+    # a Generator carries on from draw to draw in the per-draw path
+    assert RULES["bayesian_mcmc"](binary, seed=np.random.default_rng(1)) is None
+    assert RULES["bayesian_mcmc"](binary, n_samples=0) is None
+    assert RULES["ranked_pairs"](binary, strength="borda") is None
+    assert RULES["nanson"](binary, rank_ties="dense") is None
+    assert RULES["pass_at_k"](binary, k=0) is None
+
+
+def test_categorical_draws():
+    # Questions vote by cell utility; Bradley-Terry wins compare categories by weight.
+    rng = np.random.default_rng(4)
+    R = rng.integers(0, 3, size=(6, 8, 5))
+    data = ResponseData(R, weights=[0.0, 0.25, 1.0])
+    ids = ["bayesian_mcmc", *VOTING]
+    _assert_same_as_alone(data, [np.array([n]) for n in range(5)], ids=ids)
+    _assert_same_as_alone(data, [np.array([0, 3]), np.array([1, 4])], ids=ids)
+
+
+def test_batched_chains_equal_single_chains(aime):
+    stack = DrawStack.from_data(aime, [np.array([n]) for n in range(4)]).pool(np.arange(6))
+    draws, rates = paired.bt_posterior_draws_batch(stack.wins, n_samples=300, burnin=50)
+    for b, W in enumerate(stack.wins):
+        alone, rate = paired.bt_posterior_draws(W, n_samples=300, burnin=50)
+        np.testing.assert_array_equal(draws[b], alone)
+        assert rates[b] == rate
+
+
+def test_compiled_log_posterior_matches_scipy():
+    # Rows whose spread underflows e^(x - max x) (Student-t with 1 df, scale 300); small whole
+    # counts (product form), large and fractional counts (one log1p per pair).
+    rng = np.random.default_rng(5)
+    L = 9
+    first, second = np.triu_indices(L, 1)
+    loss_nodes = rng.normal(size=L)
+    whole = rng.integers(0, 6, first.size).astype(float)
+    for n in (whole, whole * 40.0, whole + 0.25):
+        for scale in (0.1, 3.0, 300.0):
+            x = rng.standard_t(1, size=(500, L)) * scale
+            ref = ((special.log_expit(x[:, first] - x[:, second]) * n).sum(axis=1)
+                   - x @ loss_nodes - 0.5 * (x * x).sum(axis=1) / 2.0)
+            got = bt_log_posterior(x, first, second, n, loss_nodes, 2.0)
+            np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-12)
