@@ -126,18 +126,135 @@ def bayes_at_n(
     return mu, sigma
 
 
+# Random numbers per block of cells: bounded temporaries (8 MiB), whatever the data size.
+_BLOCK = 2**20
+
+
+def _cell_blocks(cells: np.ndarray, n_samples: int):
+    """``cells`` in consecutive blocks of about ``_BLOCK`` random numbers each."""
+    step = max(1, _BLOCK // max(1, n_samples))
+    for start in range(0, cells.size, step):
+        yield cells[start:start + step]
+
+
+def _one_parameter_beta(
+    rng: np.random.Generator, p: np.ndarray, loglik: np.ndarray | None,
+    nu: np.ndarray, counts: np.ndarray | None, cells: np.ndarray, one: int,
+) -> None:
+    """Two-category cells whose category ``one`` has ``nu = 1``: exact draws by inversion.
+
+    With ``b = nu_other``, ``p_other ~ Beta(b, 1)``, whose CDF ``x^b`` inverts to
+    ``p_other = U^(1/b) = exp(-E/b)`` with ``E = -log U ~ Exp(1)``; then
+    ``log p_other = -E/b`` is exact and ``p_one = -expm1(-E/b)`` keeps its
+    relative precision near 0.  ``nu_one = 1`` means no count and no prior
+    outcome in category ``one``, so the cell's log-likelihood is
+    ``n_other log p_other`` (the multinomial coefficient is 1).
+    """
+    other = 1 - one
+    n_samples = p.shape[-1]
+    for block in _cell_blocks(cells, n_samples):
+        log_other = rng.standard_exponential((block.size, n_samples))
+        log_other /= -nu[block, other, None]
+        p[other, block] = np.exp(log_other)
+        p[one, block] = -np.expm1(log_other)
+        if loglik is not None:
+            log_other *= counts[block, other, None]
+            loglik[block] = log_other
+            stray = block[counts[block, one] > 0]  # only with a hand-made nu; kept exact anyway
+            if stray.size:
+                loglik[stray] += counts[stray, one, None] * np.log(p[one, stray])
+
+
+def _gamma_ratio(
+    rng: np.random.Generator, p: np.ndarray, loglik: np.ndarray | None,
+    nu: np.ndarray, counts: np.ndarray | None, cells: np.ndarray, coefficient: np.ndarray,
+) -> None:
+    """Cells sharing one parameter vector ``nu``: ``p = G / sum(G)``, ``G_k ~ Gamma(nu_k)``.
+
+    One scalar shape per call (numpy's fast path; ``Gamma(1)`` is the
+    exponential), which is what grouping the cells by ``nu`` buys.
+    """
+    n_samples = p.shape[-1]
+    shape = nu[cells[0]]
+    for block in _cell_blocks(cells, n_samples):
+        size = (block.size, n_samples)
+        gam = [rng.standard_exponential(size) if a == 1.0 else rng.standard_gamma(a, size)
+               for a in shape]
+        total = sum(gam[1:], start=gam[0].copy())
+        ll = None if loglik is None else np.broadcast_to(coefficient[block, None], size).copy()
+        for k, g in enumerate(gam):
+            g /= total
+            p[k, block] = g
+            n_k = None if ll is None else counts[block, k]
+            if n_k is not None and np.any(n_k):
+                ll += n_k[:, None] * np.log(g)
+        if ll is not None:
+            loglik[block] = ll
+
+
+def multinomial_coefficient(counts: np.ndarray) -> np.ndarray:
+    """``log( n! / prod_k n_k! )`` over the last axis."""
+    from scipy.special import gammaln
+
+    return gammaln(counts.sum(axis=-1) + 1.0) - gammaln(counts + 1.0).sum(axis=-1)
+
+
 def exact_draws(
-    nu: np.ndarray, weights: np.ndarray, *, draws: int, chains: int, seed: int
+    nu: np.ndarray, weights: np.ndarray, *, draws: int, chains: int, seed: int,
+    counts: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Exact i.i.d. posterior draws: ``p_lm ~ Dirichlet(nu_lm)`` independently over cells.
+
+    Cells are sampled by kind, each with numpy's fastest exact method: a
+    two-category cell with a parameter equal to 1 (a question never or always
+    solved, the bulk of real benchmarks) by inverting the Beta(b, 1) CDF from
+    one exponential variate; every other cell from one Gamma variate per
+    category, grouped by parameter vector so that numpy draws with a scalar
+    shape.  Draws are laid out cell by cell (the returned arrays are views with
+    the usual dimension order).  Same seed, same draws.
+
+    Parameters
+    ----------
+    nu : ndarray (L, M, K)
+        Posterior Dirichlet parameters (:func:`dirichlet_parameters`).
+    weights : ndarray (K,)
+    draws, chains, seed : int
+    counts : ndarray (L, M, K), optional
+        Observed category counts; when given, also the pointwise multinomial
+        log-likelihood of every cell at every draw,
+        ``log n_lm! - sum_k log n_lmk! + sum_k n_lmk log p_lmk``.
 
     Returns
     -------
     dict
-        ``p`` (chain, draw, llm, question, category) and ``theta`` (chain, draw, llm);
-        their effective sample size equals the number of draws.
+        ``p`` (chain, draw, llm, question, category), ``theta`` (chain, draw, llm)
+        and with ``counts`` ``log_likelihood`` (chain, draw, llm, question); their
+        effective sample size equals the number of draws.
     """
+    L, M, K = nu.shape
+    n_samples = chains * draws
+    flat = np.ascontiguousarray(nu, dtype=float).reshape(-1, K)
+    n = None if counts is None else np.asarray(counts, dtype=float).reshape(-1, K)
     rng = np.random.default_rng(seed)
-    gamma = rng.standard_gamma(nu, size=(chains, draws, *nu.shape))
-    p = gamma / gamma.sum(axis=-1, keepdims=True)
-    return {"p": p, "theta": (p @ weights).mean(axis=-1)}
+    p = np.empty((K, L * M, n_samples))
+    loglik = None if n is None else np.empty((L * M, n_samples))
+    rest = np.ones(L * M, dtype=bool)
+    if K == 2:
+        for one in (1, 0):
+            cells = np.flatnonzero(rest & (flat[:, one] == 1.0))
+            _one_parameter_beta(rng, p, loglik, flat, n, cells, one)
+            rest[cells] = False
+    if np.any(rest):
+        coefficient = None if n is None else multinomial_coefficient(n)
+        groups, which = np.unique(flat[rest], axis=0, return_inverse=True)
+        left = np.flatnonzero(rest)
+        for g in range(len(groups)):
+            _gamma_ratio(rng, p, loglik, flat, n, left[which.ravel() == g], coefficient)
+    score = np.tensordot(weights, p.reshape(K, L, M, n_samples).sum(axis=2), axes=1)
+    out = {
+        "p": p.reshape(K, L, M, chains, draws).transpose(3, 4, 1, 2, 0),
+        "theta": (score / M).reshape(L, chains, draws).transpose(1, 2, 0),
+    }
+    if loglik is not None:
+        out["log_likelihood"] = loglik.reshape(L, M, chains, draws).transpose(2, 3, 0, 1)
+    return out

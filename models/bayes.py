@@ -97,16 +97,29 @@ def build(
 
 
 def conjugate_draws(
-    model: pm.Model, *, draws: int, chains: int, seed: int
-) -> dict[str, np.ndarray]:
+    model: pm.Model, *, draws: int, chains: int, seed: int, log_likelihood: bool = True
+) -> dict[str, dict[str, np.ndarray]]:
     """Exact posterior draws of a model built by :func:`build` (no MCMC).
 
     p_lm | data ~ Dirichlet(alpha_lm + n_lm.), independently over cells
     (:func:`bayesrank.conjugate.exact_draws`), so draws are i.i.d.: the
     effective sample size equals the number of draws.
+
+    Returns
+    -------
+    dict
+        ``{"posterior": {"p", "theta"}}`` and, with ``log_likelihood``,
+        ``{"log_likelihood": {"counts"}}``: the multinomial log-density of each
+        cell's observed counts at each draw (dims chain, draw, llm, question),
+        in closed form from the same draws (what :func:`pymc.compute_log_likelihood`
+        returns for ``counts``, tested).
     """
-    nu = np.asarray(model["alpha"].get_value()) + np.asarray(
-        model["category_counts"].get_value()
-    )
+    counts = np.asarray(model["category_counts"].get_value())
+    nu = np.asarray(model["alpha"].get_value()) + counts
     weights = np.asarray(model["weights"].get_value())
-    return conjugate.exact_draws(nu, weights, draws=draws, chains=chains, seed=seed)
+    out = conjugate.exact_draws(nu, weights, draws=draws, chains=chains, seed=seed,
+                                counts=counts if log_likelihood else None)
+    groups = {"posterior": {"p": out["p"], "theta": out["theta"]}}
+    if log_likelihood:
+        groups["log_likelihood"] = {"counts": out["log_likelihood"]}
+    return groups

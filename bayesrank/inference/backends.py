@@ -147,22 +147,29 @@ def _sample_pymc(model, *, draws, tune, chains, seed, progressbar, target_accept
 
 
 def _sample_exact(model, *, draws, tune, chains, seed, progressbar, target_accept,
-                  exact_draws=None):
+                  exact_draws=None, log_likelihood=()):
     from pymc.backends.arviz import coords_and_dims_for_inferencedata
 
     if exact_draws is None:
         raise ValueError("sampler 'conjugate' draws exact conjugate posteriors: it applies to "
                          "the 'bayes' model only")
     t0 = time.perf_counter()
-    posterior = exact_draws(model, draws=draws, chains=chains, seed=seed)
+    groups = exact_draws(model, draws=draws, chains=chains, seed=seed,
+                         log_likelihood=bool(log_likelihood))
     t1 = time.perf_counter()
     coords, dims = coords_and_dims_for_inferencedata(model)
     idata = from_arrays(
-        {"posterior": posterior,
+        {"posterior": groups["posterior"],
          "sample_stats": {"diverging": np.zeros((chains, draws), dtype=bool)}},
         coords=coords,
         dims=dims,
     )
+    wanted = {k: v for k, v in groups.get("log_likelihood", {}).items() if k in log_likelihood}
+    if wanted:
+        # pointwise over the observed variable's dims without the last (the category)
+        cell_dims = {k: list(dims[k][:-1]) for k in wanted}
+        loglik = from_arrays({"log_likelihood": wanted}, coords=coords, dims=cell_dims)
+        idata = with_groups(idata, log_likelihood=group(loglik, "log_likelihood"))
     return idata, {"compile": 0.0, "sample": t1 - t0}
 
 
@@ -221,17 +228,21 @@ def sample(
     target_accept: float = 0.8,
     log_likelihood: tuple[str, ...] = (),
     key: Hashable | None = None,
-    exact_draws: Callable[..., dict[str, np.ndarray]] | None = None,
+    exact_draws: Callable[..., dict[str, dict[str, np.ndarray]]] | None = None,
 ) -> tuple[xr.DataTree, dict[str, float]]:
     """Draw from the posterior of ``model`` with ``sampler``.
 
     ``log_likelihood`` names observed variables whose pointwise log-likelihood
-    the NumPyro back end computes in the same JAX program (the other back ends
-    leave that to :func:`pymc.compute_log_likelihood`).  With a ``key`` from
+    the NumPyro back end computes in the same JAX program and the exact
+    sampler in closed form (nutpie and PyMC leave that to
+    :func:`pymc.compute_log_likelihood`).  With a ``key`` from
     :func:`structure_key`, the nutpie and NumPyro back ends reuse a model
     compiled earlier for data of the same shape and only swap the data in.
-    ``exact_draws(model, draws=, chains=, seed=)`` is the model's own exact
-    sampler, used by ``sampler="conjugate"``.
+    ``exact_draws(model, draws=, chains=, seed=, log_likelihood=)`` is the
+    model's own exact sampler, used by ``sampler="conjugate"``: it returns the
+    ``posterior`` group's arrays and, when asked, the ``log_likelihood`` group's
+    (in closed form from the same draws, so :func:`fit` needs no
+    :func:`pymc.compute_log_likelihood` pass).
     """
     require(sampler)
     kwargs = dict(
@@ -247,7 +258,8 @@ def sample(
     if sampler == "pymc":
         return _sample_pymc(model, **kwargs)
     if sampler == "conjugate":
-        return _sample_exact(model, **kwargs, exact_draws=exact_draws)
+        return _sample_exact(model, **kwargs, exact_draws=exact_draws,
+                             log_likelihood=log_likelihood)
     return _sample_numpyro(model, **kwargs, log_likelihood=log_likelihood, key=key)
 
 
