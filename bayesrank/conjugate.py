@@ -24,6 +24,9 @@ outcomes (Bayes_R0@N, identifier ``bayes_greedy``); an array replaces them.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,6 +37,8 @@ from bayesrank.errors import DataError
 __all__ = [
     "bayes_at_n",
     "dirichlet_parameters",
+    "DeferredArray",
+    "ExactDraws",
     "exact_draws",
     "prior_counts",
     "resolve_weights",
@@ -126,70 +131,9 @@ def bayes_at_n(
     return mu, sigma
 
 
-# Random numbers per block of cells: bounded temporaries (8 MiB), whatever the data size.
-_BLOCK = 2**20
-
-
-def _cell_blocks(cells: np.ndarray, n_samples: int):
-    """``cells`` in consecutive blocks of about ``_BLOCK`` random numbers each."""
-    step = max(1, _BLOCK // max(1, n_samples))
-    for start in range(0, cells.size, step):
-        yield cells[start:start + step]
-
-
-def _one_parameter_beta(
-    rng: np.random.Generator, p: np.ndarray, loglik: np.ndarray | None,
-    nu: np.ndarray, counts: np.ndarray | None, cells: np.ndarray, one: int,
-) -> None:
-    """Two-category cells whose category ``one`` has ``nu = 1``: exact draws by inversion.
-
-    With ``b = nu_other``, ``p_other ~ Beta(b, 1)``, whose CDF ``x^b`` inverts to
-    ``p_other = U^(1/b) = exp(-E/b)`` with ``E = -log U ~ Exp(1)``; then
-    ``log p_other = -E/b`` is exact and ``p_one = -expm1(-E/b)`` keeps its
-    relative precision near 0.  ``nu_one = 1`` means no count and no prior
-    outcome in category ``one``, so the cell's log-likelihood is
-    ``n_other log p_other`` (the multinomial coefficient is 1).
-    """
-    other = 1 - one
-    n_samples = p.shape[-1]
-    for block in _cell_blocks(cells, n_samples):
-        log_other = rng.standard_exponential((block.size, n_samples))
-        log_other /= -nu[block, other, None]
-        p[other, block] = np.exp(log_other)
-        p[one, block] = -np.expm1(log_other)
-        if loglik is not None:
-            log_other *= counts[block, other, None]
-            loglik[block] = log_other
-            stray = block[counts[block, one] > 0]  # only with a hand-made nu; kept exact anyway
-            if stray.size:
-                loglik[stray] += counts[stray, one, None] * np.log(p[one, stray])
-
-
-def _gamma_ratio(
-    rng: np.random.Generator, p: np.ndarray, loglik: np.ndarray | None,
-    nu: np.ndarray, counts: np.ndarray | None, cells: np.ndarray, coefficient: np.ndarray,
-) -> None:
-    """Cells sharing one parameter vector ``nu``: ``p = G / sum(G)``, ``G_k ~ Gamma(nu_k)``.
-
-    One scalar shape per call (numpy's fast path; ``Gamma(1)`` is the
-    exponential), which is what grouping the cells by ``nu`` buys.
-    """
-    n_samples = p.shape[-1]
-    shape = nu[cells[0]]
-    for block in _cell_blocks(cells, n_samples):
-        size = (block.size, n_samples)
-        gam = [rng.standard_exponential(size) if a == 1.0 else rng.standard_gamma(a, size)
-               for a in shape]
-        total = sum(gam[1:], start=gam[0].copy())
-        ll = None if loglik is None else np.broadcast_to(coefficient[block, None], size).copy()
-        for k, g in enumerate(gam):
-            g /= total
-            p[k, block] = g
-            n_k = None if ll is None else counts[block, k]
-            if n_k is not None and np.any(n_k):
-                ll += n_k[:, None] * np.log(g)
-        if ll is not None:
-            loglik[block] = ll
+# Random numbers per block of cells: small enough to stay in cache, large enough that
+# Python's per-block overhead is negligible.
+_BLOCK = 2**18
 
 
 def multinomial_coefficient(counts: np.ndarray) -> np.ndarray:
@@ -199,19 +143,122 @@ def multinomial_coefficient(counts: np.ndarray) -> np.ndarray:
     return gammaln(counts.sum(axis=-1) + 1.0) - gammaln(counts + 1.0).sum(axis=-1)
 
 
-def exact_draws(
-    nu: np.ndarray, weights: np.ndarray, *, draws: int, chains: int, seed: int,
-    counts: np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
-    """Exact i.i.d. posterior draws: ``p_lm ~ Dirichlet(nu_lm)`` independently over cells.
+@dataclass(frozen=True)
+class _Block:
+    """Cells of one model sampled together from one child seed.
+
+    ``one`` is the category whose parameter is 1 in a two-category block
+    sampled by inversion, or None for a block of cells sharing one parameter
+    vector ``shape`` (Gamma variates).
+    """
+
+    cells: np.ndarray
+    one: int | None
+    shape: np.ndarray | None
+
+
+def _blocks(nu: np.ndarray, n_questions: int, n_samples: int) -> list[_Block]:
+    """Partition of the cells (rows of ``nu``, model-major) into blocks of one model and kind."""
+    n_cells, K = nu.shape
+    step = max(1, _BLOCK // max(1, n_samples))
+    rest = np.ones(n_cells, dtype=bool)
+    kinds: list[tuple[np.ndarray, int | None, np.ndarray | None]] = []
+    if K == 2:
+        for one in (1, 0):
+            cells = np.flatnonzero(rest & (nu[:, one] == 1.0))
+            kinds.append((cells, one, None))
+            rest[cells] = False
+    left = np.flatnonzero(rest)
+    if left.size:
+        shapes, which = np.unique(nu[left], axis=0, return_inverse=True)
+        kinds += [(left[which.ravel() == g], None, shapes[g]) for g in range(len(shapes))]
+    out = []
+    for cells, one, shape in kinds:
+        for same_model in np.split(cells, np.flatnonzero(np.diff(cells // n_questions)) + 1):
+            out += [_Block(same_model[i:i + step], one, shape)
+                    for i in range(0, same_model.size, step)]
+    return out
+
+
+def _block_draws(
+    block: _Block, nu: np.ndarray, n_samples: int, rng: np.random.Generator, whole: bool
+) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Draws of one block's ``p_k`` (cells, samples) by category, and the logs known exactly.
+
+    Inversion (``block.one`` set): with ``b = nu_other``, ``p_other ~ Beta(b, 1)``,
+    whose CDF ``x^b`` inverts to ``p_other = U^(1/b) = exp(-E/b)`` with
+    ``E = -log U ~ Exp(1)``; ``log p_other = -E/b`` exactly and
+    ``p_one = -expm1(-E/b)`` keeps its relative precision near 0.  ``p_other``
+    itself only when ``whole`` (the score needs ``p_one`` alone).
+    Otherwise ``p = G / sum(G)`` with ``G_k ~ Gamma(nu_k)`` (one scalar shape per
+    call, numpy's fast path; ``Gamma(1)`` is the exponential).
+    """
+    size = (block.cells.size, n_samples)
+    if block.one is not None:
+        other = 1 - block.one
+        log_other = rng.standard_exponential(size)
+        log_other *= -1.0 / nu[block.cells, other, None]
+        p_one = np.expm1(log_other)
+        np.negative(p_one, out=p_one)
+        p = {block.one: p_one}
+        if whole:
+            p[other] = np.exp(log_other)
+        return p, {other: log_other}
+    gamma = np.empty((block.shape.size, *size))
+    for k, a in enumerate(block.shape):
+        if a == 1.0:
+            rng.standard_exponential(size, out=gamma[k])
+        else:
+            rng.standard_gamma(a, size, out=gamma[k])
+    gamma /= gamma.sum(axis=0)
+    return dict(enumerate(gamma)), {}
+
+
+def _block_log_likelihood(
+    p: dict[int, np.ndarray], logs: dict[int, np.ndarray], counts: np.ndarray,
+    coefficient: np.ndarray,
+) -> np.ndarray:
+    """``coefficient + sum_k n_k log p_k`` per cell and sample (terms with n_k = 0 skipped)."""
+    out = None
+    for k in range(counts.shape[1]):
+        if np.any(counts[:, k]):
+            term = counts[:, k, None] * (logs[k] if k in logs else np.log(p[k]))
+            out = term if out is None else np.add(out, term, out=out)
+    if out is None:
+        return np.repeat(coefficient[:, None], next(iter(p.values())).shape[-1], axis=1)
+    if np.any(coefficient):
+        out += coefficient[:, None]
+    return out
+
+
+def _workers() -> int:
+    """Threads for the blocks: numpy draws and ufuncs release the GIL."""
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class DeferredArray:
+    """An array made only when first asked for: its ``shape``, ``dtype`` and ``make()``."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    make: Any
+
+
+class ExactDraws:
+    """Exact i.i.d. posterior draws ``p_lm ~ Dirichlet(nu_lm)``, independently over cells.
 
     Cells are sampled by kind, each with numpy's fastest exact method: a
     two-category cell with a parameter equal to 1 (a question never or always
     solved, the bulk of real benchmarks) by inverting the Beta(b, 1) CDF from
     one exponential variate; every other cell from one Gamma variate per
     category, grouped by parameter vector so that numpy draws with a scalar
-    shape.  Draws are laid out cell by cell (the returned arrays are views with
-    the usual dimension order).  Same seed, same draws.
+    shape.  The cells are cut into blocks of one model each, and each block
+    draws from its own child of ``SeedSequence(seed)``: the draws of a block
+    can be made again at any time, so :meth:`sample` returns ``theta`` (and the
+    log-likelihood) without keeping the (chain, draw, llm, question, category)
+    array of ``p``, and :meth:`p` makes the very same ``p`` when it is asked for.
 
     Parameters
     ----------
@@ -219,42 +266,97 @@ def exact_draws(
         Posterior Dirichlet parameters (:func:`dirichlet_parameters`).
     weights : ndarray (K,)
     draws, chains, seed : int
-    counts : ndarray (L, M, K), optional
-        Observed category counts; when given, also the pointwise multinomial
-        log-likelihood of every cell at every draw,
-        ``log n_lm! - sum_k log n_lmk! + sum_k n_lmk log p_lmk``.
-
-    Returns
-    -------
-    dict
-        ``p`` (chain, draw, llm, question, category), ``theta`` (chain, draw, llm)
-        and with ``counts`` ``log_likelihood`` (chain, draw, llm, question); their
-        effective sample size equals the number of draws.
     """
-    L, M, K = nu.shape
-    n_samples = chains * draws
-    flat = np.ascontiguousarray(nu, dtype=float).reshape(-1, K)
-    n = None if counts is None else np.asarray(counts, dtype=float).reshape(-1, K)
-    rng = np.random.default_rng(seed)
-    p = np.empty((K, L * M, n_samples))
-    loglik = None if n is None else np.empty((L * M, n_samples))
-    rest = np.ones(L * M, dtype=bool)
-    if K == 2:
-        for one in (1, 0):
-            cells = np.flatnonzero(rest & (flat[:, one] == 1.0))
-            _one_parameter_beta(rng, p, loglik, flat, n, cells, one)
-            rest[cells] = False
-    if np.any(rest):
+
+    def __init__(self, nu: np.ndarray, weights: np.ndarray, *, draws: int, chains: int,
+                 seed: int) -> None:
+        self.shape = nu.shape
+        self.draws, self.chains = int(draws), int(chains)
+        self.n_samples = self.draws * self.chains
+        self.weights = np.asarray(weights, dtype=float)
+        self._nu = np.ascontiguousarray(nu, dtype=float).reshape(-1, nu.shape[-1])
+        self._blocks = _blocks(self._nu, nu.shape[1], self.n_samples)
+        self._seeds = np.random.SeedSequence(seed).spawn(len(self._blocks))
+
+    def _draw(self, j: int, whole: bool) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+        rng = np.random.default_rng(self._seeds[j])
+        return _block_draws(self._blocks[j], self._nu, self.n_samples, rng, whole)
+
+    def _map(self, task) -> list:
+        """``task(j)`` for every block, in block order (threads when there are cores)."""
+        workers = _workers()
+        if workers == 1 or len(self._blocks) < 2:
+            return [task(j) for j in range(len(self._blocks))]
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(task, range(len(self._blocks))))
+
+    def sample(self, counts: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Draws of ``theta`` (chain, draw, llm) and, with ``counts``, ``log_likelihood``.
+
+        ``theta_l = 1/M sum_m sum_k w_k p_lmk``.  With the observed category
+        counts ``counts`` (L, M, K), also the pointwise multinomial
+        log-likelihood of every cell at every draw, ``log n_lm! - sum_k log n_lmk!
+        + sum_k n_lmk log p_lmk`` (chain, draw, llm, question).  Same seed, same
+        draws, however many threads draw the blocks.
+        """
+        L, M, K = self.shape
+        n = None if counts is None else np.asarray(counts, dtype=float).reshape(-1, K)
         coefficient = None if n is None else multinomial_coefficient(n)
-        groups, which = np.unique(flat[rest], axis=0, return_inverse=True)
-        left = np.flatnonzero(rest)
-        for g in range(len(groups)):
-            _gamma_ratio(rng, p, loglik, flat, n, left[which.ravel() == g], coefficient)
-    score = np.tensordot(weights, p.reshape(K, L, M, n_samples).sum(axis=2), axes=1)
-    out = {
-        "p": p.reshape(K, L, M, chains, draws).transpose(3, 4, 1, 2, 0),
-        "theta": (score / M).reshape(L, chains, draws).transpose(1, 2, 0),
-    }
-    if loglik is not None:
-        out["log_likelihood"] = loglik.reshape(L, M, chains, draws).transpose(2, 3, 0, 1)
-    return out
+        loglik = None if n is None else np.empty((L * M, self.n_samples))
+        w = self.weights
+
+        def block_score(j: int) -> np.ndarray:
+            block = self._blocks[j]
+            p, logs = self._draw(j, whole=False)
+            if loglik is not None:
+                loglik[block.cells] = _block_log_likelihood(
+                    p, logs, n[block.cells], coefficient[block.cells])
+            if block.one is None:
+                return sum(w[k] * p[k].sum(axis=0) for k in range(K))
+            # w_one p_one + w_other (1 - p_one), summed over the block's cells
+            other = 1 - block.one
+            return block.cells.size * w[other] + (w[block.one] - w[other]) * p[
+                block.one].sum(axis=0)
+
+        score = np.zeros((L, self.n_samples))
+        # every block holds cells of one model (the cells are model-major); summed in order
+        for j, block_sum in enumerate(self._map(block_score)):
+            score[self._blocks[j].cells[0] // M] += block_sum
+        out = {"theta": (score / M).reshape(L, self.chains, self.draws).transpose(1, 2, 0)}
+        if loglik is not None:
+            out["log_likelihood"] = loglik.reshape(
+                L, M, self.chains, self.draws).transpose(2, 3, 0, 1)
+        return out
+
+    def deferred_p(self) -> DeferredArray:
+        """:meth:`p`, made when first asked for (what a fit stores: most uses never read it)."""
+        L, M, K = self.shape
+        return DeferredArray((self.chains, self.draws, L, M, K), np.dtype(float), self.p)
+
+    def p(self) -> np.ndarray:
+        """The draws of ``p`` (chain, draw, llm, question, category) that :meth:`sample` used."""
+        L, M, K = self.shape
+        p = np.empty((K, L * M, self.n_samples))
+
+        def fill(j: int) -> None:
+            cells = self._blocks[j].cells
+            for k, values in self._draw(j, whole=True)[0].items():
+                p[k, cells] = values
+
+        self._map(fill)
+        return p.reshape(K, L, M, self.chains, self.draws).transpose(3, 4, 1, 2, 0)
+
+
+def exact_draws(
+    nu: np.ndarray, weights: np.ndarray, *, draws: int, chains: int, seed: int,
+    counts: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Exact i.i.d. posterior draws: ``p_lm ~ Dirichlet(nu_lm)`` independently over cells.
+
+    All at once, from :class:`ExactDraws`: ``p`` (chain, draw, llm, question,
+    category), ``theta`` (chain, draw, llm) and, with ``counts`` (L, M, K),
+    ``log_likelihood`` (chain, draw, llm, question).  Their effective sample size
+    equals the number of draws.
+    """
+    sampler = ExactDraws(nu, weights, draws=draws, chains=chains, seed=seed)
+    return {"p": sampler.p(), **sampler.sample(counts)}

@@ -112,14 +112,17 @@ def conjugate_draws(
         ``{"log_likelihood": {"counts"}}``: the multinomial log-density of each
         cell's observed counts at each draw (dims chain, draw, llm, question),
         in closed form from the same draws (what :func:`pymc.compute_log_likelihood`
-        returns for ``counts``, tested).
+        returns for ``counts``, tested).  ``p`` is a
+        :class:`~bayesrank.conjugate.DeferredArray`: its draws are made again
+        from the same seeds only when they are first read (``theta`` needed
+        them once; keeping them would cost more time than drawing them).
     """
     counts = np.asarray(model["category_counts"].get_value())
     nu = np.asarray(model["alpha"].get_value()) + counts
     weights = np.asarray(model["weights"].get_value())
-    out = conjugate.exact_draws(nu, weights, draws=draws, chains=chains, seed=seed,
-                                counts=counts if log_likelihood else None)
-    groups = {"posterior": {"p": out["p"], "theta": out["theta"]}}
+    sampler = conjugate.ExactDraws(nu, weights, draws=draws, chains=chains, seed=seed)
+    drawn = sampler.sample(counts if log_likelihood else None)
+    groups = {"posterior": {"p": sampler.deferred_p(), "theta": drawn["theta"]}}
     if log_likelihood:
-        groups["log_likelihood"] = {"counts": out["log_likelihood"]}
+        groups["log_likelihood"] = {"counts": drawn["log_likelihood"]}
     return groups
