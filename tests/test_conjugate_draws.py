@@ -146,3 +146,60 @@ def test_fit_matches_the_closed_form_on_a_real_shaped_tensor():
     n = theta.shape[0]
     np.testing.assert_array_less(np.abs(theta.mean(0) - mu), 4 * sigma / np.sqrt(n))
     np.testing.assert_array_less(np.abs(theta.std(0) - sigma), 4 * sigma / np.sqrt(2 * n))
+
+
+def test_draws_do_not_depend_on_the_number_of_threads(monkeypatch):
+    from bayesrank import conjugate
+
+    nu = conjugate.dirichlet_parameters(three_categories(), R0="data")
+    counts = three_categories().reductions.category_counts
+    runs = []
+    for workers in (1, 3):
+        monkeypatch.setattr(conjugate, "_workers", lambda w=workers: w)
+        runs.append(exact_draws(nu, np.array([0.0, 0.4, 1.0]), draws=50, chains=2, seed=9,
+                                counts=counts))
+    for name in ("p", "theta", "log_likelihood"):
+        np.testing.assert_array_equal(runs[0][name], runs[1][name])
+
+
+def test_fit_keeps_p_unmade_until_it_is_read(monkeypatch):
+    """fit() needs theta and the log-likelihood only; p is drawn again, identically, on reading."""
+    from bayesrank import conjugate
+
+    made = []
+    original = conjugate.ExactDraws.p
+    monkeypatch.setattr(conjugate.ExactDraws, "p", lambda self: made.append(1) or original(self))
+    data = mixed_binary()
+    post = fit(data, "bayes", draws=40, chains=2, random_seed=5, progressbar=False)
+    assert made == []
+    p = post.idata["posterior"]["p"].values
+    assert made == [1]
+    np.testing.assert_allclose(post.idata["posterior"]["theta"].values,
+                               (p @ data.weights).mean(axis=-1), rtol=1e-12)
+    np.testing.assert_array_equal(post.idata["posterior"]["p"].isel(question=2).values,
+                                  p[:, :, :, 2])
+    assert made == [1]  # read once, kept
+    nu = conjugate.dirichlet_parameters(data)
+    np.testing.assert_array_equal(p, exact_draws(nu, data.weights, draws=40, chains=2,
+                                                 seed=5)["p"])
+
+
+def test_stated_diagnostics_of_exact_draws_agree_with_arviz_estimates():
+    """fit() states ESS = number of draws and R-hat = 1; ArviZ's estimates on the draws agree."""
+    import warnings
+
+    import arviz as az
+
+    from bayesrank.inference.diagnostics import SamplingWarning
+
+    post = fit(mixed_binary(), "bayes", draws=2000, chains=2, random_seed=2, progressbar=False)
+    row = post.diagnostics.loc["theta"]
+    assert row["ess_bulk"] == row["ess_tail"] == 4000 and row["r_hat"] == 1.0 and row["passed"]
+    theta = post.idata["posterior"].to_dataset()[["theta"]]
+    assert float(az.rhat(theta)["theta"].max()) < 1.01
+    assert float(az.ess(theta, method="bulk")["theta"].min()) > 0.8 * 4000
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit(mixed_binary(), "bayes", draws=100, chains=2, random_seed=2, progressbar=False)
+    assert any(issubclass(w.category, SamplingWarning) and "ESS < 400" in str(w.message)
+               for w in caught)
