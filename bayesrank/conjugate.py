@@ -143,17 +143,24 @@ def multinomial_coefficient(counts: np.ndarray) -> np.ndarray:
     return gammaln(counts.sum(axis=-1) + 1.0) - gammaln(counts + 1.0).sum(axis=-1)
 
 
+# Two-category cells whose smaller parameter is an integer up to this many are drawn as a
+# product of Beta(a + j, 1) variables (one exponential each); beyond it, from two Gammas.
+_MAX_PRODUCT = 8
+
+
 @dataclass(frozen=True)
 class _Block:
     """Cells of one model sampled together from one child seed.
 
-    ``one`` is the category whose parameter is 1 in a two-category block
-    sampled by inversion, or None for a block of cells sharing one parameter
-    vector ``shape`` (Gamma variates).
+    ``small`` is the category of a two-category block whose parameter is the
+    integer ``b`` in every cell (drawn as a product of ``b`` Beta(., 1)
+    variables), or None for a block of cells sharing one parameter vector
+    ``shape`` (Gamma variates).
     """
 
     cells: np.ndarray
-    one: int | None
+    small: int | None
+    b: int
     shape: np.ndarray | None
 
 
@@ -162,20 +169,24 @@ def _blocks(nu: np.ndarray, n_questions: int, n_samples: int) -> list[_Block]:
     n_cells, K = nu.shape
     step = max(1, _BLOCK // max(1, n_samples))
     rest = np.ones(n_cells, dtype=bool)
-    kinds: list[tuple[np.ndarray, int | None, np.ndarray | None]] = []
+    kinds: list[tuple[np.ndarray, int | None, int, np.ndarray | None]] = []
     if K == 2:
-        for one in (1, 0):
-            cells = np.flatnonzero(rest & (nu[:, one] == 1.0))
-            kinds.append((cells, one, None))
-            rest[cells] = False
+        small = np.argmin(nu, axis=1)
+        b = nu[np.arange(n_cells), small]
+        product = (b == np.round(b)) & (b >= 1) & (b <= _MAX_PRODUCT)
+        for category in (1, 0):
+            for steps in range(1, _MAX_PRODUCT + 1):
+                cells = np.flatnonzero(product & (small == category) & (b == steps))
+                kinds.append((cells, category, steps, None))
+        rest &= ~product
     left = np.flatnonzero(rest)
     if left.size:
         shapes, which = np.unique(nu[left], axis=0, return_inverse=True)
-        kinds += [(left[which.ravel() == g], None, shapes[g]) for g in range(len(shapes))]
+        kinds += [(left[which.ravel() == g], None, 0, shapes[g]) for g in range(len(shapes))]
     out = []
-    for cells, one, shape in kinds:
+    for cells, category, steps, shape in kinds:
         for same_model in np.split(cells, np.flatnonzero(np.diff(cells // n_questions)) + 1):
-            out += [_Block(same_model[i:i + step], one, shape)
+            out += [_Block(same_model[i:i + step], category, steps, shape)
                     for i in range(0, same_model.size, step)]
     return out
 
@@ -185,25 +196,36 @@ def _block_draws(
 ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
     """Draws of one block's ``p_k`` (cells, samples) by category, and the logs known exactly.
 
-    Inversion (``block.one`` set): with ``b = nu_other``, ``p_other ~ Beta(b, 1)``,
-    whose CDF ``x^b`` inverts to ``p_other = U^(1/b) = exp(-E/b)`` with
-    ``E = -log U ~ Exp(1)``; ``log p_other = -E/b`` exactly and
-    ``p_one = -expm1(-E/b)`` keeps its relative precision near 0.  ``p_other``
-    itself only when ``whole`` (the score needs ``p_one`` alone).
+    Product (``block.small`` set; ``b = nu_small`` an integer, ``a = nu_large``):
+    ``Beta(a + j, 1)`` has CDF ``x^(a+j)``, so ``exp(-E_j / (a + j))`` with
+    ``E_j ~ Exp(1)`` draws it exactly, and if ``X ~ Beta(a, c)`` and
+    ``Y ~ Beta(a + c, 1)`` are independent then ``XY ~ Beta(a, c + 1)``.  Hence
+
+        p_large = exp(-sum_{j<b} E_j / (a + j)) ~ Beta(a, b),
+
+    ``log p_large`` is exact and ``p_small = -expm1(log p_large)`` keeps its
+    relative precision near 0.  A question never or always solved (the bulk of
+    real benchmarks) has ``b = 1``: one exponential variate per draw.
+    ``p_large`` itself only when ``whole`` (the score needs ``p_small`` alone).
     Otherwise ``p = G / sum(G)`` with ``G_k ~ Gamma(nu_k)`` (one scalar shape per
     call, numpy's fast path; ``Gamma(1)`` is the exponential).
     """
     size = (block.cells.size, n_samples)
-    if block.one is not None:
-        other = 1 - block.one
-        log_other = rng.standard_exponential(size)
-        log_other *= -1.0 / nu[block.cells, other, None]
-        p_one = np.expm1(log_other)
-        np.negative(p_one, out=p_one)
-        p = {block.one: p_one}
+    if block.small is not None:
+        large = 1 - block.small
+        a = nu[block.cells, large, None]
+        log_large = rng.standard_exponential(size)
+        log_large *= -1.0 / a
+        for j in range(1, block.b):
+            term = rng.standard_exponential(size)
+            term *= -1.0 / (a + j)
+            log_large += term
+        p_small = np.expm1(log_large)
+        np.negative(p_small, out=p_small)
+        p = {block.small: p_small}
         if whole:
-            p[other] = np.exp(log_other)
-        return p, {other: log_other}
+            p[large] = np.exp(log_large)
+        return p, {large: log_large}
     gamma = np.empty((block.shape.size, *size))
     for k, a in enumerate(block.shape):
         if a == 1.0:
@@ -249,16 +271,17 @@ class DeferredArray:
 class ExactDraws:
     """Exact i.i.d. posterior draws ``p_lm ~ Dirichlet(nu_lm)``, independently over cells.
 
-    Cells are sampled by kind, each with numpy's fastest exact method: a
-    two-category cell with a parameter equal to 1 (a question never or always
-    solved, the bulk of real benchmarks) by inverting the Beta(b, 1) CDF from
-    one exponential variate; every other cell from one Gamma variate per
-    category, grouped by parameter vector so that numpy draws with a scalar
-    shape.  The cells are cut into blocks of one model each, and each block
-    draws from its own child of ``SeedSequence(seed)``: the draws of a block
-    can be made again at any time, so :meth:`sample` returns ``theta`` (and the
-    log-likelihood) without keeping the (chain, draw, llm, question, category)
-    array of ``p``, and :meth:`p` makes the very same ``p`` when it is asked for.
+    Cells are sampled by kind, each with an exact method cheap in numpy: a
+    two-category cell whose smaller parameter is an integer b <= 8 as a
+    product of b Beta(., 1) variables, one exponential variate each (b = 1 for
+    a question never or always solved, the bulk of real benchmarks); every
+    other cell from one Gamma variate per category, grouped by parameter
+    vector so that numpy draws with a scalar shape.  The cells are cut into
+    blocks of one model each, and each block draws from its own child of
+    ``SeedSequence(seed)``: the draws of a block can be made again at any
+    time, so :meth:`sample` returns ``theta`` (and the log-likelihood) without
+    keeping the (chain, draw, llm, question, category) array of ``p``, and
+    :meth:`p` makes the very same ``p`` when it is asked for.
 
     Parameters
     ----------
@@ -311,12 +334,12 @@ class ExactDraws:
             if loglik is not None:
                 loglik[block.cells] = _block_log_likelihood(
                     p, logs, n[block.cells], coefficient[block.cells])
-            if block.one is None:
+            if block.small is None:
                 return sum(w[k] * p[k].sum(axis=0) for k in range(K))
-            # w_one p_one + w_other (1 - p_one), summed over the block's cells
-            other = 1 - block.one
-            return block.cells.size * w[other] + (w[block.one] - w[other]) * p[
-                block.one].sum(axis=0)
+            # w_small p_small + w_large (1 - p_small), summed over the block's cells
+            large = 1 - block.small
+            return block.cells.size * w[large] + (w[block.small] - w[large]) * p[
+                block.small].sum(axis=0)
 
         score = np.zeros((L, self.n_samples))
         # every block holds cells of one model (the cells are model-major); summed in order

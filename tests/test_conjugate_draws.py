@@ -100,8 +100,10 @@ def test_no_log_likelihood_when_not_asked():
 
 @pytest.mark.parametrize(
     "nu",
-    [(1.0, 11.0), (11.0, 1.0), (1.0, 1.0), (3.0, 9.0), (2.5, 0.7), (1.0, 4.0, 2.0)],
-    ids=["never-solved", "always-solved", "no-trials", "in-between", "fractional", "3-cat"],
+    [(1.0, 11.0), (11.0, 1.0), (1.0, 1.0), (3.0, 9.0), (12.0, 7.0), (6.0, 6.0), (20.0, 9.0),
+     (2.5, 0.7), (1.0, 4.0, 2.0)],
+    ids=["never-solved", "always-solved", "no-trials", "product-3", "product-7", "product-tie",
+         "gamma-9", "fractional", "3-cat"],
 )
 def test_every_cell_kind_has_its_dirichlet_marginals(nu):
     """Each category's probability ~ Beta(nu_k, sum(nu) - nu_k) (Kolmogorov-Smirnov, scipy)."""
