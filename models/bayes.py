@@ -13,7 +13,8 @@ shape (M, C+1), or per model, (L, M, C+1)); without R0 the prior is uniform
 so the posterior mean and sd of theta equal the closed form
 :func:`bayesrank.conjugate` (tested).  :func:`conjugate_draws` samples that
 posterior exactly (``fit(..., sampler="conjugate")``, the default for this
-model: i.i.d. draws in milliseconds); NUTS samples the same PyMC model like the
+model: i.i.d. draws, with the pointwise log-likelihood in closed form from the
+same draws; docs/samplers.md); NUTS samples the same PyMC model like the
 others.  Either way the result is a :class:`~bayesrank.Posterior` with a
 pointwise log-likelihood per model-question cell.
 """
