@@ -244,7 +244,9 @@ def _block_log_likelihood(
     out = None
     for k in range(counts.shape[1]):
         if np.any(counts[:, k]):
-            term = counts[:, k, None] * (logs[k] if k in logs else np.log(p[k]))
+            with np.errstate(divide="ignore", invalid="ignore"):  # p_k = 0: -inf, as PyMC
+                term = counts[:, k, None] * (logs[k] if k in logs else np.log(p[k]))
+            term[counts[:, k] == 0] = 0.0  # 0 log 0 = 0, not NaN
             out = term if out is None else np.add(out, term, out=out)
     if out is None:
         return np.repeat(coefficient[:, None], next(iter(p.values())).shape[-1], axis=1)

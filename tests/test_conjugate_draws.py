@@ -205,3 +205,17 @@ def test_stated_diagnostics_of_exact_draws_agree_with_arviz_estimates():
         fit(mixed_binary(), "bayes", draws=100, chains=2, random_seed=2, progressbar=False)
     assert any(issubclass(w.category, SamplingWarning) and "ESS < 400" in str(w.message)
                for w in caught)
+
+
+def test_log_likelihood_at_a_zero_probability_is_scipys():
+    """0 log 0 = 0 in a cell without that outcome, -inf in a cell with it (scipy's convention)."""
+    from bayesrank.conjugate import _block_log_likelihood
+
+    counts = np.array([[0.0, 3.0], [2.0, 1.0]])
+    p0 = np.array([[0.0, 0.4], [0.0, 0.4]])  # (cells, samples)
+    got = _block_log_likelihood({0: p0, 1: 1.0 - p0}, {}, counts, multinomial_coefficient(counts))
+    for cell in range(2):
+        for s in range(2):
+            probs = [p0[cell, s], 1.0 - p0[cell, s]]
+            expected = stats.multinomial.logpmf(counts[cell], counts[cell].sum(), probs)
+            assert got[cell, s] == pytest.approx(expected, rel=1e-12)
