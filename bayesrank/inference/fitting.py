@@ -219,8 +219,10 @@ def fit(
     -------
     Posterior
         Draws of ``theta`` (larger is better) and everything else; its
-        ``diagnostics`` frame; ``timings`` (``compile``, ``sample``,
-        ``log_likelihood`` seconds).
+        ``diagnostics`` frame; ``timings`` (``compile``, ``sample``, and
+        ``log_likelihood`` seconds when :func:`pymc.compute_log_likelihood`
+        ran after sampling; NumPyro and the exact sampler compute it with the
+        draws, inside ``sample``).
 
     Warns
     -----
