@@ -24,6 +24,9 @@ outcomes (Bayes_R0@N, identifier ``bayes_greedy``); an array replaces them.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,6 +37,8 @@ from bayesrank.errors import DataError
 __all__ = [
     "bayes_at_n",
     "dirichlet_parameters",
+    "DeferredArray",
+    "ExactDraws",
     "exact_draws",
     "prior_counts",
     "resolve_weights",
@@ -126,18 +131,257 @@ def bayes_at_n(
     return mu, sigma
 
 
+# Random numbers per block of cells: small enough to stay in cache, large enough that
+# Python's per-block overhead is negligible.
+_BLOCK = 2**18
+
+
+def multinomial_coefficient(counts: np.ndarray) -> np.ndarray:
+    """``log( n! / prod_k n_k! )`` over the last axis."""
+    from scipy.special import gammaln
+
+    return gammaln(counts.sum(axis=-1) + 1.0) - gammaln(counts + 1.0).sum(axis=-1)
+
+
+# Two-category cells whose smaller parameter is an integer up to this many are drawn as a
+# product of Beta(a + j, 1) variables (one exponential each); beyond it, from two Gammas.
+_MAX_PRODUCT = 8
+
+
+@dataclass(frozen=True)
+class _Block:
+    """Cells of one model sampled together from one child seed.
+
+    ``small`` is the category of a two-category block whose parameter is the
+    integer ``b`` in every cell (drawn as a product of ``b`` Beta(., 1)
+    variables), or None for a block of cells sharing one parameter vector
+    ``shape`` (Gamma variates).
+    """
+
+    cells: np.ndarray
+    small: int | None
+    b: int
+    shape: np.ndarray | None
+
+
+def _blocks(nu: np.ndarray, n_questions: int, n_samples: int) -> list[_Block]:
+    """Partition of the cells (rows of ``nu``, model-major) into blocks of one model and kind."""
+    n_cells, K = nu.shape
+    step = max(1, _BLOCK // max(1, n_samples))
+    rest = np.ones(n_cells, dtype=bool)
+    kinds: list[tuple[np.ndarray, int | None, int, np.ndarray | None]] = []
+    if K == 2:
+        small = np.argmin(nu, axis=1)
+        b = nu[np.arange(n_cells), small]
+        product = (b == np.round(b)) & (b >= 1) & (b <= _MAX_PRODUCT)
+        for category in (1, 0):
+            for steps in range(1, _MAX_PRODUCT + 1):
+                cells = np.flatnonzero(product & (small == category) & (b == steps))
+                kinds.append((cells, category, steps, None))
+        rest &= ~product
+    left = np.flatnonzero(rest)
+    if left.size:
+        shapes, which = np.unique(nu[left], axis=0, return_inverse=True)
+        kinds += [(left[which.ravel() == g], None, 0, shapes[g]) for g in range(len(shapes))]
+    out = []
+    for cells, category, steps, shape in kinds:
+        for same_model in np.split(cells, np.flatnonzero(np.diff(cells // n_questions)) + 1):
+            out += [_Block(same_model[i:i + step], category, steps, shape)
+                    for i in range(0, same_model.size, step)]
+    return out
+
+
+def _block_draws(
+    block: _Block, nu: np.ndarray, n_samples: int, rng: np.random.Generator, whole: bool
+) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Draws of one block's ``p_k`` (cells, samples) by category, and the logs known exactly.
+
+    Product (``block.small`` set; ``b = nu_small`` an integer, ``a = nu_large``):
+    ``Beta(a + j, 1)`` has CDF ``x^(a+j)``, so ``exp(-E_j / (a + j))`` with
+    ``E_j ~ Exp(1)`` draws it exactly, and if ``X ~ Beta(a, c)`` and
+    ``Y ~ Beta(a + c, 1)`` are independent then ``XY ~ Beta(a, c + 1)``.  Hence
+
+        p_large = exp(-sum_{j<b} E_j / (a + j)) ~ Beta(a, b),
+
+    ``log p_large`` is exact and ``p_small = -expm1(log p_large)`` keeps its
+    relative precision near 0.  A question never or always solved (the bulk of
+    real benchmarks) has ``b = 1``: one exponential variate per draw.
+    ``p_large`` itself only when ``whole`` (the score needs ``p_small`` alone).
+    Otherwise ``p = G / sum(G)`` with ``G_k ~ Gamma(nu_k)`` (one scalar shape per
+    call, numpy's fast path; ``Gamma(1)`` is the exponential).
+    """
+    size = (block.cells.size, n_samples)
+    if block.small is not None:
+        large = 1 - block.small
+        a = nu[block.cells, large, None]
+        log_large = rng.standard_exponential(size)
+        log_large *= -1.0 / a
+        for j in range(1, block.b):
+            term = rng.standard_exponential(size)
+            term *= -1.0 / (a + j)
+            log_large += term
+        p_small = np.expm1(log_large)
+        np.negative(p_small, out=p_small)
+        p = {block.small: p_small}
+        if whole:
+            p[large] = np.exp(log_large)
+        return p, {large: log_large}
+    gamma = np.empty((block.shape.size, *size))
+    for k, a in enumerate(block.shape):
+        if a == 1.0:
+            rng.standard_exponential(size, out=gamma[k])
+        else:
+            rng.standard_gamma(a, size, out=gamma[k])
+    gamma /= gamma.sum(axis=0)
+    return dict(enumerate(gamma)), {}
+
+
+def _block_log_likelihood(
+    p: dict[int, np.ndarray], logs: dict[int, np.ndarray], counts: np.ndarray,
+    coefficient: np.ndarray,
+) -> np.ndarray:
+    """``coefficient + sum_k n_k log p_k`` per cell and sample (terms with n_k = 0 skipped)."""
+    out = None
+    for k in range(counts.shape[1]):
+        if np.any(counts[:, k]):
+            with np.errstate(divide="ignore", invalid="ignore"):  # p_k = 0: -inf, as PyMC
+                term = counts[:, k, None] * (logs[k] if k in logs else np.log(p[k]))
+            term[counts[:, k] == 0] = 0.0  # 0 log 0 = 0, not NaN
+            out = term if out is None else np.add(out, term, out=out)
+    if out is None:
+        return np.repeat(coefficient[:, None], next(iter(p.values())).shape[-1], axis=1)
+    if np.any(coefficient):
+        out += coefficient[:, None]
+    return out
+
+
+def _workers() -> int:
+    """Threads for the blocks: numpy draws and ufuncs release the GIL."""
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class DeferredArray:
+    """An array made only when first asked for: its ``shape``, ``dtype`` and ``make()``."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    make: Any
+
+
+class ExactDraws:
+    """Exact i.i.d. posterior draws ``p_lm ~ Dirichlet(nu_lm)``, independently over cells.
+
+    Cells are sampled by kind, each with an exact method cheap in numpy: a
+    two-category cell whose smaller parameter is an integer b <= 8 as a
+    product of b Beta(., 1) variables, one exponential variate each (b = 1 for
+    a question never or always solved, the bulk of real benchmarks); every
+    other cell from one Gamma variate per category, grouped by parameter
+    vector so that numpy draws with a scalar shape.  The cells are cut into
+    blocks of one model each, and each block draws from its own child of
+    ``SeedSequence(seed)``: the draws of a block can be made again at any
+    time, so :meth:`sample` returns ``theta`` (and the log-likelihood) without
+    keeping the (chain, draw, llm, question, category) array of ``p``, and
+    :meth:`p` makes the very same ``p`` when it is asked for.
+
+    Parameters
+    ----------
+    nu : ndarray (L, M, K)
+        Posterior Dirichlet parameters (:func:`dirichlet_parameters`).
+    weights : ndarray (K,)
+    draws, chains, seed : int
+    """
+
+    def __init__(self, nu: np.ndarray, weights: np.ndarray, *, draws: int, chains: int,
+                 seed: int) -> None:
+        self.shape = nu.shape
+        self.draws, self.chains = int(draws), int(chains)
+        self.n_samples = self.draws * self.chains
+        self.weights = np.asarray(weights, dtype=float)
+        self._nu = np.ascontiguousarray(nu, dtype=float).reshape(-1, nu.shape[-1])
+        self._blocks = _blocks(self._nu, nu.shape[1], self.n_samples)
+        self._seeds = np.random.SeedSequence(seed).spawn(len(self._blocks))
+
+    def _draw(self, j: int, whole: bool) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+        rng = np.random.default_rng(self._seeds[j])
+        return _block_draws(self._blocks[j], self._nu, self.n_samples, rng, whole)
+
+    def _map(self, task) -> list:
+        """``task(j)`` for every block, in block order (threads when there are cores)."""
+        workers = _workers()
+        if workers == 1 or len(self._blocks) < 2:
+            return [task(j) for j in range(len(self._blocks))]
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(task, range(len(self._blocks))))
+
+    def sample(self, counts: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Draws of ``theta`` (chain, draw, llm) and, with ``counts``, ``log_likelihood``.
+
+        ``theta_l = 1/M sum_m sum_k w_k p_lmk``.  With the observed category
+        counts ``counts`` (L, M, K), also the pointwise multinomial
+        log-likelihood of every cell at every draw, ``log n_lm! - sum_k log n_lmk!
+        + sum_k n_lmk log p_lmk`` (chain, draw, llm, question).  Same seed, same
+        draws, however many threads draw the blocks.
+        """
+        L, M, K = self.shape
+        n = None if counts is None else np.asarray(counts, dtype=float).reshape(-1, K)
+        coefficient = None if n is None else multinomial_coefficient(n)
+        loglik = None if n is None else np.empty((L * M, self.n_samples))
+        w = self.weights
+
+        def block_score(j: int) -> np.ndarray:
+            block = self._blocks[j]
+            p, logs = self._draw(j, whole=False)
+            if loglik is not None:
+                loglik[block.cells] = _block_log_likelihood(
+                    p, logs, n[block.cells], coefficient[block.cells])
+            if block.small is None:
+                return sum(w[k] * p[k].sum(axis=0) for k in range(K))
+            # w_small p_small + w_large (1 - p_small), summed over the block's cells
+            large = 1 - block.small
+            return block.cells.size * w[large] + (w[block.small] - w[large]) * p[
+                block.small].sum(axis=0)
+
+        score = np.zeros((L, self.n_samples))
+        # every block holds cells of one model (the cells are model-major); summed in order
+        for j, block_sum in enumerate(self._map(block_score)):
+            score[self._blocks[j].cells[0] // M] += block_sum
+        out = {"theta": (score / M).reshape(L, self.chains, self.draws).transpose(1, 2, 0)}
+        if loglik is not None:
+            out["log_likelihood"] = loglik.reshape(
+                L, M, self.chains, self.draws).transpose(2, 3, 0, 1)
+        return out
+
+    def deferred_p(self) -> DeferredArray:
+        """:meth:`p`, made when first asked for (what a fit stores: most uses never read it)."""
+        L, M, K = self.shape
+        return DeferredArray((self.chains, self.draws, L, M, K), np.dtype(float), self.p)
+
+    def p(self) -> np.ndarray:
+        """The draws of ``p`` (chain, draw, llm, question, category) that :meth:`sample` used."""
+        L, M, K = self.shape
+        p = np.empty((K, L * M, self.n_samples))
+
+        def fill(j: int) -> None:
+            cells = self._blocks[j].cells
+            for k, values in self._draw(j, whole=True)[0].items():
+                p[k, cells] = values
+
+        self._map(fill)
+        return p.reshape(K, L, M, self.chains, self.draws).transpose(3, 4, 1, 2, 0)
+
+
 def exact_draws(
-    nu: np.ndarray, weights: np.ndarray, *, draws: int, chains: int, seed: int
+    nu: np.ndarray, weights: np.ndarray, *, draws: int, chains: int, seed: int,
+    counts: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Exact i.i.d. posterior draws: ``p_lm ~ Dirichlet(nu_lm)`` independently over cells.
 
-    Returns
-    -------
-    dict
-        ``p`` (chain, draw, llm, question, category) and ``theta`` (chain, draw, llm);
-        their effective sample size equals the number of draws.
+    All at once, from :class:`ExactDraws`: ``p`` (chain, draw, llm, question,
+    category), ``theta`` (chain, draw, llm) and, with ``counts`` (L, M, K),
+    ``log_likelihood`` (chain, draw, llm, question).  Their effective sample size
+    equals the number of draws.
     """
-    rng = np.random.default_rng(seed)
-    gamma = rng.standard_gamma(nu, size=(chains, draws, *nu.shape))
-    p = gamma / gamma.sum(axis=-1, keepdims=True)
-    return {"p": p, "theta": (p @ weights).mean(axis=-1)}
+    sampler = ExactDraws(nu, weights, draws=draws, chains=chains, seed=seed)
+    return {"p": sampler.p(), **sampler.sample(counts)}

@@ -13,7 +13,8 @@ shape (M, C+1), or per model, (L, M, C+1)); without R0 the prior is uniform
 so the posterior mean and sd of theta equal the closed form
 :func:`bayesrank.conjugate` (tested).  :func:`conjugate_draws` samples that
 posterior exactly (``fit(..., sampler="conjugate")``, the default for this
-model: i.i.d. draws in milliseconds); NUTS samples the same PyMC model like the
+model: i.i.d. draws, with the pointwise log-likelihood in closed form from the
+same draws; docs/samplers.md); NUTS samples the same PyMC model like the
 others.  Either way the result is a :class:`~bayesrank.Posterior` with a
 pointwise log-likelihood per model-question cell.
 """
@@ -97,16 +98,32 @@ def build(
 
 
 def conjugate_draws(
-    model: pm.Model, *, draws: int, chains: int, seed: int
-) -> dict[str, np.ndarray]:
+    model: pm.Model, *, draws: int, chains: int, seed: int, log_likelihood: bool = True
+) -> dict[str, dict[str, np.ndarray]]:
     """Exact posterior draws of a model built by :func:`build` (no MCMC).
 
     p_lm | data ~ Dirichlet(alpha_lm + n_lm.), independently over cells
     (:func:`bayesrank.conjugate.exact_draws`), so draws are i.i.d.: the
     effective sample size equals the number of draws.
+
+    Returns
+    -------
+    dict
+        ``{"posterior": {"p", "theta"}}`` and, with ``log_likelihood``,
+        ``{"log_likelihood": {"counts"}}``: the multinomial log-density of each
+        cell's observed counts at each draw (dims chain, draw, llm, question),
+        in closed form from the same draws (what :func:`pymc.compute_log_likelihood`
+        returns for ``counts``, tested).  ``p`` is a
+        :class:`~bayesrank.conjugate.DeferredArray`: its draws are made again
+        from the same seeds only when they are first read (``theta`` needed
+        them once; keeping them would cost more time than drawing them).
     """
-    nu = np.asarray(model["alpha"].get_value()) + np.asarray(
-        model["category_counts"].get_value()
-    )
+    counts = np.asarray(model["category_counts"].get_value())
+    nu = np.asarray(model["alpha"].get_value()) + counts
     weights = np.asarray(model["weights"].get_value())
-    return conjugate.exact_draws(nu, weights, draws=draws, chains=chains, seed=seed)
+    sampler = conjugate.ExactDraws(nu, weights, draws=draws, chains=chains, seed=seed)
+    drawn = sampler.sample(counts if log_likelihood else None)
+    groups = {"posterior": {"p": sampler.deferred_p(), "theta": drawn["theta"]}}
+    if log_likelihood:
+        groups["log_likelihood"] = {"counts": drawn["log_likelihood"]}
+    return groups

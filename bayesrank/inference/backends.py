@@ -21,7 +21,10 @@ from typing import Any
 import numpy as np
 import pymc as pm
 import xarray as xr
+from xarray.backends import BackendArray
+from xarray.core import indexing
 
+from bayesrank.conjugate import DeferredArray
 from bayesrank.datatree import from_arrays, group, with_groups, without_groups
 from bayesrank.errors import DataError, MissingDependencyError
 from bayesrank.inference.cache import cached
@@ -146,23 +149,62 @@ def _sample_pymc(model, *, draws, tune, chains, seed, progressbar, target_accept
     return _keep_model_vars(idata, model), {"compile": t1 - t0, "sample": t2 - t1}
 
 
+class _MadeOnFirstRead(BackendArray):
+    """A :class:`~bayesrank.conjugate.DeferredArray` as a lazily indexed xarray variable."""
+
+    def __init__(self, deferred: DeferredArray) -> None:
+        self.shape = tuple(deferred.shape)
+        self.dtype = np.dtype(deferred.dtype)
+        self._make = deferred.make
+        self._array: np.ndarray | None = None
+
+    def __getitem__(self, key):
+        return indexing.explicit_indexing_adapter(
+            key, self.shape, indexing.IndexingSupport.OUTER, self._read)
+
+    def _read(self, key):
+        if self._array is None:
+            self._array = np.asarray(self._make())
+        return self._array[key]
+
+
+def _exact_group(values: dict[str, Any], coords: dict, dims: dict, name: str) -> xr.Dataset:
+    """One group of an exact sampler's draws; deferred arrays stay lazy until read."""
+    eager = {k: v for k, v in values.items() if not isinstance(v, DeferredArray)}
+    ds = group(from_arrays({name: eager}, coords=coords, dims=dims), name)
+    for var, value in values.items():
+        if isinstance(value, DeferredArray):
+            var_dims = ("chain", "draw", *dims[var])
+            labels = {d: coords[d] for d in dims[var] if d in coords and d not in ds.coords}
+            ds = ds.assign_coords(labels).assign(
+                {var: xr.Variable(var_dims, indexing.LazilyIndexedArray(_MadeOnFirstRead(value)))})
+    return ds[list(values)].assign_attrs(ds.attrs)
+
+
 def _sample_exact(model, *, draws, tune, chains, seed, progressbar, target_accept,
-                  exact_draws=None):
+                  exact_draws=None, log_likelihood=()):
     from pymc.backends.arviz import coords_and_dims_for_inferencedata
 
     if exact_draws is None:
         raise ValueError("sampler 'conjugate' draws exact conjugate posteriors: it applies to "
                          "the 'bayes' model only")
     t0 = time.perf_counter()
-    posterior = exact_draws(model, draws=draws, chains=chains, seed=seed)
+    groups = exact_draws(model, draws=draws, chains=chains, seed=seed,
+                         log_likelihood=bool(log_likelihood))
     t1 = time.perf_counter()
     coords, dims = coords_and_dims_for_inferencedata(model)
     idata = from_arrays(
-        {"posterior": posterior,
-         "sample_stats": {"diverging": np.zeros((chains, draws), dtype=bool)}},
-        coords=coords,
-        dims=dims,
+        {"sample_stats": {"diverging": np.zeros((chains, draws), dtype=bool)}},
+        coords=coords, dims=dims,
     )
+    idata = with_groups(idata, posterior=_exact_group(groups["posterior"], coords, dims,
+                                                      "posterior"))
+    wanted = {k: v for k, v in groups.get("log_likelihood", {}).items() if k in log_likelihood}
+    if wanted:
+        # pointwise over the observed variable's dims without the last (the category)
+        cell_dims = {k: list(dims[k][:-1]) for k in wanted}
+        idata = with_groups(idata, log_likelihood=_exact_group(wanted, coords, cell_dims,
+                                                               "log_likelihood"))
     return idata, {"compile": 0.0, "sample": t1 - t0}
 
 
@@ -221,17 +263,21 @@ def sample(
     target_accept: float = 0.8,
     log_likelihood: tuple[str, ...] = (),
     key: Hashable | None = None,
-    exact_draws: Callable[..., dict[str, np.ndarray]] | None = None,
+    exact_draws: Callable[..., dict[str, dict[str, np.ndarray]]] | None = None,
 ) -> tuple[xr.DataTree, dict[str, float]]:
     """Draw from the posterior of ``model`` with ``sampler``.
 
     ``log_likelihood`` names observed variables whose pointwise log-likelihood
-    the NumPyro back end computes in the same JAX program (the other back ends
-    leave that to :func:`pymc.compute_log_likelihood`).  With a ``key`` from
+    the NumPyro back end computes in the same JAX program and the exact
+    sampler in closed form (nutpie and PyMC leave that to
+    :func:`pymc.compute_log_likelihood`).  With a ``key`` from
     :func:`structure_key`, the nutpie and NumPyro back ends reuse a model
     compiled earlier for data of the same shape and only swap the data in.
-    ``exact_draws(model, draws=, chains=, seed=)`` is the model's own exact
-    sampler, used by ``sampler="conjugate"``.
+    ``exact_draws(model, draws=, chains=, seed=, log_likelihood=)`` is the
+    model's own exact sampler, used by ``sampler="conjugate"``: it returns the
+    ``posterior`` group's arrays and, when asked, the ``log_likelihood`` group's
+    (in closed form from the same draws, so :func:`fit` needs no
+    :func:`pymc.compute_log_likelihood` pass).
     """
     require(sampler)
     kwargs = dict(
@@ -247,7 +293,8 @@ def sample(
     if sampler == "pymc":
         return _sample_pymc(model, **kwargs)
     if sampler == "conjugate":
-        return _sample_exact(model, **kwargs, exact_draws=exact_draws)
+        return _sample_exact(model, **kwargs, exact_draws=exact_draws,
+                             log_likelihood=log_likelihood)
     return _sample_numpyro(model, **kwargs, log_likelihood=log_likelihood, key=key)
 
 

@@ -156,8 +156,9 @@ def _finish(
     posterior.attrs.update({"bayesrank_model": name, "sampler": sampler, "random_seed": seed,
                             "model_options": _options_json(model_options or {})})
     idata = with_groups(idata, posterior=posterior)
-    # exact i.i.d. draws need no convergence check of every cell; theta's row confirms it
-    diagnostics = summarize(idata, ["theta"] if sampler == "conjugate" else None)
+    # exact i.i.d. draws: ESS is the number of draws by construction, nothing to estimate
+    diagnostics = (summarize(idata, ["theta"], independent=True) if sampler == "conjugate"
+                   else summarize(idata))
     if warn:
         check(diagnostics, model=name, stacklevel=4)
     return Posterior(
@@ -218,8 +219,10 @@ def fit(
     -------
     Posterior
         Draws of ``theta`` (larger is better) and everything else; its
-        ``diagnostics`` frame; ``timings`` (``compile``, ``sample``,
-        ``log_likelihood`` seconds).
+        ``diagnostics`` frame; ``timings`` (``compile``, ``sample``, and
+        ``log_likelihood`` seconds when :func:`pymc.compute_log_likelihood`
+        ran after sampling; NumPyro and the exact sampler compute it with the
+        draws, inside ``sample``).
 
     Warns
     -----
