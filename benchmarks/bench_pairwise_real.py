@@ -1,0 +1,116 @@
+"""Speed and convergence of Bradley-Terry, Davidson and Davidson-Luce on real benchmark data.
+
+Issue 9 asks that ``bayesrank.fit`` with its defaults (nutpie, 4 chains x
+(1,000 tune + 1,000 draws), the model's ``target_accept``, pointwise
+log-likelihood stored) converge on every real set in ``../shared/data`` and,
+for a 43 x 400 x 10 tensor, take under 15 s (Bradley-Terry, Davidson) and
+under 180 s (Davidson-Luce) of wall time including compilation with a warm
+on-disk cache.  LiveCodeBench repair (15 x 713 x 10) is the closest real shape;
+a simulated 43 x 400 x 10 tensor (``simulated_43x400x10``: Rasch-like, abilities
+N(0, 1), difficulties N(0, 2), so some questions are never or always solved)
+gives the target's exact shape.
+
+For each set and model this first runs a throw-away fit of 5 draws (one
+chain) so that PyTensor's and Numba's on-disk caches hold the model's
+compiled functions, forgets the in-memory compiled model, and then times
+``bayesrank.fit(data, model, random_seed=0)``:
+
+* wall: the whole call; compile, sample, log_likelihood: ``post.timings``;
+* cpu: process CPU seconds of the call (less sensitive to other jobs on the machine);
+* R-hat (max), bulk and tail ESS (min) over every reported variable, divergences;
+* min-ESS/s: that smallest bulk ESS per wall second;
+* steps: leapfrog steps per draw (mean over chains and draws).
+
+The parameterisations were not changed (they pass at HEAD, see the model
+docstrings), so there is no peer row.  The machine has 2 cores shared with
+other jobs; the load average at each fit is printed with it.
+
+Run: ``python benchmarks/bench_pairwise_real.py [--sets lcb_repair,simulated_43x400x10]
+[--models bradley_terry,davidson,davidson_luce] [--no-warmup]``.  Rows are appended to
+``bench-results/bench_pairwise_real.csv`` as they finish.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import bayesrank
+from bayesrank.inference.cache import clear_cache
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_models_real import load_real_sets  # noqa: E402
+
+OUT = Path(__file__).resolve().parents[1] / "bench-results"
+MODEL_NAMES = ("bradley_terry", "davidson", "davidson_luce")
+
+
+def simulated_43x400x10(seed: int = 0) -> bayesrank.ResponseData:
+    """Binary 43 x 400 x 10 responses, P(solve) = logistic(theta_l - b_m)."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0.0, 1.0, 43)
+    b = rng.normal(0.0, 2.0, 400)
+    p = 1.0 / (1.0 + np.exp(-(theta[:, None] - b[None, :])))
+    R = (rng.random((43, 400, 10)) < p[..., None]).astype(np.int8)
+    return bayesrank.ResponseData(R)
+
+
+def measure(data: bayesrank.ResponseData, model: str, *, warmup: bool) -> dict:
+    """Time one default fit (after an optional cache-warming fit) and summarise it."""
+    if warmup:
+        bayesrank.fit(data, model, draws=5, tune=5, chains=1, random_seed=1, progressbar=False)
+    clear_cache()
+    load = os.getloadavg()[0]
+    t0, c0 = time.perf_counter(), time.process_time()
+    post = bayesrank.fit(data, model, random_seed=0, progressbar=False)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    diagnostics = post.diagnostics
+    steps = float(np.asarray(post.idata["sample_stats"]["n_steps"]).mean())
+    return {
+        "load": load,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        **{f"{k}_s": v for k, v in post.timings.items()},
+        "r_hat": float(diagnostics["r_hat"].max()),
+        "min_bulk_ess": float(diagnostics["ess_bulk"].min()),
+        "slowest": str(diagnostics["ess_bulk"].idxmin()),
+        "min_tail_ess": float(diagnostics["ess_tail"].min()),
+        "divergences": int(diagnostics.attrs["divergences"]),
+        "passed": bool(diagnostics["passed"].all()) and diagnostics.attrs["divergences"] == 0,
+        "steps_per_draw": steps,
+        "min_ess_per_s": float(diagnostics["ess_bulk"].min()) / wall,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default=None, help="comma-separated set names (default all)")
+    parser.add_argument("--models", default=",".join(MODEL_NAMES))
+    parser.add_argument("--no-warmup", action="store_true", help="time a cold compile")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore", category=UserWarning)
+    sets = {"simulated_43x400x10": simulated_43x400x10(), **load_real_sets()}
+    chosen = sets if args.sets is None else {k: sets[k] for k in args.sets.split(",")}
+    OUT.mkdir(exist_ok=True)
+    path = OUT / "bench_pairwise_real.csv"
+    rows = []
+    for set_name, data in chosen.items():
+        for model in args.models.split(","):
+            row = {"data": set_name, "shape": "x".join(map(str, data.R.shape)), "model": model}
+            row.update(measure(data, model, warmup=not args.no_warmup))
+            rows.append(row)
+            pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
+            print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                           for k, v in row.items()), flush=True)
+    print(pd.DataFrame(rows).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+
+
+if __name__ == "__main__":
+    main()
