@@ -368,7 +368,11 @@ def is_batched(method: str) -> bool:
 
 
 def batched_scores(stack: DrawStack, method: str) -> np.ndarray | None:
-    """Scores (D, L) of ``method`` on every draw of ``stack``, or None (use the per-draw path)."""
+    """Scores (D, L) of ``method`` on every draw of ``stack``, or None (use the per-draw path).
+
+    A rule that can fail on single draws may return ``(scores, reasons)`` instead: NaN rows
+    with the per-draw path's reason (``"ErrorClass: message"``) for each such draw.
+    """
     spec = get_method(method)
     rule = BATCHED_RULES.get(spec.base)
     return None if rule is None else rule(stack, **dict(spec.defaults))
@@ -458,7 +462,8 @@ def rank_stack(
     Closed forms (:data:`BATCHED_RULES`) run once over the stack; every other rule
     runs per draw on :meth:`DrawStack.subset` (reductions shared from the stack), and so
     do the draws where a stacked rule returns non-finite scores (e.g. an iterative fit
-    that fails on that draw: the per-draw path reports why).
+    that fails on that draw: the per-draw path reports why), unless the rule returned
+    ``(scores, reasons)`` with the per-draw path's reason for each such draw.
     ``scores_cache`` maps a method to precomputed scores (D, L) of this stack (the
     bootstrap passes pool restrictions of separable rules).
     """
@@ -471,23 +476,28 @@ def rank_stack(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 scores = batched_scores(stack, m)
-        exact = np.zeros(stack.D, dtype=bool)
-        if scores is not None:
-            exact = np.all(np.isfinite(scores), axis=1)  # other rows: the per-draw path
-        if exact.all():
+        given: list[str | None] | None = None
+        if isinstance(scores, tuple):  # (scores, reasons) from a rule that knows why it fails
+            scores, given = scores
+        if scores is not None and np.all(np.isfinite(scores)):
             ranks = ranks_from_scores(scores)
             out[m] = DrawRanks(ranks, [None] * stack.D, 0, time.perf_counter() - start)
             continue
         if subs is None:
             subs = [stack.subset(d) for d in range(stack.D)]
-        rest = np.flatnonzero(~exact)
-        out[m] = _per_draw([subs[d] for d in rest], m)
-        if rest.size < stack.D:
-            ranks = ranks_from_scores(np.where(exact[:, None], scores, 0.0))
-            reasons: list[str | None] = [None] * stack.D
-            for d, r, why in zip(rest, out[m].ranks, out[m].reasons, strict=True):
-                ranks[d], reasons[d] = r, why
-            out[m] = DrawRanks(ranks, reasons, out[m].warnings, time.perf_counter() - start)
+        # draws the rule scored or explained keep that; the rest take the per-draw path
+        reasons: list[str | None] = [None] * stack.D if given is None else list(given)
+        scored = np.zeros(stack.D, dtype=bool)
+        ranks: list[np.ndarray | None] = [None] * stack.D
+        if scores is not None:
+            scored = np.all(np.isfinite(scores), axis=1)
+            ranks = [r if ok else None for r, ok in zip(
+                ranks_from_scores(np.where(scored[:, None], scores, 0.0)), scored, strict=True)]
+        rest = np.flatnonzero(~scored & np.array([r is None for r in reasons]))
+        per = _per_draw([subs[d] for d in rest], m)
+        for d, r, why in zip(rest, per.ranks, per.reasons, strict=True):
+            ranks[d], reasons[d] = r, why
+        out[m] = DrawRanks(ranks, reasons, per.warnings, time.perf_counter() - start)
     return out
 
 
