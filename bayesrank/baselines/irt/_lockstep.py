@@ -34,6 +34,13 @@ __all__ = [
 
 RUNNING, CONVERGED, STALLED, MAX_ITER, DIVERGED_STATUS = 0, 1, 2, 3, 4
 
+# The Armijo search tries the steps 2^-j, j = 0..39, in this order and takes the first that
+# decreases the objective enough.  The full step is tried alone (most problems take it);
+# the halvings are then tried eight at a time, every candidate evaluated on its own row,
+# so a slowly progressing problem costs a few rounds instead of up to 39.  The first
+# acceptable j is the one the sequential search would stop at.
+_HALVINGS = (np.zeros(1), *(np.arange(j, min(j + 8, 40), dtype=float) for j in range(1, 40, 8)))
+
 
 @dataclass(frozen=True)
 class BatchHessian:
@@ -201,25 +208,26 @@ def lockstep_newton(
         done = chosen & (decrement < 1e-16 * np.maximum(1.0, np.abs(val[a])))
         status[a[done]], n_iter[a[done]] = CONVERGED, it
         pending = np.flatnonzero(chosen & ~done)  # positions in a
-        step = np.ones(a.size)
-        for _ in range(40):
+        for halvings in _HALVINGS:
             if pending.size == 0:
                 break
-            p = a[pending]
-            s = step[pending]
-            v_new = project(v[p] + s[:, None, None] * dv[pending])
-            u_new = u[p] + s[:, None] * du[pending]
+            rows = np.repeat(pending, halvings.size)  # each pending problem x these steps
+            s = np.tile(0.5**halvings, pending.size)
+            p = a[rows]
+            v_new = project(v[p] + s[:, None, None] * dv[rows])
+            u_new = u[p] + s[:, None] * du[rows]
             trial = value(p, u_new, v_new)
-            predicted = -((g_u[pending] * (s[:, None] * du[pending])).sum(axis=1)
-                          + (g_v[pending] * (v_new - v[p])).sum(axis=(1, 2)))
-            accept = np.isfinite(trial) & (
-                trial <= val[p] - 1e-4 * np.maximum(predicted, 0.0))
-            take = p[accept]
-            u[take], v[take], val[take] = u_new[accept], v_new[accept], trial[accept]
+            predicted = -((g_u[rows] * (s[:, None] * du[rows])).sum(axis=1)
+                          + (g_v[rows] * (v_new - v[p])).sum(axis=(1, 2)))
+            accept = np.isfinite(trial) & (trial <= val[p] - 1e-4 * np.maximum(predicted, 0.0))
+            accept = accept.reshape(pending.size, halvings.size)
+            found = accept.any(axis=1)
+            first = np.flatnonzero(found) * halvings.size + accept.argmax(axis=1)[found]
+            take = a[pending[found]]
+            u[take], v[take], val[take] = u_new[first], v_new[first], trial[first]
             runaway = take[np.abs(u[take]).max(axis=1) > DIVERGED]
             status[runaway], n_iter[runaway] = DIVERGED_STATUS, it
-            pending = pending[~accept]
-            step[pending] *= 0.5
+            pending = pending[~found]
         stalled = a[pending]
         status[stalled], n_iter[stalled] = STALLED, it
     status[status == RUNNING] = MAX_ITER
