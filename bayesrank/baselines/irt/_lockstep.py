@@ -149,9 +149,10 @@ def lockstep_newton(
     """Projected Newton with an Armijo line search for B problems at once.
 
     ``value(idx, u, v)`` is the objective of problems ``idx`` at ``(u, v)`` (B_idx,);
-    ``derivatives(idx, u, v)`` gives ``(g_u, g_v, hessians)`` with a tuple of
+    ``derivatives(idx, u, v)`` gives ``(g_u, g_v, hessians, usable)``: a tuple of
     :class:`BatchHessian` tried in order (all but the last must be positive
-    semi-definite).  Columns ``constrained`` of ``v`` keep summing to zero over the items
+    semi-definite) and which of them each problem tries (``usable`` (B_idx, n_H)).
+    Columns ``constrained`` of ``v`` keep summing to zero over the items
     not ``held``; ``|v[..., j]| <= bounds[j]``.  Per problem the iteration is
     :func:`._newton.structured_newton`'s: stop when the Newton decrement falls to the
     rounding level of the objective (CONVERGED) or no step decreases it (STALLED); a
@@ -179,7 +180,7 @@ def lockstep_newton(
         a = np.flatnonzero(status == RUNNING)
         if a.size == 0:
             break
-        g_u, g_v, hessians = derivatives(a, u[a], v[a])
+        g_u, g_v, hessians, usable = derivatives(a, u[a], v[a])
         fixed = np.repeat(held[a][:, :, None], q, axis=2)
         for j, lim in bounds.items():
             fixed[..., j] |= ((v[a, :, j] >= lim) & (g_v[..., j] < 0)) | (
@@ -192,9 +193,9 @@ def lockstep_newton(
         decrement = np.full(a.size, np.nan)
         chosen = np.zeros(a.size, dtype=bool)
         for i, H in enumerate(hessians):
-            need = np.flatnonzero(~chosen)
+            need = np.flatnonzero(~chosen & usable[:, i])
             if need.size == 0:
-                break
+                continue
             d_u, d_v, ok = batch_newton_step(
                 g_u[need], g_free[need], H.take(need).freeze(fixed[need]), E[need],
                 i < len(hessians) - 1)
