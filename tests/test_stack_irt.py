@@ -50,10 +50,13 @@ def _check(data: ResponseData, draws, models=None, methods=IRT) -> None:
                 assert m in PER_DRAW, f"{m} fell back to the per-draw path"
                 continue
             assert m not in PER_DRAW
+            scores, reasons = scores if isinstance(scores, tuple) else (scores, None)
             for d, idx in enumerate(draws):
                 sub = data.subset(models=models, trials=idx)
                 ref_ranks, reason, _ = safe_ranks(sub, m)
                 ref_scores = _rule_scores(sub, m)
+                if reasons is not None:
+                    assert reasons[d] == reason, (m, d)
                 if ref_ranks is None:
                     assert reason is not None
                     assert np.all(np.isnan(scores[d])), (m, d, reason)
@@ -133,7 +136,7 @@ def test_degenerate_draws_fail_or_tie_as_in_the_per_draw_path():
     stack = DrawStack.from_data(data, draws)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        ml, map_ = batched_scores(stack, "rasch"), batched_scores(stack, "rasch_map")
+        (ml, _), (map_, _) = batched_scores(stack, "rasch"), batched_scores(stack, "rasch_map")
     # JML has no finite abilities for a perfect / hopeless model or without information;
     # the MAP prior keeps them finite (and all 0 when no item is informative).
     assert np.isnan(ml[[1, 4]]).all() and np.isfinite(ml[[0, 2]]).all()

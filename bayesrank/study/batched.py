@@ -538,7 +538,11 @@ def is_batched(method: str) -> bool:
 
 
 def batched_scores(stack: DrawStack, method: str) -> np.ndarray | None:
-    """Scores (D, L) of ``method`` on every draw of ``stack``, or None (use the per-draw path)."""
+    """Scores (D, L) of ``method`` on every draw of ``stack``, or None (use the per-draw path).
+
+    A rule that can fail on single draws may return ``(scores, reasons)`` instead: NaN rows
+    with the per-draw path's reason (``"ErrorClass: message"``) for each such draw.
+    """
     spec = get_method(method)
     rule = BATCHED_RULES.get(spec.base)
     return None if rule is None else rule(stack, **dict(spec.defaults))
@@ -645,11 +649,12 @@ def rank_stack(
     """Every method's ranks on every draw of ``stack``.
 
     Closed forms (:data:`BATCHED_RULES`) run once over the stack; every other rule
-    runs per draw on :meth:`DrawStack.subset` (reductions shared from the stack), and
-    so does every draw whose row of batched scores is not finite (a batched rule's
-    way to leave a draw it does not reproduce, e.g. one the rule rejects, to the
-    per-draw path).  ``scores_cache`` maps a method to precomputed scores (D, L) of
-    this stack (the bootstrap passes pool restrictions of separable rules).
+    runs per draw on :meth:`DrawStack.subset` (reductions shared from the stack), and so
+    do the draws where a stacked rule returns non-finite scores (e.g. an iterative fit
+    that fails on that draw: the per-draw path reports why), unless the rule returned
+    ``(scores, reasons)`` with the per-draw path's reason for each such draw.
+    ``scores_cache`` maps a method to precomputed scores (D, L) of this stack (the
+    bootstrap passes pool restrictions of separable rules).
     """
     out: dict[str, DrawRanks] = {}
     subs: dict[int, ResponseData] = {}
@@ -660,19 +665,23 @@ def rank_stack(
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 scores = batched_scores(stack, m)
-        batched = (np.zeros(stack.D, bool) if scores is None
-                   else np.isfinite(scores).all(axis=1))
-        alone = np.flatnonzero(~batched)
+        given: list[str | None] | None = None
+        if isinstance(scores, tuple):  # (scores, reasons) from a rule that knows why it fails
+            scores, given = scores
+        scored = (np.zeros(stack.D, bool) if scores is None
+                  else np.isfinite(scores).all(axis=1))
+        reasons: list[str | None] = [None] * stack.D if given is None else list(given)
+        ranks: list[np.ndarray | None] = [None] * stack.D
+        if scored.any():
+            for d, r in zip(np.flatnonzero(scored), ranks_from_scores(scores[scored]),
+                            strict=True):
+                ranks[d] = r
+        # draws the rule neither scored nor explained take the per-draw path
+        alone = np.flatnonzero(~scored & np.array([why is None for why in reasons]))
         for d in alone:
             if d not in subs:
                 subs[d] = stack.subset(d)
         rest = _per_draw([subs[d] for d in alone], m)
-        ranks: list[np.ndarray | None] = [None] * stack.D
-        reasons: list[str | None] = [None] * stack.D
-        if batched.any():
-            for d, r in zip(np.flatnonzero(batched), ranks_from_scores(scores[batched]),
-                            strict=True):
-                ranks[d] = r
         for d, r, why in zip(alone, rest.ranks, rest.reasons, strict=True):
             ranks[d], reasons[d] = r, why
         out[m] = DrawRanks(ranks, reasons, rest.warnings, time.perf_counter() - start)

@@ -5,8 +5,9 @@ The JML / MAP Rasch, 2PL and 3PL fits of every draw of a stack run in lockstep t
 :func:`bayesrank.baselines.irt.fit_irt` runs with a batch of one, so each draw's
 abilities (and ranks) are exactly those of the per-draw path.  A draw whose fit fails
 (:class:`~bayesrank.errors.NotIdentifiedError`: Ford's condition, abilities running off)
-gets a row of NaN scores, which sends the stack to the per-draw path where the error is
-reported.  ``dynamic_irt`` with ``variant="linear"`` is the Rasch JML fit.
+gets a row of NaN scores and the reason the per-draw rule gives (the rules return
+``(scores, reasons)``), so :func:`~bayesrank.study.batched.rank_stack` reports it without
+fitting the draw again.  ``dynamic_irt`` with ``variant="linear"`` is the Rasch JML fit.
 
 Rules return None (per-draw path) for non-binary data and for options they do not
 reproduce: anything the per-draw rule would reject, and the growth variant of
@@ -18,6 +19,7 @@ growth model (``dynamic_irt_growth``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,10 +37,17 @@ if TYPE_CHECKING:
 __all__ = ["RULES"]
 
 
+Scores = tuple[np.ndarray, list[str | None]]
+
+
 def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter=500, reg_discrimination=0.01,
          reg_guessing=0.1, guessing_upper=0.5, fix_guessing=None,
-         return_item_params=False) -> np.ndarray | None:
-    """Abilities (D, L) of the ``model`` fit on every draw; NaN rows where a fit fails."""
+         return_item_params=False) -> Scores | None:
+    """Abilities (D, L) of the ``model`` fit on every draw, and why a draw's fit failed.
+
+    A failed draw has a NaN row and the reason the per-draw rule reports (the same
+    :class:`~bayesrank.errors.NotIdentifiedError`, naming the pool's models).
+    """
     if not stack.data.is_binary:
         return None
     try:
@@ -46,25 +55,27 @@ def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter=500, reg_discrimi
                       guessing_upper, fix_guessing)
     except (DataError, ValueError, TypeError):
         return None  # the rule rejects these options; the per-draw path says why
+    lay = replace(lay, labels=tuple(map(str, stack.data.models)))
     k = stack.counts[..., 1].astype(float)
-    n = np.full(k.shape, float(stack.n_trials))
-    return fit_xpl_batch(k, n, lay, max_iter).theta
+    fit = fit_xpl_batch(k, np.full(k.shape, float(stack.n_trials)), lay, max_iter)
+    reasons = [None if e is None else f"{type(e).__name__}: {e}" for e in fit.errors]
+    return fit.theta, reasons
 
 
-def _rasch(stack: DrawStack, **options) -> np.ndarray | None:
+def _rasch(stack: DrawStack, **options) -> Scores | None:
     return _xpl(stack, "1pl", **options)
 
 
-def _rasch_2pl(stack: DrawStack, **options) -> np.ndarray | None:
+def _rasch_2pl(stack: DrawStack, **options) -> Scores | None:
     return _xpl(stack, "2pl", **options)
 
 
-def _rasch_3pl(stack: DrawStack, **options) -> np.ndarray | None:
+def _rasch_3pl(stack: DrawStack, **options) -> Scores | None:
     return _xpl(stack, "3pl", **options)
 
 
 def _dynamic_irt(stack: DrawStack, *, variant="linear", max_iter=500, score="baseline",
-                 return_item_params=False, **_: object) -> np.ndarray | None:
+                 return_item_params=False, **_: object) -> Scores | None:
     if variant != "linear" or score not in ("baseline", "final", "mean"):
         return None  # the growth model keeps the per-draw path
     return _xpl(stack, "1pl", max_iter=max_iter)
@@ -92,8 +103,8 @@ def _rasch_mml(stack: DrawStack, *, quantile=None, max_iter=100, em_iter=20, n_q
                      for p, z in zip(fit.posterior, fit.nodes, strict=True)])
 
 
-#: Base rule name -> abilities of every draw of a stack (D, L), or None.
-RULES: dict[str, Callable[..., np.ndarray | None]] = {
+#: Base rule name -> scores of every draw of a stack (D, L) (with reasons), or None.
+RULES: dict[str, Callable[..., np.ndarray | Scores | None]] = {
     "rasch": _rasch,
     "rasch_2pl": _rasch_2pl,
     "rasch_3pl": _rasch_3pl,

@@ -34,6 +34,13 @@ __all__ = [
 
 RUNNING, CONVERGED, STALLED, MAX_ITER, DIVERGED_STATUS = 0, 1, 2, 3, 4
 
+# The Armijo search tries the steps 2^-j, j = 0..39, in this order and takes the first that
+# decreases the objective enough.  The full step is tried alone (most problems take it);
+# the halvings are then tried eight at a time, every candidate evaluated on its own row,
+# so a slowly progressing problem costs a few rounds instead of up to 39.  The first
+# acceptable j is the one the sequential search would stop at.
+_HALVINGS = (np.zeros(1), *(np.arange(j, min(j + 8, 40), dtype=float) for j in range(1, 40, 8)))
+
 
 @dataclass(frozen=True)
 class BatchHessian:
@@ -142,9 +149,10 @@ def lockstep_newton(
     """Projected Newton with an Armijo line search for B problems at once.
 
     ``value(idx, u, v)`` is the objective of problems ``idx`` at ``(u, v)`` (B_idx,);
-    ``derivatives(idx, u, v)`` gives ``(g_u, g_v, hessians)`` with a tuple of
+    ``derivatives(idx, u, v)`` gives ``(g_u, g_v, hessians, usable)``: a tuple of
     :class:`BatchHessian` tried in order (all but the last must be positive
-    semi-definite).  Columns ``constrained`` of ``v`` keep summing to zero over the items
+    semi-definite) and which of them each problem tries (``usable`` (B_idx, n_H)).
+    Columns ``constrained`` of ``v`` keep summing to zero over the items
     not ``held``; ``|v[..., j]| <= bounds[j]``.  Per problem the iteration is
     :func:`._newton.structured_newton`'s: stop when the Newton decrement falls to the
     rounding level of the objective (CONVERGED) or no step decreases it (STALLED); a
@@ -172,7 +180,7 @@ def lockstep_newton(
         a = np.flatnonzero(status == RUNNING)
         if a.size == 0:
             break
-        g_u, g_v, hessians = derivatives(a, u[a], v[a])
+        g_u, g_v, hessians, usable = derivatives(a, u[a], v[a])
         fixed = np.repeat(held[a][:, :, None], q, axis=2)
         for j, lim in bounds.items():
             fixed[..., j] |= ((v[a, :, j] >= lim) & (g_v[..., j] < 0)) | (
@@ -185,9 +193,9 @@ def lockstep_newton(
         decrement = np.full(a.size, np.nan)
         chosen = np.zeros(a.size, dtype=bool)
         for i, H in enumerate(hessians):
-            need = np.flatnonzero(~chosen)
+            need = np.flatnonzero(~chosen & usable[:, i])
             if need.size == 0:
-                break
+                continue
             d_u, d_v, ok = batch_newton_step(
                 g_u[need], g_free[need], H.take(need).freeze(fixed[need]), E[need],
                 i < len(hessians) - 1)
@@ -201,25 +209,26 @@ def lockstep_newton(
         done = chosen & (decrement < 1e-16 * np.maximum(1.0, np.abs(val[a])))
         status[a[done]], n_iter[a[done]] = CONVERGED, it
         pending = np.flatnonzero(chosen & ~done)  # positions in a
-        step = np.ones(a.size)
-        for _ in range(40):
+        for halvings in _HALVINGS:
             if pending.size == 0:
                 break
-            p = a[pending]
-            s = step[pending]
-            v_new = project(v[p] + s[:, None, None] * dv[pending])
-            u_new = u[p] + s[:, None] * du[pending]
+            rows = np.repeat(pending, halvings.size)  # each pending problem x these steps
+            s = np.tile(0.5**halvings, pending.size)
+            p = a[rows]
+            v_new = project(v[p] + s[:, None, None] * dv[rows])
+            u_new = u[p] + s[:, None] * du[rows]
             trial = value(p, u_new, v_new)
-            predicted = -((g_u[pending] * (s[:, None] * du[pending])).sum(axis=1)
-                          + (g_v[pending] * (v_new - v[p])).sum(axis=(1, 2)))
-            accept = np.isfinite(trial) & (
-                trial <= val[p] - 1e-4 * np.maximum(predicted, 0.0))
-            take = p[accept]
-            u[take], v[take], val[take] = u_new[accept], v_new[accept], trial[accept]
+            predicted = -((g_u[rows] * (s[:, None] * du[rows])).sum(axis=1)
+                          + (g_v[rows] * (v_new - v[p])).sum(axis=(1, 2)))
+            accept = np.isfinite(trial) & (trial <= val[p] - 1e-4 * np.maximum(predicted, 0.0))
+            accept = accept.reshape(pending.size, halvings.size)
+            found = accept.any(axis=1)
+            first = np.flatnonzero(found) * halvings.size + accept.argmax(axis=1)[found]
+            take = a[pending[found]]
+            u[take], v[take], val[take] = u_new[first], v_new[first], trial[first]
             runaway = take[np.abs(u[take]).max(axis=1) > DIVERGED]
             status[runaway], n_iter[runaway] = DIVERGED_STATUS, it
-            pending = pending[~accept]
-            step[pending] *= 0.5
+            pending = pending[~found]
         stalled = a[pending]
         status[stalled], n_iter[stalled] = STALLED, it
     status[status == RUNNING] = MAX_ITER

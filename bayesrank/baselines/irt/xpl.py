@@ -60,9 +60,10 @@ def _xpl_terms(theta, v, k, n, lay: Layout, scale: float) -> Terms:
     value = float(xpl_value(*one, lay, scales)[0])
 
     def derivatives():
-        g_u, g_v, hessians, has_mixed = xpl_derivatives(
+        g_u, g_v, hessians, bad = xpl_derivatives(
             *one, np.ones((1, v.shape[0]), dtype=bool), lay, scales)
-        kept = hessians if has_mixed[0] else (hessians[0], hessians[2])
+        some_bad = bad[0].any() and not bad[0].all()
+        kept = hessians if some_bad else (hessians[0], hessians[2])
 
         def curvature() -> tuple[Hessian, ...]:
             return tuple(Hessian(np.diag(h.uu[0]), h.uv[0], h.vv[0]) for h in kept)

@@ -129,10 +129,10 @@ def xpl_derivatives(theta, v, k, n, keep, lay: Layout, scale):
     log a: eta) and ``c = upper * sigmoid(gamma)``; the chain rule assembles the block
     Hessians and the penalty Hessians are added exactly.
 
-    Returns ``(g_u (B, L), g_v (B, M, q), (observed, mixed, fisher), has_mixed (B,))``:
+    Returns ``(g_u (B, L), g_v (B, M, q), (observed, mixed, fisher), bad (B, M))``:
     ``mixed`` takes the Fisher block on the informative items whose observed block is
-    not positive definite (near-step items), which keeps Newton's fast convergence on the
-    rest; ``has_mixed`` says where that differs from both others.
+    not positive definite (``bad``: near-step items), which keeps Newton's fast
+    convergence on the rest.
     """
     log_a, a, eta, log_sig, c, log_p = _cells(theta, v, lay)
     B, L = theta.shape
@@ -202,9 +202,8 @@ def xpl_derivatives(theta, v, k, n, keep, lay: Layout, scale):
     bad = (np.linalg.eigvalsh(obs.vv)[..., 0] <= 0) & keep
     mixed = BatchHessian(obs.uu, np.where(bad[:, None, :, None], fis.uv, obs.uv),
                          np.where(bad[..., None, None], fis.vv, obs.vv))
-    has_mixed = bad.any(axis=1) & ~(bad | ~keep).all(axis=1)
     s = scale[:, None]
-    return g_u / s, g_v / s[..., None], (obs, mixed, fis), has_mixed
+    return g_u / s, g_v / s[..., None], (obs, mixed, fis), bad
 
 
 @dataclass
@@ -228,11 +227,22 @@ def _initial_location(k, n, keep):
     return theta - centre[:, None], np.where(keep, b - centre[:, None], 0.0)
 
 
+def _curvatures(g_u, g_v, hessians, bad):
+    """The derivatives for :func:`._lockstep.lockstep_newton`: which curvatures to try.
+
+    Without bad items the mixed Hessian is the observed one, so trying it again could
+    only fail the same way: those problems go straight on to the Fisher information.
+    """
+    usable = np.ones((bad.shape[0], len(hessians)), dtype=bool)
+    usable[:, 1] = bad.any(axis=1)
+    return g_u, g_v, hessians, usable
+
+
 def _stage(lay: Layout, k, n, keep, scale, theta, v, max_iter):
     """One Newton stage of the xPL objective for every problem given (rows of k, n, ...)."""
     return lockstep_newton(
         lambda i, u, w: xpl_value(u, w, k[i], n[i], lay, scale[i]),
-        lambda i, u, w: xpl_derivatives(u, w, k[i], n[i], keep[i], lay, scale[i])[:3],
+        lambda i, u, w: _curvatures(*xpl_derivatives(u, w, k[i], n[i], keep[i], lay, scale[i])),
         theta, v, ~keep, (0, 1) if lay.scale_free else (0,), max_iter,
         bounds={1: LOG_A_BOUND} if lay.has_a else None,
     )
