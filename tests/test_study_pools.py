@@ -113,6 +113,32 @@ def test_rule_reading_per_model_data_is_ranked_pool_by_pool(monkeypatch):
     assert seen  # it still ran batched, on each pool's own stack
 
 
+def test_draws_a_closed_form_cannot_score_go_draw_by_draw(monkeypatch):
+    # Some draws of some pools NaN (ranked again draw by draw, successfully), and a rule
+    # NaN on every draw whose per-draw rule fails there (pass@k at N=1: every draw fails,
+    # with its reason), once as (scores, reasons): both as the per-pool engine reports.
+    data = _simulate(seed=12)
+    ref = _bootstrap(data, METHODS, False, monkeypatch, sizes=(3, 4), subsets=6)
+    borda = batched.BATCHED_RULES["borda"]
+
+    def some_nan(stack, **options):
+        scores = borda(stack, **options)
+        scores[::3] = np.nan
+        return scores
+
+    def cannot_score(stack, **options):
+        scores = np.full((stack.D, stack.data.L), np.nan)
+        return scores, ["DataError: not this draw"] * stack.D
+
+    monkeypatch.setitem(batched.BATCHED_RULES, "borda", some_nan)
+    monkeypatch.setitem(batched.BATCHED_RULES, "pass_at_k", cannot_score)
+    got = _bootstrap(data, METHODS, True, monkeypatch, sizes=(3, 4), subsets=6)
+    pd.testing.assert_frame_equal(got, ref, check_exact=True)
+    pak = got[got.method == "pass_at_k_2"]
+    assert (pak["n_failed_draws"] == 6 * data.N).all()
+    assert pak["skip_reason"].str.contains("k=2").all()
+
+
 @pytest.mark.parametrize("categories", [2, 3])
 def test_pool_stacked_bootstrap_equals_the_per_pool_engine(categories, monkeypatch):
     # L=6: 15 pools of size 4 and 6 of size 5, so 9 draws per size repeat pools; draw 0
