@@ -19,8 +19,8 @@ from bayesrank.study.batched import DrawStack, batched_scores, pair_signs
 
 ALL = br.methods()["identifier"].tolist()
 CLOSED = [m for m in ALL if batched.is_batched(m)]
-#: Closed forms plus rules ranked draw by draw (pass@k fails on every N=1 draw).
-METHODS = [*CLOSED, "elo_tie_draw", "pass_at_k_2", "bradley_terry_map"]
+#: Closed forms plus rules ranked draw by draw unless batched (pass@k fails at N=1).
+METHODS = list(dict.fromkeys([*CLOSED, "elo_tie_draw", "pass_at_k_2", "bradley_terry_map"]))
 
 
 def _simulate(L=6, M=10, N=6, seed=3, categories=2, tied_trial=True) -> ResponseData:
