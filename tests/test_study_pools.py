@@ -19,8 +19,8 @@ from bayesrank.study.batched import DrawStack, batched_scores, pair_signs
 
 ALL = br.methods()["identifier"].tolist()
 CLOSED = [m for m in ALL if batched.is_batched(m)]
-#: Closed forms plus rules ranked draw by draw (pass@k fails on every N=1 draw).
-METHODS = [*CLOSED, "elo_tie_draw", "pass_at_k_2", "bradley_terry_map"]
+#: Closed forms plus rules ranked draw by draw unless batched (pass@k fails at N=1).
+METHODS = list(dict.fromkeys([*CLOSED, "elo_tie_draw", "pass_at_k_2", "bradley_terry_map"]))
 
 
 def _simulate(L=6, M=10, N=6, seed=3, categories=2, tied_trial=True) -> ResponseData:
@@ -111,6 +111,32 @@ def test_rule_reading_per_model_data_is_ranked_pool_by_pool(monkeypatch):
     got = _bootstrap(data, METHODS, True, monkeypatch, sizes=(3, 5), subsets=4)
     pd.testing.assert_frame_equal(got, ref, check_exact=True)
     assert seen  # it still ran batched, on each pool's own stack
+
+
+def test_draws_a_closed_form_cannot_score_go_draw_by_draw(monkeypatch):
+    # Some draws of some pools NaN (ranked again draw by draw, successfully), and a rule
+    # NaN on every draw whose per-draw rule fails there (pass@k at N=1: every draw fails,
+    # with its reason), once as (scores, reasons): both as the per-pool engine reports.
+    data = _simulate(seed=12)
+    ref = _bootstrap(data, METHODS, False, monkeypatch, sizes=(3, 4), subsets=6)
+    borda = batched.BATCHED_RULES["borda"]
+
+    def some_nan(stack, **options):
+        scores = borda(stack, **options)
+        scores[::3] = np.nan
+        return scores
+
+    def cannot_score(stack, **options):
+        scores = np.full((stack.D, stack.data.L), np.nan)
+        return scores, ["DataError: not this draw"] * stack.D
+
+    monkeypatch.setitem(batched.BATCHED_RULES, "borda", some_nan)
+    monkeypatch.setitem(batched.BATCHED_RULES, "pass_at_k", cannot_score)
+    got = _bootstrap(data, METHODS, True, monkeypatch, sizes=(3, 4), subsets=6)
+    pd.testing.assert_frame_equal(got, ref, check_exact=True)
+    pak = got[got.method == "pass_at_k_2"]
+    assert (pak["n_failed_draws"] == 6 * data.N).all()
+    assert pak["skip_reason"].str.contains("k=2").all()
 
 
 @pytest.mark.parametrize("categories", [2, 3])

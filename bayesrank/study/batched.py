@@ -262,7 +262,7 @@ class PoolData:
     names, reductions) have no single value here: reading them raises
     :class:`PoolStackError` (the bootstrap then ranks that rule pool by pool, on
     :meth:`DrawStack.pool` stacks).  Per-row inputs are the stack's counts,
-    :attr:`DrawStack.prior_counts` and :meth:`DrawStack.subset`.
+    :attr:`DrawStack.prior_counts`, :attr:`DrawStack.outcomes` and :meth:`DrawStack.subset`.
     """
 
     def __init__(self, source: ResponseData, size: int) -> None:

@@ -23,6 +23,7 @@ from bayesrank.registry import get_method
 from bayesrank.study._core import (
     TAU_TOL,
     UNDEFINED_TAU,
+    TauSample,
     budget_draws,
     check_budgets,
     check_engine,
@@ -41,6 +42,7 @@ from bayesrank.study.batched import (
     SEPARABLE_RULES,
     DrawStack,
     PoolStackError,
+    _per_draw,
     batched_scores,
     competition_ranks,
     draws_per_stack,
@@ -414,9 +416,10 @@ def _pool_stack_task(
 ) -> list[dict[tuple[str, str], tuple[float, int, str]]]:
     """:func:`_pool_task` of every pool of ``pools`` (P, k), closed forms ranked in one stack.
 
-    A closed-form rule whose scores are finite on every draw of a pool is ranked on the
-    pool stack and its tau_b taken there; otherwise (and for every other rule) the pool
-    is ranked as :func:`_pool_task` ranks it.
+    A closed-form rule is ranked on the pool stack; draws where its scores are not finite
+    go draw by draw on the pool's own stack (as :func:`rank_stack` sends them), and every
+    other rule ranks the pool as :func:`_pool_task` ranks it.  Pools where every draw was
+    ranked take their tau_b summaries in one pass; the others through :class:`TauSample`.
     """
     own, own_why = _pool_references(pools, data, [*ids, gold], full, separable)
     bad_gold = np.flatnonzero(np.isnan(own[gold][:, 0]))
@@ -426,20 +429,41 @@ def _pool_stack_task(
     per_pool: list[list[str]] = [[] for _ in pools]  # methods each pool ranks draw by draw
     pooled = stack.pools(pools)
     gold_signs = pair_signs(own[gold])
+    alone: dict[int, list[ResponseData]] = {}  # each pool's draws, built once if needed
     for m in ids:
-        ranks, ranked = _stacked_ranks(pooled, pools, m, separable)
-        for p in np.flatnonzero(~ranked):
-            per_pool[p].append(m)
-        done = np.flatnonzero(ranked)
-        if not done.size:
+        got = _stacked_ranks(pooled, pools, m, separable)
+        if got is None:
+            for methods in per_pool:
+                methods.append(m)
             continue
-        signs = pair_signs(ranks[done])  # (pools, D, pairs)
-        for t, target in (("gold", gold_signs), ("self", pair_signs(np.nan_to_num(own[m])))):
-            missing = [None if why is None else f"no {t} target: {why}"
-                       for why in (own_why[gold] if t == "gold" else own_why[m])]
-            scores = _stacked_pool_scores(signs, target[done], [missing[p] for p in done])
-            for p, res in zip(done, scores, strict=True):
+        ranks, reasons = got
+        for p in np.flatnonzero(np.isnan(ranks[:, :, 0]).any(axis=1)):
+            if p not in alone:
+                pool_stack = stack.pool(pools[p])
+                alone[p] = [pool_stack.subset(d) for d in range(stack.D)]
+            rows = np.flatnonzero(np.isnan(ranks[p, :, 0]))
+            per = _per_draw([alone[p][d] for d in rows], m)
+            for d, r, why in zip(rows, per.ranks, per.reasons, strict=True):
+                if r is None:
+                    reasons[p][d] = why
+                else:
+                    ranks[p, d] = r
+        clean = np.flatnonzero(~np.isnan(ranks[:, :, 0]).any(axis=1))
+        signs = pair_signs(ranks[clean])  # (pools, D, pairs)
+        for t, target in (("gold", own[gold]), ("self", own[m])):
+            why = own_why[gold] if t == "gold" else own_why[m]
+            missing = [None if w is None else f"no {t} target: {w}" for w in why]
+            target_signs = gold_signs if t == "gold" else pair_signs(np.nan_to_num(target))
+            scores = _stacked_pool_scores(signs, target_signs[clean], [missing[p] for p in clean])
+            for p, res in zip(clean, scores, strict=True):
                 out[p][(m, t)] = res
+            for p in np.setdiff1d(np.arange(len(pools)), clean):
+                sample = TauSample(target_missing=missing[p])
+                sample.add_many([None if np.isnan(r[0]) else r for r in ranks[p]],
+                                None if missing[p] else target[p], reasons[p])
+                summary = sample.summary()
+                out[p][(m, t)] = (summary["tau_mean"], summary["n_failed"],
+                                  summary["skip_reason"])
     for p, methods in enumerate(per_pool):
         if methods:
             pool = pools[p]
@@ -485,29 +509,31 @@ def _pool_stack_scores(pooled: DrawStack, method: str) -> np.ndarray | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
-            return batched_scores(pooled, method)
+            scores = batched_scores(pooled, method)
         except PoolStackError:
             return None
+    # a rule may also name why it failed on some draws, (scores, reasons): those draws
+    # have NaN rows and go draw by draw, where the same reason is found again
+    return scores[0] if isinstance(scores, tuple) else scores
 
 
 def _stacked_ranks(pooled: DrawStack, pools: np.ndarray, method: str, separable):
-    """Ranks (P, D, k) of ``method`` on the pool stack of ``pools`` (P, k), and which pools
-    it ranked: those whose closed-form scores are finite on every draw (the others go draw
-    by draw, as :func:`rank_stack` sends a stack with a non-finite score)."""
+    """Ranks (P, D, k) of ``method`` on the pool stack of ``pools`` (P, k), NaN rows where
+    its scores are not finite, and a reason slot per draw (P lists of D); None when it
+    has no closed form here (the pools are then ranked one by one)."""
     P, k = pools.shape
     if method in separable:  # (D, L) on all models -> (P, D, k)
         scores = np.moveaxis(separable[method][1][:, pools], 1, 0)
     else:
         scores = _pool_stack_scores(pooled, method)
         if scores is None:
-            return None, np.zeros(P, dtype=bool)
+            return None
         scores = scores.reshape(P, -1, k)
-    ranked = np.isfinite(scores).all(axis=(1, 2))
+    finite = np.isfinite(scores).all(axis=2)
     ranks = np.full(scores.shape, np.nan)
-    if ranked.any():
-        n = scores.shape[1]
-        ranks[ranked] = competition_ranks(scores[ranked].reshape(-1, k)).reshape(-1, n, k)
-    return ranks, ranked
+    if finite.any():
+        ranks[finite] = competition_ranks(scores[finite])
+    return ranks, [[None] * scores.shape[1] for _ in range(P)]
 
 
 def _stacked_pool_scores(signs: np.ndarray, target: np.ndarray, missing: list[str | None]):
