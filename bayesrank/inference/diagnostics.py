@@ -16,14 +16,230 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy import stats
+from scipy.fft import next_fast_len
 
+from bayesrank.checks import check_probability
 from bayesrank.datatree import group, has_group
+from bayesrank.errors import DataError
 
 __all__ = ["SamplingWarning", "summarize", "check", "RHAT_MAX", "ESS_MIN", "BFMI_MIN"]
 
 RHAT_MAX = 1.01
 ESS_MIN = 400
 BFMI_MIN = 0.3
+
+
+# --------------------------------------------------------------------------------------
+# Vectorised rank-normalised R-hat and bulk/tail ESS (Vehtari et al. 2021).
+#
+# ArviZ evaluates these one element at a time in a Python loop; the functions below
+# compute every element of a (chain, draw, *shape) array at once and agree with
+# ``az.rhat`` / ``az.ess(method="bulk" | "tail")`` to rounding.  Internally the elements
+# are flattened to the front: blocks of shape (element, chain, draw).
+# --------------------------------------------------------------------------------------
+
+_BLOM_OFFSET = 3 / 8
+_ELEMENTS_PER_BLOCK_TARGET = 2_000_000  # values per block: bounds the FFT work memory
+
+
+def _as_draws(draws) -> np.ndarray:
+    values = np.asarray(draws, dtype=float)
+    if values.ndim < 2:
+        raise DataError(
+            f"draws must have shape (chain, draw, *shape); got an array of shape {values.shape}"
+        )
+    return values
+
+
+def _blocks(values: np.ndarray):
+    """Yield (slice, block) with block of shape (element, chain, draw) in bounded chunks."""
+    n_chain, n_draw = values.shape[:2]
+    flat = values.reshape(n_chain, n_draw, -1)
+    per_block = max(1, _ELEMENTS_PER_BLOCK_TARGET // max(1, n_chain * n_draw))
+    for start in range(0, flat.shape[2], per_block):
+        part = slice(start, min(start + per_block, flat.shape[2]))
+        # a copy, so masking NaN draws below never writes into the caller's array
+        yield part, np.moveaxis(flat[:, :, part], 2, 0).copy()
+
+
+def _elementwise(draws, per_block, min_chains: int) -> np.ndarray:
+    """Apply ``per_block`` to every element; NaN where ArviZ declines to compute.
+
+    ArviZ returns NaN for an element that holds any NaN draw, and for every element
+    when there are fewer than ``min_chains`` chains or fewer than 4 draws.
+    """
+    values = _as_draws(draws)
+    n_chain, n_draw = values.shape[:2]
+    out = np.full(int(np.prod(values.shape[2:], dtype=int)), np.nan)
+    if n_chain < min_chains or n_draw < 4:
+        return out.reshape(values.shape[2:])
+    for part, block in _blocks(values):
+        has_nan = np.isnan(block).any(axis=(1, 2))
+        block[has_nan] = 0.0  # placeholder, masked out below
+        with np.errstate(divide="ignore", invalid="ignore"):
+            result = per_block(block)
+        out[part] = np.where(has_nan, np.nan, result)
+    return out.reshape(values.shape[2:])
+
+
+def _split_chains(block: np.ndarray) -> np.ndarray:
+    """First and last half of every chain as separate chains; a middle draw is dropped."""
+    half = block.shape[2] // 2
+    return np.concatenate((block[:, :, :half], block[:, :, block.shape[2] - half :]), axis=1)
+
+
+def _rank_normal_scores(block: np.ndarray) -> np.ndarray:
+    r"""Normal scores of the pooled average ranks of each element.
+
+    :math:`z = \Phi^{-1}((r - 3/8) / (S - 2 \cdot 3/8 + 1))` with :math:`r` the average rank
+    among all :math:`S` draws of the element (Blom 1958; Vehtari et al. 2021, eq. 14).
+    """
+    n_elem, n_chain, n_draw = block.shape
+    size = n_chain * n_draw
+    ranks = stats.rankdata(block.reshape(n_elem, size), method="average", axis=-1)
+    scores = stats.norm.ppf((ranks - _BLOM_OFFSET) / (size - 2 * _BLOM_OFFSET + 1))
+    return scores.reshape(block.shape)
+
+
+def _potential_scale_reduction(block: np.ndarray) -> np.ndarray:
+    r"""Gelman-Rubin :math:`\hat R = \sqrt{(B/W + n - 1)/n}` per element (n draws per chain)."""
+    n_draw = block.shape[2]
+    between = n_draw * np.var(block.mean(axis=2), axis=1, ddof=1)
+    within = np.var(block, axis=2, ddof=1).mean(axis=1)
+    return np.sqrt((between / within + n_draw - 1) / n_draw)
+
+
+def _rhat_block(block: np.ndarray) -> np.ndarray:
+    split = _split_chains(block)
+    bulk = _potential_scale_reduction(_rank_normal_scores(split))
+    folded = np.abs(split - np.median(split, axis=(1, 2), keepdims=True))
+    tail = _potential_scale_reduction(_rank_normal_scores(folded))
+    # ArviZ takes Python's max(bulk, tail): a NaN tail keeps the bulk value, a NaN bulk stays
+    return np.where(tail > bulk, tail, bulk)
+
+
+def _autocovariance(block: np.ndarray) -> np.ndarray:
+    """Biased autocovariance of every chain at every lag, by FFT along the draw axis."""
+    n_draw = block.shape[2]
+    centred = block - block.mean(axis=2, keepdims=True)
+    padded = next_fast_len(2 * n_draw, real=True)
+    spectrum = np.fft.rfft(centred, n=padded, axis=2)
+    spectrum *= np.conjugate(spectrum)
+    return np.fft.irfft(spectrum, n=padded, axis=2)[:, :, :n_draw] / n_draw
+
+
+def _ess_block(block: np.ndarray) -> np.ndarray:
+    r"""Multi-chain ESS :math:`S / \hat\tau` of every element (Vehtari et al. 2021, sec. 3.2).
+
+    Autocorrelations :math:`\hat\rho_t = 1 - (W - \bar\gamma_t)/\widehat{var}^+`; Geyer's
+    initial positive sequence stops at the first non-positive pair sum
+    :math:`P_k = \hat\rho_{2k} + \hat\rho_{2k+1}`, the initial monotone sequence replaces
+    the pair sums by their running minimum, and
+    :math:`\hat\tau = -1 + 2\sum_k P_k + \hat\rho_{\text{next even}}`, bounded below by
+    :math:`1/\log_{10} S`.  An element whose draws span less than float resolution gets
+    :math:`S`, as in ArviZ.
+    """
+    n_elem, n_chain, n_draw = block.shape
+    size = n_chain * n_draw
+    acov = _autocovariance(block)
+    mean_var = acov[:, :, 0].mean(axis=1) * n_draw / (n_draw - 1.0)
+    var_plus = mean_var * (n_draw - 1.0) / n_draw
+    if n_chain > 1:
+        var_plus = var_plus + np.var(block.mean(axis=2), axis=1, ddof=1)
+    rho = 1.0 - (mean_var[:, None] - acov.mean(axis=1)) / var_plus[:, None]
+    rho[:, 0] = 1.0
+
+    # Pair k >= 1 is examined only while 2k + 2 < n_draw, i.e. for k <= n_more.
+    n_more = max(0, -(-(n_draw - 4) // 2))
+    pairs = rho[:, 0 : 2 * n_more + 2 : 2] + rho[:, 1 : 2 * n_more + 2 : 2]
+    pairs[:, 0] = 1.0 + rho[:, 1]
+    # extra pairs examined: up to and including the first pair after a non-positive sum
+    stop = np.concatenate((~(pairs[:, :n_more] > 0), np.ones((n_elem, 1), bool)), axis=1)
+    n_run = stop.argmax(axis=1)
+    idx = np.arange(pairs.shape[1])
+    kept = np.minimum.accumulate(pairs, axis=1)
+    kept_sum = np.where(idx[None, :] < n_run[:, None], kept, 0.0).sum(axis=1)
+    rows = np.arange(n_elem)
+    last_even = np.where(n_run > 0, rho[rows, 2 * n_run], 1.0)
+    last_pair = pairs[rows, n_run]
+    tail_term = np.where((last_even > 0) | ((n_run > 0) & (last_pair >= 0)), last_even, 0.0)
+    tau = -1.0 + 2.0 * kept_sum + tail_term
+    tau = np.maximum(tau, 1 / np.log10(size))
+    ess = np.where(np.isnan(rho[:, 1]), np.nan, size / tau)
+    spread = block.max(axis=(1, 2)) - block.min(axis=(1, 2))
+    return np.where(spread < np.finfo(float).resolution, float(size), ess)
+
+
+def _ess_tail_block(block: np.ndarray, probs: tuple[float, float]) -> np.ndarray:
+    """Smaller ESS of the indicators ``draw <= q`` at the two tail quantiles (linear rule)."""
+    quantiles = np.quantile(block, probs, axis=(1, 2))
+    low = _ess_block(_split_chains(block <= quantiles[0][:, None, None]).astype(float))
+    high = _ess_block(_split_chains(block <= quantiles[1][:, None, None]).astype(float))
+    return np.where(high < low, high, low)  # Python's min(low, high), NaN included
+
+
+def rhat_rank(draws) -> np.ndarray:
+    r"""Rank-normalised split :math:`\hat R` of every element of ``draws``.
+
+    The larger of the bulk :math:`\hat R` of rank-normal scores and the tail
+    :math:`\hat R` of the scores of :math:`|x - \operatorname{median}(x)|`, both on
+    split chains (Vehtari et al. 2021, sec. 4.1); what ``az.rhat`` gives by default.
+
+    Parameters
+    ----------
+    draws : array_like, shape (chain, draw, *shape)
+
+    Returns
+    -------
+    numpy.ndarray, shape ``shape``
+        NaN for an element with a NaN draw or zero within-chain spread, and everywhere
+        for fewer than 2 chains or 4 draws.
+    """
+    return _elementwise(draws, _rhat_block, min_chains=2)
+
+
+def ess_bulk(draws) -> np.ndarray:
+    """Bulk effective sample size of every element: ESS of rank-normal split-chain scores.
+
+    Vehtari et al. (2021), sec. 4.2; what ``az.ess(method="bulk")`` gives.
+
+    Parameters
+    ----------
+    draws : array_like, shape (chain, draw, *shape)
+
+    Returns
+    -------
+    numpy.ndarray, shape ``shape``
+        NaN for an element with a NaN draw and everywhere for fewer than 4 draws;
+        a constant element gets the number of split-chain draws.
+    """
+    return _elementwise(
+        draws, lambda block: _ess_block(_rank_normal_scores(_split_chains(block))), min_chains=1
+    )
+
+
+def ess_tail(draws, prob: float | None = None) -> np.ndarray:
+    """Tail effective sample size of every element.
+
+    The smaller ESS of the split-chain indicators ``x <= q`` at the quantiles
+    ``min(prob, 1 - prob)`` and ``max(prob, 1 - prob)`` of the pooled draws (Vehtari et
+    al. 2021, sec. 4.3); what ``az.ess(method="tail")`` gives.
+
+    Parameters
+    ----------
+    draws : array_like, shape (chain, draw, *shape)
+    prob : float, optional
+        Default ArviZ's ``rcParams["stats.ci_prob"]`` (0.89), as ``az.ess`` uses.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``shape``
+    """
+    prob = az.rcParams["stats.ci_prob"] if prob is None else prob
+    prob = check_probability("prob", prob)
+    probs = tuple(sorted((prob, 1 - prob)))
+    return _elementwise(draws, lambda block: _ess_tail_block(block, probs), min_chains=1)
 
 
 class SamplingWarning(UserWarning):
