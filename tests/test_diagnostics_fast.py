@@ -6,6 +6,7 @@ import warnings
 
 import arviz as az
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from bayesrank.errors import DataError
-from bayesrank.inference.diagnostics import ess_bulk, ess_tail, rhat_rank
+from bayesrank.inference.diagnostics import ess_bulk, ess_tail, rhat_rank, summarize
 
 RTOL = 1e-10
 
@@ -163,3 +164,55 @@ def test_matches_arviz_on_arbitrary_draws(draws):
 )
 def test_matches_arviz_on_autocorrelated_chains(seed, phi, n_chain, n_draw):
     assert_matches_arviz(ar1(np.random.default_rng(seed), phi, (n_chain, n_draw, 3)))
+
+
+def arviz_summary_frame(idata) -> pd.DataFrame:
+    """The worst-element columns as the ArviZ-based summarize() built them."""
+    post = idata["posterior"].to_dataset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        stats = {
+            "r_hat": (az.rhat(post), np.nanmax),
+            "ess_bulk": (az.ess(post, method="bulk"), np.nanmin),
+            "ess_tail": (az.ess(post, method="tail"), np.nanmin),
+        }
+        columns = {
+            column: [
+                reduce(ds[n].values) if not np.all(np.isnan(ds[n].values)) else np.nan
+                for n in post.data_vars
+            ]
+            for column, (ds, reduce) in stats.items()
+        }
+    return pd.DataFrame(columns, index=pd.Index(list(post.data_vars), name="variable"))
+
+
+def test_summarize_frame_equals_the_arviz_based_one():
+    rng = np.random.default_rng(7)
+    stuck = rng.standard_normal((4, 300, 5))
+    stuck[:, :, 0] = 1.0  # one constant element: its NaN R-hat is skipped, not propagated
+    idata = az.from_dict(
+        {
+            "posterior": {
+                "theta": ar1(rng, 0.8, (4, 300, 7)),
+                "b": rng.standard_cauchy((4, 300, 3, 2)),
+                "stuck": stuck,
+                "all_constant": np.ones((4, 300)),
+                "k": rng.integers(0, 3, (4, 300, 4)),
+            },
+            "sample_stats": {
+                "diverging": np.zeros((4, 300), bool),
+                "energy": rng.normal(size=(4, 300)),
+            },
+        }
+    )
+    frame = summarize(idata)
+    expected = arviz_summary_frame(idata)
+    assert list(frame.columns) == ["size", "r_hat", "ess_bulk", "ess_tail", "passed"]
+    assert frame["size"].tolist() == [7, 6, 5, 1, 4]
+    np.testing.assert_allclose(
+        frame[expected.columns].to_numpy(), expected.to_numpy(), rtol=RTOL, atol=0, equal_nan=True
+    )
+    assert np.isnan(frame.loc["all_constant", "r_hat"])
+    bfmi = az.bfmi(idata["sample_stats"].to_dataset()[["energy"]])["energy"].values
+    np.testing.assert_allclose(frame.attrs["bfmi"], bfmi, rtol=RTOL)
+    assert frame.attrs["draws"] == 1200 and frame.attrs["divergences"] == 0

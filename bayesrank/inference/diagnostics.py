@@ -23,7 +23,17 @@ from bayesrank.checks import check_probability
 from bayesrank.datatree import group, has_group
 from bayesrank.errors import DataError
 
-__all__ = ["SamplingWarning", "summarize", "check", "RHAT_MAX", "ESS_MIN", "BFMI_MIN"]
+__all__ = [
+    "SamplingWarning",
+    "summarize",
+    "check",
+    "rhat_rank",
+    "ess_bulk",
+    "ess_tail",
+    "RHAT_MAX",
+    "ESS_MIN",
+    "BFMI_MIN",
+]
 
 RHAT_MAX = 1.01
 ESS_MIN = 400
@@ -246,8 +256,10 @@ class SamplingWarning(UserWarning):
     """A fit did not pass the convergence checks; its estimates may be unreliable."""
 
 
-def _worst(ds, reduce) -> dict[str, float]:
-    return {name: float(reduce(ds[name].values)) for name in ds.data_vars}
+def _worst(values: np.ndarray, reduce) -> float:
+    """``reduce`` over the non-NaN values; NaN when there are none."""
+    finite = values[~np.isnan(values)]
+    return float(reduce(finite)) if finite.size else np.nan
 
 
 def summarize(idata: xr.DataTree, var_names: Sequence[str] | None = None) -> pd.DataFrame:
@@ -264,13 +276,12 @@ def summarize(idata: xr.DataTree, var_names: Sequence[str] | None = None) -> pd.
     post = group(idata, "posterior")
     names = list(post.data_vars) if var_names is None else list(var_names)
     post = post[names]
-    nan_max = lambda a: np.nanmax(a) if np.size(a) and not np.all(np.isnan(a)) else np.nan  # noqa: E731
-    nan_min = lambda a: np.nanmin(a) if np.size(a) and not np.all(np.isnan(a)) else np.nan  # noqa: E731
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # constant elements give NaN R-hat
-        rhat = _worst(az.rhat(post), nan_max)
-        bulk = _worst(az.ess(post, method="bulk"), nan_min)
-        tail = _worst(az.ess(post, method="tail"), nan_min)
+    rhat, bulk, tail = {}, {}, {}
+    for name in names:
+        draws = post[name].transpose("chain", "draw", ...).values
+        rhat[name] = _worst(rhat_rank(draws), np.max)
+        bulk[name] = _worst(ess_bulk(draws), np.min)
+        tail[name] = _worst(ess_tail(draws), np.min)
     frame = pd.DataFrame(
         {
             "size": [int(np.prod([post[n].sizes[d] for d in post[n].dims[2:]])) for n in names],
