@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from bayesrank.errors import DataError
-from bayesrank.inference.diagnostics import ess_bulk, ess_tail, rhat_rank, summarize
+from bayesrank.inference.diagnostics import (
+    convergence,
+    ess_bulk,
+    ess_tail,
+    rhat_rank,
+    summarize,
+)
 
 RTOL = 1e-10
 
@@ -37,13 +43,15 @@ def ours(draws: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def assert_matches_arviz(draws: np.ndarray) -> dict[str, np.ndarray]:
+    """The three separate functions and the one-pass convergence() all equal ArviZ."""
     expected = arviz_reference(draws)
-    got = ours(draws)
-    for key in expected:
-        assert got[key].shape == expected[key].shape, key
-        np.testing.assert_allclose(
-            got[key], expected[key], rtol=RTOL, atol=0, equal_nan=True, err_msg=key
-        )
+    one_pass = dict(zip(("rhat", "bulk", "tail"), convergence(draws), strict=True))
+    for got in (ours(draws), one_pass):
+        for key in expected:
+            assert got[key].shape == expected[key].shape, key
+            np.testing.assert_allclose(
+                got[key], expected[key], rtol=RTOL, atol=0, equal_nan=True, err_msg=key
+            )
     return expected
 
 
