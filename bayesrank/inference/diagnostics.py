@@ -101,31 +101,39 @@ def _split_chains(block: np.ndarray) -> np.ndarray:
     return np.concatenate((block[:, :, :half], block[:, :, block.shape[2] - half :]), axis=1)
 
 
-def _rank_normal_scores(block: np.ndarray) -> np.ndarray:
+def _sort_elements(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorting permutation and sorted draws of each element, pooled over chains."""
+    flat = block.reshape(block.shape[0], -1)
+    order = np.argsort(flat, axis=1)
+    return order, np.take_along_axis(flat, order, axis=1)
+
+
+def _rank_normal_scores(block: np.ndarray, sorted_draws=None) -> np.ndarray:
     r"""Normal scores of the pooled average ranks of each element.
 
     :math:`z = \Phi^{-1}((r - 3/8) / (S - 2 \cdot 3/8 + 1))` with :math:`r` the average rank
     among all :math:`S` draws of the element (Blom 1958; Vehtari et al. 2021, eq. 14).
     An average rank is a multiple of 1/2, so the scores come from one table of
     :math:`\Phi^{-1}` at the :math:`2S - 1` possible ranks: one sort per element and no
-    per-draw quantile function.
+    per-draw quantile function.  ``sorted_draws`` reuses a :func:`_sort_elements` result.
     """
-    n_elem, n_chain, n_draw = block.shape
-    size = n_chain * n_draw
-    flat = block.reshape(n_elem, size)
-    order = np.argsort(flat, axis=1)
-    ordered = np.take_along_axis(flat, order, axis=1)
+    order, ordered = _sort_elements(block) if sorted_draws is None else sorted_draws
+    n_elem, size = ordered.shape
+    position = np.arange(size)
     starts_run = np.ones((n_elem, size), bool)
     starts_run[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    ends_run = np.ones((n_elem, size), bool)
-    ends_run[:, :-1] = starts_run[:, 1:]
-    position = np.arange(size)
-    first = np.maximum.accumulate(np.where(starts_run, position, 0), axis=1)
-    last = np.minimum.accumulate(np.where(ends_run, position, size - 1)[:, ::-1], axis=1)[:, ::-1]
-    average_rank = np.arange(2, 2 * size + 1) / 2  # twice the rank is first + last + 2
+    if starts_run.all():  # no ties: the rank is the sorted position
+        twice_rank_minus_2 = np.broadcast_to(2 * position, (n_elem, size))
+    else:  # a tie run from first to last shares the rank (first + last) / 2 + 1
+        ends_run = np.ones((n_elem, size), bool)
+        ends_run[:, :-1] = starts_run[:, 1:]
+        first = np.maximum.accumulate(np.where(starts_run, position, 0), axis=1)
+        last = np.minimum.accumulate(np.where(ends_run, position, size - 1)[:, ::-1], axis=1)
+        twice_rank_minus_2 = first + last[:, ::-1]
+    average_rank = np.arange(2, 2 * size + 1) / 2
     table = stats.norm.ppf((average_rank - _BLOM_OFFSET) / (size - 2 * _BLOM_OFFSET + 1))
-    scores = np.empty_like(flat)
-    np.put_along_axis(scores, order, table[first + last], axis=1)
+    scores = np.empty((n_elem, size))
+    np.put_along_axis(scores, order, table[twice_rank_minus_2], axis=1)
     return scores.reshape(block.shape)
 
 
@@ -137,12 +145,19 @@ def _potential_scale_reduction(block: np.ndarray) -> np.ndarray:
     return np.sqrt((between / within + n_draw - 1) / n_draw)
 
 
-def _rhat_block(block: np.ndarray, bulk_scores: np.ndarray | None = None) -> np.ndarray:
+def _rhat_block(block: np.ndarray) -> np.ndarray:
     split = _split_chains(block)
-    if bulk_scores is None:
-        bulk_scores = _rank_normal_scores(split)
+    sorted_split = _sort_elements(split)
+    return _rhat_from_sorted(split, sorted_split, _rank_normal_scores(split, sorted_split))
+
+
+def _rhat_from_sorted(split, sorted_split, bulk_scores) -> np.ndarray:
+    """Rank R-hat from split chains, their sort and their bulk scores."""
+    ordered = sorted_split[1]
+    middle = ordered.shape[1] // 2  # split chains hold an even number of draws
+    median = (ordered[:, middle - 1] + ordered[:, middle]) / 2  # as np.median
     bulk = _potential_scale_reduction(bulk_scores)
-    folded = np.abs(split - np.median(split, axis=(1, 2), keepdims=True))
+    folded = np.abs(split - median[:, None, None])
     tail = _potential_scale_reduction(_rank_normal_scores(folded))
     # ArviZ takes Python's max(bulk, tail): a NaN tail keeps the bulk value, a NaN bulk stays
     return np.where(tail > bulk, tail, bulk)
@@ -200,22 +215,30 @@ def _ess_block(block: np.ndarray) -> np.ndarray:
     return np.where(spread < np.finfo(float).resolution, float(size), ess)
 
 
-def _ess_tail_block(block: np.ndarray, probs: tuple[float, float]) -> np.ndarray:
-    """Smaller ESS of the indicators ``draw <= q`` at the two tail quantiles (linear rule)."""
-    quantiles = np.quantile(block, probs, axis=(1, 2))
-    low = _ess_block(_split_chains(block <= quantiles[0][:, None, None]).astype(float))
-    high = _ess_block(_split_chains(block <= quantiles[1][:, None, None]).astype(float))
+def _ess_tail_block(block: np.ndarray, probs, sorted_all=None) -> np.ndarray:
+    """Smaller ESS of the indicators ``draw <= q`` at the two tail quantiles (linear rule).
+
+    ``sorted_all``: the element's draws already sorted, when that is at hand.
+    """
+    pooled = block.reshape(block.shape[0], -1) if sorted_all is None else sorted_all
+    quantiles = np.quantile(pooled, probs, axis=1)
+    indicators = np.concatenate([block <= q[:, None, None] for q in quantiles]).astype(float)
+    low, high = _ess_block(_split_chains(indicators)).reshape(2, -1)
     return np.where(high < low, high, low)  # Python's min(low, high), NaN included
 
 
 def _all_block(block: np.ndarray, probs: tuple[float, float]) -> np.ndarray:
-    """R-hat, bulk ESS and tail ESS stacked; the bulk scores are computed once for both."""
-    bulk_scores = _rank_normal_scores(_split_chains(block))
+    """R-hat, bulk ESS and tail ESS stacked, sorting each element's split draws once."""
+    split = _split_chains(block)
+    sorted_split = _sort_elements(split)
+    bulk_scores = _rank_normal_scores(split, sorted_split)
+    # with an even number of draws, splitting drops none and the sort serves the quantiles
+    sorted_all = sorted_split[1] if block.shape[2] % 2 == 0 else None
     return np.stack(
         (
-            _rhat_block(block, bulk_scores),
+            _rhat_from_sorted(split, sorted_split, bulk_scores),
             _ess_block(bulk_scores),
-            _ess_tail_block(block, probs),
+            _ess_tail_block(block, probs, sorted_all),
         )
     )
 
