@@ -163,14 +163,18 @@ def _rhat_from_sorted(split, sorted_split, bulk_scores) -> np.ndarray:
     return np.where(tail > bulk, tail, bulk)
 
 
-def _autocovariance(block: np.ndarray) -> np.ndarray:
-    """Biased autocovariance of every chain at every lag, by FFT along the draw axis."""
+def _mean_autocovariance(block: np.ndarray) -> np.ndarray:
+    """Biased autocovariance at every lag, averaged over chains, by FFT along the draws.
+
+    The inverse transform is linear, so the chains' power spectra are averaged first and
+    transformed back once per element rather than once per chain.
+    """
     n_draw = block.shape[2]
     centred = block - block.mean(axis=2, keepdims=True)
     padded = next_fast_len(2 * n_draw, real=True)
     spectrum = np.fft.rfft(centred, n=padded, axis=2)
-    spectrum *= np.conjugate(spectrum)
-    return np.fft.irfft(spectrum, n=padded, axis=2)[:, :, :n_draw] / n_draw
+    power = (spectrum.real**2 + spectrum.imag**2).mean(axis=1)
+    return np.fft.irfft(power, n=padded, axis=1)[:, :n_draw] / n_draw
 
 
 def _ess_block(block: np.ndarray) -> np.ndarray:
@@ -186,12 +190,12 @@ def _ess_block(block: np.ndarray) -> np.ndarray:
     """
     n_elem, n_chain, n_draw = block.shape
     size = n_chain * n_draw
-    acov = _autocovariance(block)
-    mean_var = acov[:, :, 0].mean(axis=1) * n_draw / (n_draw - 1.0)
+    acov = _mean_autocovariance(block)
+    mean_var = acov[:, 0] * n_draw / (n_draw - 1.0)
     var_plus = mean_var * (n_draw - 1.0) / n_draw
     if n_chain > 1:
         var_plus = var_plus + np.var(block.mean(axis=2), axis=1, ddof=1)
-    rho = 1.0 - (mean_var[:, None] - acov.mean(axis=1)) / var_plus[:, None]
+    rho = 1.0 - (mean_var[:, None] - acov) / var_plus[:, None]
     rho[:, 0] = 1.0
 
     # Pair k >= 1 is examined only while 2k + 2 < n_draw, i.e. for k <= n_more.
