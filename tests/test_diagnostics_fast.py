@@ -175,23 +175,14 @@ def test_matches_arviz_on_autocorrelated_chains(seed, phi, n_chain, n_draw):
 
 
 def arviz_summary_frame(idata) -> pd.DataFrame:
-    """The worst-element columns as the ArviZ-based summarize() built them."""
-    post = idata["posterior"].to_dataset()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        stats = {
-            "r_hat": (az.rhat(post), np.nanmax),
-            "ess_bulk": (az.ess(post, method="bulk"), np.nanmin),
-            "ess_tail": (az.ess(post, method="tail"), np.nanmin),
-        }
-        columns = {
-            column: [
-                reduce(ds[n].values) if not np.all(np.isnan(ds[n].values)) else np.nan
-                for n in post.data_vars
-            ]
-            for column, (ds, reduce) in stats.items()
-        }
-    return pd.DataFrame(columns, index=pd.Index(list(post.data_vars), name="variable"))
+    """The ArviZ-based worst-element columns, shared with the benchmark's peer."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from bench_diagnostics import summarize_arviz
+
+    return summarize_arviz(idata)
 
 
 def test_summarize_frame_equals_the_arviz_based_one():

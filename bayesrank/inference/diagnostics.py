@@ -5,6 +5,11 @@ variable (worst element over its coordinates); :func:`check` warns with a
 :class:`SamplingWarning` naming what failed.  Thresholds follow Vehtari et al.
 (2021): R-hat <= 1.01, bulk and tail ESS >= 400, no divergent transition,
 E-BFMI >= 0.3 per chain.
+
+:func:`rhat_rank`, :func:`ess_bulk`, :func:`ess_tail` (and :func:`convergence`, all
+three in one pass) compute ArviZ's rank-normalised R-hat and bulk/tail ESS for every
+element of a ``(chain, draw, *shape)`` array at once, equal to ``az.rhat`` and
+``az.ess`` to rounding but without ArviZ's Python loop over elements.
 """
 
 from __future__ import annotations
