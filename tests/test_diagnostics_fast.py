@@ -215,3 +215,14 @@ def test_summarize_frame_equals_the_arviz_based_one():
     bfmi = az.bfmi(idata["sample_stats"].to_dataset()[["energy"]])["energy"].values
     np.testing.assert_allclose(frame.attrs["bfmi"], bfmi, rtol=RTOL)
     assert frame.attrs["draws"] == 1200 and frame.attrs["divergences"] == 0
+
+
+def test_elements_split_over_several_blocks_match_arviz(monkeypatch):
+    import bayesrank.inference.diagnostics as diagnostics
+
+    monkeypatch.setattr(diagnostics, "_DRAWS_PER_BLOCK", 4 * 40 * 3)  # three elements a block
+    draws = ar1(np.random.default_rng(8), 0.6, (4, 40, 4, 5))
+    draws[1, 5, 3, 2] = np.nan  # in a later block
+    draws[:, :, 2, 4] = -1.0
+    expected = assert_matches_arviz(draws)
+    assert np.isnan(expected["bulk"][3, 2]) and np.isnan(expected["rhat"][2, 4])
