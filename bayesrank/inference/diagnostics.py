@@ -5,6 +5,11 @@ variable (worst element over its coordinates); :func:`check` warns with a
 :class:`SamplingWarning` naming what failed.  Thresholds follow Vehtari et al.
 (2021): R-hat <= 1.01, bulk and tail ESS >= 400, no divergent transition,
 E-BFMI >= 0.3 per chain.
+
+:func:`rhat_rank`, :func:`ess_bulk`, :func:`ess_tail` (and :func:`convergence`, all
+three in one pass) compute ArviZ's rank-normalised R-hat and bulk/tail ESS for every
+element of a ``(chain, draw, *shape)`` array at once, equal to ``az.rhat`` and
+``az.ess`` to rounding but without ArviZ's Python loop over elements.
 """
 
 from __future__ import annotations
@@ -16,22 +21,327 @@ import arviz as az
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy import stats
+from scipy.fft import next_fast_len
 
+from bayesrank.checks import check_probability
 from bayesrank.datatree import group, has_group
+from bayesrank.errors import DataError
 
-__all__ = ["SamplingWarning", "summarize", "check", "RHAT_MAX", "ESS_MIN", "BFMI_MIN"]
+__all__ = [
+    "SamplingWarning",
+    "summarize",
+    "check",
+    "convergence",
+    "rhat_rank",
+    "ess_bulk",
+    "ess_tail",
+    "RHAT_MAX",
+    "ESS_MIN",
+    "BFMI_MIN",
+]
 
 RHAT_MAX = 1.01
 ESS_MIN = 400
 BFMI_MIN = 0.3
 
 
+# --------------------------------------------------------------------------------------
+# Vectorised rank-normalised R-hat and bulk/tail ESS (Vehtari et al. 2021).
+#
+# ArviZ evaluates these one element at a time in a Python loop; the functions below
+# compute every element of a (chain, draw, *shape) array at once and agree with
+# ``az.rhat`` / ``az.ess(method="bulk" | "tail")`` to rounding.  Internally the elements
+# are flattened to the front: blocks of shape (element, chain, draw).
+# --------------------------------------------------------------------------------------
+
+_BLOM_OFFSET = 3 / 8
+# draws per block: small enough to stay in cache (measured 1.6x faster than 2M on 4x1000)
+_DRAWS_PER_BLOCK = 256_000
+
+
+def _as_draws(draws) -> np.ndarray:
+    values = np.asarray(draws, dtype=float)
+    if values.ndim < 2:
+        raise DataError(
+            f"draws must have shape (chain, draw, *shape); got an array of shape {values.shape}"
+        )
+    return values
+
+
+def _blocks(values: np.ndarray):
+    """Yield (slice, block) with block of shape (element, chain, draw) in bounded chunks."""
+    n_chain, n_draw = values.shape[:2]
+    flat = values.reshape(n_chain, n_draw, -1)
+    per_block = max(1, _DRAWS_PER_BLOCK // max(1, n_chain * n_draw))
+    for start in range(0, flat.shape[2], per_block):
+        part = slice(start, min(start + per_block, flat.shape[2]))
+        # a copy, so masking NaN draws below never writes into the caller's array
+        yield part, np.moveaxis(flat[:, :, part], 2, 0).copy()
+
+
+def _elementwise(draws, per_block, min_chains: int, n_out: int = 1) -> np.ndarray:
+    """Apply ``per_block`` to every element; NaN where ArviZ declines to compute.
+
+    ArviZ returns NaN for an element that holds any NaN draw, and for every element
+    when there are fewer than ``min_chains`` chains or fewer than 4 draws.  With
+    ``n_out > 1``, ``per_block`` returns ``n_out`` stacked results and so does this.
+    """
+    values = _as_draws(draws)
+    n_chain, n_draw = values.shape[:2]
+    shape = values.shape[2:]
+    out = np.full((n_out, int(np.prod(shape, dtype=int))), np.nan)
+    if n_chain >= min_chains and n_draw >= 4:
+        for part, block in _blocks(values):
+            has_nan = np.isnan(block).any(axis=(1, 2))
+            block[has_nan] = 0.0  # placeholder, masked out below
+            with np.errstate(divide="ignore", invalid="ignore"):
+                result = per_block(block)
+            out[:, part] = np.where(has_nan, np.nan, result)
+    return out.reshape((n_out, *shape) if n_out > 1 else shape)
+
+
+def _split_chains(block: np.ndarray) -> np.ndarray:
+    """First and last half of every chain as separate chains; a middle draw is dropped."""
+    half = block.shape[2] // 2
+    return np.concatenate((block[:, :, :half], block[:, :, block.shape[2] - half :]), axis=1)
+
+
+def _sort_elements(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorting permutation and sorted draws of each element, pooled over chains."""
+    flat = block.reshape(block.shape[0], -1)
+    order = np.argsort(flat, axis=1)
+    return order, np.take_along_axis(flat, order, axis=1)
+
+
+def _rank_normal_scores(block: np.ndarray, sorted_draws=None) -> np.ndarray:
+    r"""Normal scores of the pooled average ranks of each element.
+
+    :math:`z = \Phi^{-1}((r - 3/8) / (S - 2 \cdot 3/8 + 1))` with :math:`r` the average rank
+    among all :math:`S` draws of the element (Blom 1958; Vehtari et al. 2021, eq. 14).
+    An average rank is a multiple of 1/2, so the scores come from one table of
+    :math:`\Phi^{-1}` at the :math:`2S - 1` possible ranks: one sort per element and no
+    per-draw quantile function.  ``sorted_draws`` reuses a :func:`_sort_elements` result.
+    """
+    order, ordered = _sort_elements(block) if sorted_draws is None else sorted_draws
+    n_elem, size = ordered.shape
+    position = np.arange(size)
+    starts_run = np.ones((n_elem, size), bool)
+    starts_run[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    if starts_run.all():  # no ties: the rank is the sorted position
+        twice_rank_minus_2 = np.broadcast_to(2 * position, (n_elem, size))
+    else:  # a tie run from first to last shares the rank (first + last) / 2 + 1
+        ends_run = np.ones((n_elem, size), bool)
+        ends_run[:, :-1] = starts_run[:, 1:]
+        first = np.maximum.accumulate(np.where(starts_run, position, 0), axis=1)
+        last = np.minimum.accumulate(np.where(ends_run, position, size - 1)[:, ::-1], axis=1)
+        twice_rank_minus_2 = first + last[:, ::-1]
+    average_rank = np.arange(2, 2 * size + 1) / 2
+    table = stats.norm.ppf((average_rank - _BLOM_OFFSET) / (size - 2 * _BLOM_OFFSET + 1))
+    scores = np.empty((n_elem, size))
+    np.put_along_axis(scores, order, table[twice_rank_minus_2], axis=1)
+    return scores.reshape(block.shape)
+
+
+def _potential_scale_reduction(block: np.ndarray) -> np.ndarray:
+    r"""Gelman-Rubin :math:`\hat R = \sqrt{(B/W + n - 1)/n}` per element (n draws per chain)."""
+    n_draw = block.shape[2]
+    between = n_draw * np.var(block.mean(axis=2), axis=1, ddof=1)
+    within = np.var(block, axis=2, ddof=1).mean(axis=1)
+    return np.sqrt((between / within + n_draw - 1) / n_draw)
+
+
+def _rhat_block(block: np.ndarray) -> np.ndarray:
+    split = _split_chains(block)
+    sorted_split = _sort_elements(split)
+    return _rhat_from_sorted(split, sorted_split, _rank_normal_scores(split, sorted_split))
+
+
+def _rhat_from_sorted(split, sorted_split, bulk_scores) -> np.ndarray:
+    """Rank R-hat from split chains, their sort and their bulk scores."""
+    ordered = sorted_split[1]
+    middle = ordered.shape[1] // 2  # split chains hold an even number of draws
+    median = (ordered[:, middle - 1] + ordered[:, middle]) / 2  # as np.median
+    bulk = _potential_scale_reduction(bulk_scores)
+    folded = np.abs(split - median[:, None, None])
+    tail = _potential_scale_reduction(_rank_normal_scores(folded))
+    # ArviZ takes Python's max(bulk, tail): a NaN tail keeps the bulk value, a NaN bulk stays
+    return np.where(tail > bulk, tail, bulk)
+
+
+def _mean_autocovariance(block: np.ndarray) -> np.ndarray:
+    """Biased autocovariance at every lag, averaged over chains, by FFT along the draws.
+
+    The inverse transform is linear, so the chains' power spectra are averaged first and
+    transformed back once per element rather than once per chain.
+    """
+    n_draw = block.shape[2]
+    centred = block - block.mean(axis=2, keepdims=True)
+    padded = next_fast_len(2 * n_draw, real=True)
+    spectrum = np.fft.rfft(centred, n=padded, axis=2)
+    power = (spectrum.real**2 + spectrum.imag**2).mean(axis=1)
+    return np.fft.irfft(power, n=padded, axis=1)[:, :n_draw] / n_draw
+
+
+def _ess_block(block: np.ndarray) -> np.ndarray:
+    r"""Multi-chain ESS :math:`S / \hat\tau` of every element (Vehtari et al. 2021, sec. 3.2).
+
+    Autocorrelations :math:`\hat\rho_t = 1 - (W - \bar\gamma_t)/\widehat{var}^+`; Geyer's
+    initial positive sequence stops at the first non-positive pair sum
+    :math:`P_k = \hat\rho_{2k} + \hat\rho_{2k+1}`, the initial monotone sequence replaces
+    the pair sums by their running minimum, and
+    :math:`\hat\tau = -1 + 2\sum_k P_k + \hat\rho_{\text{next even}}`, bounded below by
+    :math:`1/\log_{10} S`.  An element whose draws span less than float resolution gets
+    :math:`S`, as in ArviZ.
+    """
+    n_elem, n_chain, n_draw = block.shape
+    size = n_chain * n_draw
+    acov = _mean_autocovariance(block)
+    mean_var = acov[:, 0] * n_draw / (n_draw - 1.0)
+    var_plus = mean_var * (n_draw - 1.0) / n_draw
+    if n_chain > 1:
+        var_plus = var_plus + np.var(block.mean(axis=2), axis=1, ddof=1)
+    rho = 1.0 - (mean_var[:, None] - acov) / var_plus[:, None]
+    rho[:, 0] = 1.0
+
+    # Pair k >= 1 is examined only while 2k + 2 < n_draw, i.e. for k <= n_more.
+    n_more = max(0, -(-(n_draw - 4) // 2))
+    pairs = rho[:, 0 : 2 * n_more + 2 : 2] + rho[:, 1 : 2 * n_more + 2 : 2]
+    pairs[:, 0] = 1.0 + rho[:, 1]
+    # extra pairs examined: up to and including the first pair after a non-positive sum
+    stop = np.concatenate((~(pairs[:, :n_more] > 0), np.ones((n_elem, 1), bool)), axis=1)
+    n_run = stop.argmax(axis=1)
+    idx = np.arange(pairs.shape[1])
+    kept = np.minimum.accumulate(pairs, axis=1)
+    kept_sum = np.where(idx[None, :] < n_run[:, None], kept, 0.0).sum(axis=1)
+    rows = np.arange(n_elem)
+    last_even = np.where(n_run > 0, rho[rows, 2 * n_run], 1.0)
+    last_pair = pairs[rows, n_run]
+    tail_term = np.where((last_even > 0) | ((n_run > 0) & (last_pair >= 0)), last_even, 0.0)
+    tau = -1.0 + 2.0 * kept_sum + tail_term
+    tau = np.maximum(tau, 1 / np.log10(size))
+    ess = np.where(np.isnan(rho[:, 1]), np.nan, size / tau)
+    spread = block.max(axis=(1, 2)) - block.min(axis=(1, 2))
+    return np.where(spread < np.finfo(float).resolution, float(size), ess)
+
+
+def _ess_tail_block(block: np.ndarray, probs, sorted_all=None) -> np.ndarray:
+    """Smaller ESS of the indicators ``draw <= q`` at the two tail quantiles (linear rule).
+
+    ``sorted_all``: the element's draws already sorted, when that is at hand.
+    """
+    pooled = block.reshape(block.shape[0], -1) if sorted_all is None else sorted_all
+    quantiles = np.quantile(pooled, probs, axis=1)
+    indicators = np.concatenate([block <= q[:, None, None] for q in quantiles]).astype(float)
+    low, high = _ess_block(_split_chains(indicators)).reshape(2, -1)
+    return np.where(high < low, high, low)  # Python's min(low, high), NaN included
+
+
+def _all_block(block: np.ndarray, probs: tuple[float, float]) -> np.ndarray:
+    """R-hat, bulk ESS and tail ESS stacked, sorting each element's split draws once."""
+    split = _split_chains(block)
+    sorted_split = _sort_elements(split)
+    bulk_scores = _rank_normal_scores(split, sorted_split)
+    # with an even number of draws, splitting drops none and the sort serves the quantiles
+    sorted_all = sorted_split[1] if block.shape[2] % 2 == 0 else None
+    return np.stack(
+        (
+            _rhat_from_sorted(split, sorted_split, bulk_scores),
+            _ess_block(bulk_scores),
+            _ess_tail_block(block, probs, sorted_all),
+        )
+    )
+
+
+def rhat_rank(draws) -> np.ndarray:
+    r"""Rank-normalised split :math:`\hat R` of every element of ``draws``.
+
+    The larger of the bulk :math:`\hat R` of rank-normal scores and the tail
+    :math:`\hat R` of the scores of :math:`|x - \operatorname{median}(x)|`, both on
+    split chains (Vehtari et al. 2021, sec. 4.1); what ``az.rhat`` gives by default.
+
+    Parameters
+    ----------
+    draws : array_like, shape (chain, draw, *shape)
+
+    Returns
+    -------
+    numpy.ndarray, shape ``shape``
+        NaN for an element with a NaN draw or zero within-chain spread, and everywhere
+        for fewer than 2 chains or 4 draws.
+    """
+    return _elementwise(draws, _rhat_block, min_chains=2)
+
+
+def ess_bulk(draws) -> np.ndarray:
+    """Bulk effective sample size of every element: ESS of rank-normal split-chain scores.
+
+    Vehtari et al. (2021), sec. 4.2; what ``az.ess(method="bulk")`` gives.
+
+    Parameters
+    ----------
+    draws : array_like, shape (chain, draw, *shape)
+
+    Returns
+    -------
+    numpy.ndarray, shape ``shape``
+        NaN for an element with a NaN draw and everywhere for fewer than 4 draws;
+        a constant element gets the number of split-chain draws.
+    """
+    return _elementwise(
+        draws, lambda block: _ess_block(_rank_normal_scores(_split_chains(block))), min_chains=1
+    )
+
+
+def ess_tail(draws, prob: float | None = None) -> np.ndarray:
+    """Tail effective sample size of every element.
+
+    The smaller ESS of the split-chain indicators ``x <= q`` at the quantiles
+    ``min(prob, 1 - prob)`` and ``max(prob, 1 - prob)`` of the pooled draws (Vehtari et
+    al. 2021, sec. 4.3); what ``az.ess(method="tail")`` gives.
+
+    Parameters
+    ----------
+    draws : array_like, shape (chain, draw, *shape)
+    prob : float, optional
+        Default ArviZ's ``rcParams["stats.ci_prob"]`` (0.89), as ``az.ess`` uses.
+
+    Returns
+    -------
+    numpy.ndarray, shape ``shape``
+    """
+    probs = _tail_probs(prob)
+    return _elementwise(draws, lambda block: _ess_tail_block(block, probs), min_chains=1)
+
+
+def _tail_probs(prob: float | None) -> tuple[float, float]:
+    prob = check_probability("prob", az.rcParams["stats.ci_prob"] if prob is None else prob)
+    return tuple(sorted((prob, 1 - prob)))
+
+
 class SamplingWarning(UserWarning):
     """A fit did not pass the convergence checks; its estimates may be unreliable."""
 
 
-def _worst(ds, reduce) -> dict[str, float]:
-    return {name: float(reduce(ds[name].values)) for name in ds.data_vars}
+def convergence(draws, prob: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`rhat_rank`, :func:`ess_bulk` and :func:`ess_tail` of ``draws`` in one pass.
+
+    The same values as the three calls, with the rank-normal scores shared by R-hat and
+    bulk ESS computed once.
+    """
+    probs = _tail_probs(prob)
+    rhat, bulk, tail = _elementwise(
+        draws, lambda block: _all_block(block, probs), min_chains=1, n_out=3
+    )
+    if np.shape(draws)[0] < 2:
+        rhat = np.full_like(rhat, np.nan)  # ArviZ needs 2 chains for R-hat, 1 for ESS
+    return rhat, bulk, tail
+
+
+def _worst(values: np.ndarray, reduce) -> float:
+    """``reduce`` over the non-NaN values; NaN when there are none."""
+    finite = values[~np.isnan(values)]
+    return float(reduce(finite)) if finite.size else np.nan
 
 
 def summarize(
@@ -57,13 +367,14 @@ def summarize(
     post = post[names]
     if independent:
         return _independent(post, names)
-    nan_max = lambda a: np.nanmax(a) if np.size(a) and not np.all(np.isnan(a)) else np.nan  # noqa: E731
-    nan_min = lambda a: np.nanmin(a) if np.size(a) and not np.all(np.isnan(a)) else np.nan  # noqa: E731
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # constant elements give NaN R-hat
-        rhat = _worst(az.rhat(post), nan_max)
-        bulk = _worst(az.ess(post, method="bulk"), nan_min)
-        tail = _worst(az.ess(post, method="tail"), nan_min)
+    rhat, bulk, tail = {}, {}, {}
+    for name in names:
+        element_rhat, element_bulk, element_tail = convergence(
+            post[name].transpose("chain", "draw", ...).values
+        )
+        rhat[name] = _worst(element_rhat, np.max)
+        bulk[name] = _worst(element_bulk, np.min)
+        tail[name] = _worst(element_tail, np.min)
     frame = pd.DataFrame(
         {
             "size": [int(np.prod([post[n].sizes[d] for d in post[n].dims[2:]])) for n in names],
