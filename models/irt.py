@@ -105,6 +105,7 @@ model comparison is that of ``k`` only.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -155,32 +156,33 @@ def _binomial_p_random(n, p, log_coef, rng=None, size=None):
     return rng.binomial(n, p, size=size)
 
 
-def log_rising(count, log_a):
-    """log Gamma(count + a) - log Gamma(a) = sum_{i<count} log(a + i), for a = exp(log_a).
+def log_rising_steps(count, log_p, log_delta, log_steps):
+    """sum_{i<count} log(p + i delta), from log p, log delta and log(1, ..., n_max - 1).
 
-    The gammaln difference cancels catastrophically for a >> count (a ~ 1e12
-    in the binomial limit of the beta-binomial leaves no correct digit), so
-    there the expansion count log a + S1 / a - S2 / (2 a^2) + S3 / (3 a^3) with
-    S_j = sum_{i<count} i^j is used (truncation error < count^5 / (20 a^4)).
-    Both branches get finite inputs, so neither poisons the other's gradient.
+    The beta-binomial's rising factorials Gamma(count + p / delta) / Gamma(p /
+    delta) = prod_{i<count} (p / delta + i), times delta^count (which cancels
+    between numerator and normaliser).  Each term is log p for i = 0 and
+    logaddexp(log p, log i + log delta) after, exact and stable from heavy
+    over-dispersion to the binomial limit delta -> 0, where it is count log p.
+    Costs count - 1 logaddexp per cell and none for one trial.
     """
-    large = log_a > np.log(1e3) + pt.log1p(count)
-    inv_a = pt.exp(-pt.switch(large, log_a, 0.0))
-    s1 = count * (count - 1) / 2
-    s2 = (count - 1) * count * (2 * count - 1) / 6
-    series = count * log_a + inv_a * (s1 - inv_a * (s2 / 2 - inv_a * s1**2 / 3))
-    small_a = pt.exp(pt.switch(large, 0.0, log_a))
-    exact = pt.gammaln(count + small_a) - pt.gammaln(small_a)
-    return pt.switch(large, series, exact)
+    head = pt.switch(count > 0, log_p, 0.0)
+    below_count = pt.exp(log_steps) < count[..., None] - 0.5  # i < count; exp(log i) ~ i
+    terms = pt.logaddexp(log_p[..., None], log_steps + log_delta)
+    return head + pt.switch(below_count, terms, 0.0).sum(axis=-1)
 
 
-def _beta_binomial_logp(value, n, log_p, log_q, log_delta, log_coef):
-    # alpha = p / delta, beta = q / delta, alpha + beta = 1 / delta
+def _beta_binomial_logp(value, n, log_p, log_q, log_delta, log_coef, *, log_steps):
+    # log-pmf = log C(n, k) + sum_{i<k} log(p + i delta) + sum_{i<n-k} log(q + i delta)
+    #           - sum_{i<n} log(1 + i delta); the last depends on the cell only through n
+    steps = pt.exp(log_steps)
+    below_n = pt.cast(steps < n[..., None] - 0.5, "float64")
+    normaliser = (below_n * pt.log1p(steps * pt.exp(log_delta))).sum(axis=-1)
     return (
         log_coef
-        + log_rising(value, log_p - log_delta)
-        + log_rising(n - value, log_q - log_delta)
-        - log_rising(n, -log_delta)
+        + log_rising_steps(value, log_p, log_delta, log_steps)
+        + log_rising_steps(n - value, log_q, log_delta, log_steps)
+        - normaliser
     )
 
 
@@ -219,11 +221,18 @@ def beta_binomial(name, n, log_p, log_q, log_delta, log_coef, observed, dims):
 
     Takes log p and log q (computed stably from the logit) and log delta =
     log(1 / phi); exact from heavy over-dispersion to the binomial limit delta
-    -> 0 (:func:`log_rising`).  Precomputed log C(n, k) as in :func:`binomial_logit`.
+    -> 0 (:func:`log_rising_steps`).  Precomputed log C(n, k) as in
+    :func:`binomial_logit`.  ``n`` is a ``pm.Data``: the trial counts 1, ...,
+    max(n) - 1 that the rising factorials step through are data too, so a
+    compiled model reused for other data (``structure_key``) only ever sees
+    counts of the same maximum.
     """
+    most = int(np.max(n.get_value(), initial=1))
+    log_steps = pm.Data(f"{name}_log_steps", np.log(np.arange(1.0, most)))
     return pm.CustomDist(
         name, n, log_p, log_q, log_delta, log_coef,
-        logp=_beta_binomial_logp, random=_beta_binomial_random,
+        logp=partial(_beta_binomial_logp, log_steps=log_steps),
+        random=_beta_binomial_random,
         observed=observed, dims=dims,
     )
 
