@@ -77,9 +77,17 @@ noise allows (the posterior-predictive dispersion checks of
 draws each cell's rate from Beta(p_lm phi, (1 - p_lm) phi) around the curve:
 mean n p, variance n p (1 - p) (n + phi) / (1 + phi), the binomial as phi ->
 infinity.  The prior 1 / sqrt(phi) ~ HalfNormal(1) puts the binomial limit at
-its mode.  It is the 3PL default because the binomial 3PL is multimodal on
-such data: with a floor and a slope per question and cell rates pinned down by
-80 trials, every question can be fitted to its own direction of the
+its mode.  The log-pmf is evaluated as sums over the trials,
+sum_{i<k} log(p + i / phi) + sum_{i<n-k} log(q + i / phi) - sum_{i<n} log(1 +
+i / phi) (:func:`log_rising_steps`): exact from heavy over-dispersion to the
+binomial limit, free for one trial per cell (there the beta-binomial is the
+Bernoulli and phi keeps its prior), and 2.5-3x cheaper per gradient than the
+gammaln differences it replaced (3PL, LiveCodeBench 15 x 713 x 10: 24 against
+60-72 ms per logp-and-gradient evaluation, same load).
+
+The beta-binomial is the 3PL default because the binomial 3PL is multimodal
+on such data: with a floor and a slope per question and cell rates pinned down
+by 80 trials, every question can be fitted to its own direction of the
 model-by-question interaction, and on the bundled example NUTS chains settled
 in local modes 15-85 log-density units apart (R-hat 1.5-2.1; a mode found by
 one chain was not reachable from the others).  With the interaction absorbed
