@@ -114,7 +114,7 @@ model comparison is that of ``k`` only.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pymc as pm
@@ -245,7 +245,7 @@ def beta_binomial(name, n, log_p, log_q, log_delta, log_coef, observed, dims):
     )
 
 
-def _pooled(name: str, location, scale_name: str, centered: bool, informed: np.ndarray):
+def _pooled(name: str, location, scale_name: str, centered: bool, split: QuestionSplit):
     """Item effects i.i.d. Normal(location, scale), scale ~ HalfNormal(2.5).
 
     ``centered``: the informed questions' effects are sampled as they are (the
@@ -254,16 +254,17 @@ def _pooled(name: str, location, scale_name: str, centered: bool, informed: np.n
     learnt scale, a funnel when centred.  Not ``centered``: all non-centred.
     """
     scale = pm.HalfNormal(scale_name, 2.5)
-    direct = np.flatnonzero(informed) if centered else np.arange(0)
-    scaled = np.flatnonzero(~informed) if centered else np.arange(informed.size)
-    if scaled.size == 0:
+    if centered and split.n_uninformed == 0:
         return pm.Normal(name, location, scale, dims="question")
-    effect = pt.zeros(informed.size)
-    if direct.size:
-        values = pm.Normal(f"{name}_informed", location, scale, shape=direct.size)
-        effect = pt.set_subtensor(effect[direct], values)
-    raw = pm.Normal(f"{name}_z", 0.0, 1.0, shape=scaled.size)
-    effect = pt.set_subtensor(effect[scaled], location + scale * raw)
+    if not centered:
+        raw = pm.Normal(f"{name}_z", 0.0, 1.0, dims="question")
+        return pm.Deterministic(name, location + scale * raw, dims="question")
+    effect = pt.zeros(split.size)
+    if split.n_informed:
+        values = pm.Normal(f"{name}_informed", location, scale, shape=split.n_informed)
+        effect = pt.set_subtensor(effect[split.informed], values)
+    raw = pm.Normal(f"{name}_z", 0.0, 1.0, shape=split.n_uninformed)
+    effect = pt.set_subtensor(effect[split.uninformed], location + scale * raw)
     return pm.Deterministic(name, effect, dims="question")
 
 
@@ -278,7 +279,32 @@ def informed_questions(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     return (total > 0) & (total < n.sum(axis=0))
 
 
-def _log_discriminations(informed: np.ndarray, scale: float = 0.5):
+class QuestionSplit(NamedTuple):
+    """Positions of the informed and uninformed questions, as ``pm.Data``.
+
+    As data, not constants: a compiled model reused for other data of the same
+    shapes (:func:`bayesrank.inference.cache.structure_key` keys on data shapes
+    and variable names) then receives that data's split, and the counts enter
+    the key through the shapes.
+    """
+
+    informed: Any
+    uninformed: Any
+    n_informed: int
+    n_uninformed: int
+    size: int
+
+
+def question_split(informed: np.ndarray) -> QuestionSplit:
+    """:func:`informed_questions` as index data of the current model."""
+    where, others = np.flatnonzero(informed), np.flatnonzero(~informed)
+    return QuestionSplit(
+        pm.Data("informed_index", where), pm.Data("uninformed_index", others),
+        where.size, others.size, informed.size,
+    )
+
+
+def _log_discriminations(split: QuestionSplit, scale: float = 0.5):
     """log a_m: zero-sum over the informed questions, i.i.d. Normal(0, scale) elsewhere.
 
     The zero sum fixes the scale of the abilities (theta s, a / s leave the
@@ -286,16 +312,16 @@ def _log_discriminations(informed: np.ndarray, scale: float = 0.5):
     into that sum would tie the scale to discriminations the data do not
     inform, a slow direction through every ability (module docstring).
     """
-    index = np.flatnonzero(informed)
-    others = np.flatnonzero(~informed)
     parts = []
-    if index.size >= 2:
-        parts.append((index, pm.ZeroSumNormal("log_a_informed", sigma=scale, shape=index.size)))
-    elif index.size == 1:  # the single informed question sets the scale: a = 1
-        parts.append((index, pt.zeros(1)))
-    if others.size:
-        parts.append((others, pm.Normal("log_a_uninformed", 0.0, scale, shape=others.size)))
-    log_a = pt.zeros(informed.size)
+    if split.n_informed >= 2:
+        informed = pm.ZeroSumNormal("log_a_informed", sigma=scale, shape=split.n_informed)
+        parts.append((split.informed, informed))
+    elif split.n_informed == 1:  # the single informed question sets the scale: a = 1
+        parts.append((split.informed, pt.zeros(1)))
+    if split.n_uninformed:
+        uninformed = pm.Normal("log_a_uninformed", 0.0, scale, shape=split.n_uninformed)
+        parts.append((split.uninformed, uninformed))
+    log_a = pt.zeros(split.size)
     for where, value in parts:
         log_a = pt.set_subtensor(log_a[where], value)
     return pm.Deterministic("log_a", log_a, dims="question")
@@ -368,19 +394,19 @@ def item_response(
         # the mean ability is 0; the items' common location carries the prior of the
         # abilities' mean under the paper's theta_l ~ N(0, ability_scale) i.i.d.
         location_sd = ability_scale / np.sqrt(k.shape[0])
-        informed = informed_questions(k, n)
+        split = question_split(informed_questions(k, n))
         if kind == "rasch":
             mu_b = pm.Normal("mu_b", 0.0, location_sd)
-            b = _pooled("b", mu_b, "sigma_b", centered, informed)
+            b = _pooled("b", mu_b, "sigma_b", centered, split)
 
             def logit(ability):
                 return ability - b
 
         else:
-            log_a = _log_discriminations(informed)
+            log_a = _log_discriminations(split)
             a = pm.Deterministic("a", pt.exp(log_a), dims="question")
             mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
-            beta = _pooled("beta", mu_beta, "sigma_beta", centered, informed)
+            beta = _pooled("beta", mu_beta, "sigma_beta", centered, split)
             pm.Deterministic("b", -beta / a, dims="question")
 
             def logit(ability):
