@@ -20,7 +20,7 @@ Davidson-Luce) have no peer row.  The machine has 2 cores shared with other
 jobs, so absolute times are noisy; compare old and new within a run.
 
 Run: ``python benchmarks/bench_models_real.py [--sets lcb,aime] [--models rasch,2pl]
-[--no-peer] [--draws 1000]``.  The table is printed and written to
+[--no-peer] [--draws 1000] [--every 1]``.  The table is printed and written to
 ``bench-results/bench_models_real.csv``.
 """
 
@@ -151,6 +151,16 @@ def previous_irt(data: bayesrank.ResponseData, kind: str) -> pm.Model:
     return model
 
 
+def every_kth_question(data: bayesrank.ResponseData, k: int) -> bayesrank.ResponseData:
+    """Questions 0, k, 2k, ... in the data's order (the data themselves for k = 1)."""
+    if k == 1:
+        return data
+    keep = np.arange(0, data.M, k)
+    return bayesrank.ResponseData(
+        data.R[:, keep], models=list(data.models), questions=list(np.asarray(data.questions)[keep])
+    )
+
+
 # -- measurement ---------------------------------------------------------------------------
 
 def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int) -> dict:
@@ -190,12 +200,15 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-peer", action="store_true", help="skip the previous models")
+    parser.add_argument("--every", type=int, default=1,
+                        help="keep every k-th question only (quick runs on a loaded machine)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=UserWarning)
     sets = load_real_sets()
     chosen = sets if args.sets is None else {k: sets[k] for k in args.sets.split(",")}
     rows = []
     for set_name, data in chosen.items():
+        data = every_kth_question(data, args.every)
         for name in args.models.split(","):
             spec = MODELS[name]
             builds = [("new", spec.target_accept, lambda d=data, s=spec: s.build(d))]
