@@ -254,17 +254,17 @@ def _pooled(name: str, location, scale_name: str, centered: bool, split: Questio
     learnt scale, a funnel when centred.  Not ``centered``: all non-centred.
     """
     scale = pm.HalfNormal(scale_name, 2.5)
-    if centered and split.n_uninformed == 0:
+    if centered and split.uninformed.size == 0:
         return pm.Normal(name, location, scale, dims="question")
     if not centered:
         raw = pm.Normal(f"{name}_z", 0.0, 1.0, dims="question")
         return pm.Deterministic(name, location + scale * raw, dims="question")
     effect = pt.zeros(split.size)
-    if split.n_informed:
-        values = pm.Normal(f"{name}_informed", location, scale, shape=split.n_informed)
-        effect = pt.set_subtensor(effect[split.informed], values)
-    raw = pm.Normal(f"{name}_z", 0.0, 1.0, shape=split.n_uninformed)
-    effect = pt.set_subtensor(effect[split.uninformed], location + scale * raw)
+    if split.informed.size:
+        values = pm.Normal(f"{name}_informed", location, scale, shape=split.informed.size)
+        effect = pt.set_subtensor(effect[split.data("informed")], values)
+    raw = pm.Normal(f"{name}_z", 0.0, 1.0, shape=split.uninformed.size)
+    effect = pt.set_subtensor(effect[split.data("uninformed")], location + scale * raw)
     return pm.Deterministic(name, effect, dims="question")
 
 
@@ -280,28 +280,34 @@ def informed_questions(k: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 class QuestionSplit(NamedTuple):
-    """Positions of the informed and uninformed questions, as ``pm.Data``.
+    """Positions of the informed and uninformed questions (:func:`informed_questions`)."""
 
-    As data, not constants: a compiled model reused for other data of the same
-    shapes (:func:`bayesrank.inference.cache.structure_key` keys on data shapes
-    and variable names) then receives that data's split, and the counts enter
-    the key through the shapes.
-    """
+    informed: np.ndarray
+    uninformed: np.ndarray
 
-    informed: Any
-    uninformed: Any
-    n_informed: int
-    n_uninformed: int
-    size: int
+    @property
+    def size(self) -> int:
+        return self.informed.size + self.uninformed.size
+
+    def data(self, which: str):
+        """The positions as ``pm.Data`` of the current model, created where first used.
+
+        As data, not constants: a compiled model reused for other data of the
+        same shapes (:func:`bayesrank.inference.cache.structure_key` keys on
+        data shapes and variable names) then receives that data's split, and
+        the counts enter the key through the shapes.  Only positions the graph
+        uses become data (nutpie swaps only the data its graph reads).
+        """
+        name = f"{which}_index"
+        model = pm.modelcontext(None)
+        if name in model.named_vars:
+            return model[name]
+        return pm.Data(name, getattr(self, which))
 
 
 def question_split(informed: np.ndarray) -> QuestionSplit:
-    """:func:`informed_questions` as index data of the current model."""
-    where, others = np.flatnonzero(informed), np.flatnonzero(~informed)
-    return QuestionSplit(
-        pm.Data("informed_index", where), pm.Data("uninformed_index", others),
-        where.size, others.size, informed.size,
-    )
+    """Split the questions by :func:`informed_questions`."""
+    return QuestionSplit(np.flatnonzero(informed), np.flatnonzero(~informed))
 
 
 def _log_discriminations(split: QuestionSplit, scale: float = 0.5):
@@ -313,14 +319,14 @@ def _log_discriminations(split: QuestionSplit, scale: float = 0.5):
     inform, a slow direction through every ability (module docstring).
     """
     parts = []
-    if split.n_informed >= 2:
-        informed = pm.ZeroSumNormal("log_a_informed", sigma=scale, shape=split.n_informed)
-        parts.append((split.informed, informed))
-    elif split.n_informed == 1:  # the single informed question sets the scale: a = 1
-        parts.append((split.informed, pt.zeros(1)))
-    if split.n_uninformed:
-        uninformed = pm.Normal("log_a_uninformed", 0.0, scale, shape=split.n_uninformed)
-        parts.append((split.uninformed, uninformed))
+    if split.informed.size >= 2:
+        informed = pm.ZeroSumNormal("log_a_informed", sigma=scale, shape=split.informed.size)
+        parts.append((split.data("informed"), informed))
+    elif split.informed.size == 1:  # the single informed question sets the scale: a = 1
+        parts.append((split.data("informed"), pt.zeros(1)))
+    if split.uninformed.size:
+        uninformed = pm.Normal("log_a_uninformed", 0.0, scale, shape=split.uninformed.size)
+        parts.append((split.data("uninformed"), uninformed))
     log_a = pt.zeros(split.size)
     for where, value in parts:
         log_a = pt.set_subtensor(log_a[where], value)
