@@ -77,9 +77,17 @@ noise allows (the posterior-predictive dispersion checks of
 draws each cell's rate from Beta(p_lm phi, (1 - p_lm) phi) around the curve:
 mean n p, variance n p (1 - p) (n + phi) / (1 + phi), the binomial as phi ->
 infinity.  The prior 1 / sqrt(phi) ~ HalfNormal(1) puts the binomial limit at
-its mode.  It is the 3PL default because the binomial 3PL is multimodal on
-such data: with a floor and a slope per question and cell rates pinned down by
-80 trials, every question can be fitted to its own direction of the
+its mode.  The log-pmf is evaluated as sums over the trials,
+sum_{i<k} log(p + i / phi) + sum_{i<n-k} log(q + i / phi) - sum_{i<n} log(1 +
+i / phi) (:func:`log_rising_steps`): exact from heavy over-dispersion to the
+binomial limit, free for one trial per cell (there the beta-binomial is the
+Bernoulli and phi keeps its prior), and 2.5-3x cheaper per gradient than the
+gammaln differences it replaced (3PL, LiveCodeBench 15 x 713 x 10: 24 against
+60-72 ms per logp-and-gradient evaluation, same load).
+
+The beta-binomial is the 3PL default because the binomial 3PL is multimodal
+on such data: with a floor and a slope per question and cell rates pinned down
+by 80 trials, every question can be fitted to its own direction of the
 model-by-question interaction, and on the bundled example NUTS chains settled
 in local modes 15-85 log-density units apart (R-hat 1.5-2.1; a mode found by
 one chain was not reachable from the others).  With the interaction absorbed
@@ -105,7 +113,8 @@ model comparison is that of ``k`` only.
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 import numpy as np
 import pymc as pm
@@ -155,32 +164,33 @@ def _binomial_p_random(n, p, log_coef, rng=None, size=None):
     return rng.binomial(n, p, size=size)
 
 
-def log_rising(count, log_a):
-    """log Gamma(count + a) - log Gamma(a) = sum_{i<count} log(a + i), for a = exp(log_a).
+def log_rising_steps(count, log_p, log_delta, log_steps):
+    """sum_{i<count} log(p + i delta), from log p, log delta and log(1, ..., n_max - 1).
 
-    The gammaln difference cancels catastrophically for a >> count (a ~ 1e12
-    in the binomial limit of the beta-binomial leaves no correct digit), so
-    there the expansion count log a + S1 / a - S2 / (2 a^2) + S3 / (3 a^3) with
-    S_j = sum_{i<count} i^j is used (truncation error < count^5 / (20 a^4)).
-    Both branches get finite inputs, so neither poisons the other's gradient.
+    The beta-binomial's rising factorials Gamma(count + p / delta) / Gamma(p /
+    delta) = prod_{i<count} (p / delta + i), times delta^count (which cancels
+    between numerator and normaliser).  Each term is log p for i = 0 and
+    logaddexp(log p, log i + log delta) after, exact and stable from heavy
+    over-dispersion to the binomial limit delta -> 0, where it is count log p.
+    Costs count - 1 logaddexp per cell and none for one trial.
     """
-    large = log_a > np.log(1e3) + pt.log1p(count)
-    inv_a = pt.exp(-pt.switch(large, log_a, 0.0))
-    s1 = count * (count - 1) / 2
-    s2 = (count - 1) * count * (2 * count - 1) / 6
-    series = count * log_a + inv_a * (s1 - inv_a * (s2 / 2 - inv_a * s1**2 / 3))
-    small_a = pt.exp(pt.switch(large, 0.0, log_a))
-    exact = pt.gammaln(count + small_a) - pt.gammaln(small_a)
-    return pt.switch(large, series, exact)
+    head = pt.switch(count > 0, log_p, 0.0)
+    below_count = pt.exp(log_steps) < count[..., None] - 0.5  # i < count; exp(log i) ~ i
+    terms = pt.logaddexp(log_p[..., None], log_steps + log_delta)
+    return head + pt.switch(below_count, terms, 0.0).sum(axis=-1)
 
 
-def _beta_binomial_logp(value, n, log_p, log_q, log_delta, log_coef):
-    # alpha = p / delta, beta = q / delta, alpha + beta = 1 / delta
+def _beta_binomial_logp(value, n, log_p, log_q, log_delta, log_coef, *, log_steps):
+    # log-pmf = log C(n, k) + sum_{i<k} log(p + i delta) + sum_{i<n-k} log(q + i delta)
+    #           - sum_{i<n} log(1 + i delta); the last depends on the cell only through n
+    steps = pt.exp(log_steps)
+    below_n = pt.cast(steps < n[..., None] - 0.5, "float64")
+    normaliser = (below_n * pt.log1p(steps * pt.exp(log_delta))).sum(axis=-1)
     return (
         log_coef
-        + log_rising(value, log_p - log_delta)
-        + log_rising(n - value, log_q - log_delta)
-        - log_rising(n, -log_delta)
+        + log_rising_steps(value, log_p, log_delta, log_steps)
+        + log_rising_steps(n - value, log_q, log_delta, log_steps)
+        - normaliser
     )
 
 
@@ -219,16 +229,23 @@ def beta_binomial(name, n, log_p, log_q, log_delta, log_coef, observed, dims):
 
     Takes log p and log q (computed stably from the logit) and log delta =
     log(1 / phi); exact from heavy over-dispersion to the binomial limit delta
-    -> 0 (:func:`log_rising`).  Precomputed log C(n, k) as in :func:`binomial_logit`.
+    -> 0 (:func:`log_rising_steps`).  Precomputed log C(n, k) as in
+    :func:`binomial_logit`.  ``n`` is a ``pm.Data``: the trial counts 1, ...,
+    max(n) - 1 that the rising factorials step through are data too, so a
+    compiled model reused for other data (``structure_key``) only ever sees
+    counts of the same maximum.
     """
+    most = int(np.max(n.get_value(), initial=1))
+    log_steps = pm.Data(f"{name}_log_steps", np.log(np.arange(1.0, most)))
     return pm.CustomDist(
         name, n, log_p, log_q, log_delta, log_coef,
-        logp=_beta_binomial_logp, random=_beta_binomial_random,
+        logp=partial(_beta_binomial_logp, log_steps=log_steps),
+        random=_beta_binomial_random,
         observed=observed, dims=dims,
     )
 
 
-def _pooled(name: str, location, scale_name: str, centered: bool, informed: np.ndarray):
+def _pooled(name: str, location, scale_name: str, centered: bool, split: QuestionSplit):
     """Item effects i.i.d. Normal(location, scale), scale ~ HalfNormal(2.5).
 
     ``centered``: the informed questions' effects are sampled as they are (the
@@ -237,16 +254,17 @@ def _pooled(name: str, location, scale_name: str, centered: bool, informed: np.n
     learnt scale, a funnel when centred.  Not ``centered``: all non-centred.
     """
     scale = pm.HalfNormal(scale_name, 2.5)
-    direct = np.flatnonzero(informed) if centered else np.arange(0)
-    scaled = np.flatnonzero(~informed) if centered else np.arange(informed.size)
-    if scaled.size == 0:
+    if centered and split.uninformed.size == 0:
         return pm.Normal(name, location, scale, dims="question")
-    effect = pt.zeros(informed.size)
-    if direct.size:
-        values = pm.Normal(f"{name}_informed", location, scale, shape=direct.size)
-        effect = pt.set_subtensor(effect[direct], values)
-    raw = pm.Normal(f"{name}_z", 0.0, 1.0, shape=scaled.size)
-    effect = pt.set_subtensor(effect[scaled], location + scale * raw)
+    if not centered:
+        raw = pm.Normal(f"{name}_z", 0.0, 1.0, dims="question")
+        return pm.Deterministic(name, location + scale * raw, dims="question")
+    effect = pt.zeros(split.size)
+    if split.informed.size:
+        values = pm.Normal(f"{name}_informed", location, scale, shape=split.informed.size)
+        effect = pt.set_subtensor(effect[split.data("informed")], values)
+    raw = pm.Normal(f"{name}_z", 0.0, 1.0, shape=split.uninformed.size)
+    effect = pt.set_subtensor(effect[split.data("uninformed")], location + scale * raw)
     return pm.Deterministic(name, effect, dims="question")
 
 
@@ -261,7 +279,38 @@ def informed_questions(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     return (total > 0) & (total < n.sum(axis=0))
 
 
-def _log_discriminations(informed: np.ndarray, scale: float = 0.5):
+class QuestionSplit(NamedTuple):
+    """Positions of the informed and uninformed questions (:func:`informed_questions`)."""
+
+    informed: np.ndarray
+    uninformed: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return self.informed.size + self.uninformed.size
+
+    def data(self, which: str):
+        """The positions as ``pm.Data`` of the current model, created where first used.
+
+        As data, not constants: a compiled model reused for other data of the
+        same shapes (:func:`bayesrank.inference.cache.structure_key` keys on
+        data shapes and variable names) then receives that data's split, and
+        the counts enter the key through the shapes.  Only positions the graph
+        uses become data (nutpie swaps only the data its graph reads).
+        """
+        name = f"{which}_index"
+        model = pm.modelcontext(None)
+        if name in model.named_vars:
+            return model[name]
+        return pm.Data(name, getattr(self, which))
+
+
+def question_split(informed: np.ndarray) -> QuestionSplit:
+    """Split the questions by :func:`informed_questions`."""
+    return QuestionSplit(np.flatnonzero(informed), np.flatnonzero(~informed))
+
+
+def _log_discriminations(split: QuestionSplit, scale: float = 0.5):
     """log a_m: zero-sum over the informed questions, i.i.d. Normal(0, scale) elsewhere.
 
     The zero sum fixes the scale of the abilities (theta s, a / s leave the
@@ -269,16 +318,16 @@ def _log_discriminations(informed: np.ndarray, scale: float = 0.5):
     into that sum would tie the scale to discriminations the data do not
     inform, a slow direction through every ability (module docstring).
     """
-    index = np.flatnonzero(informed)
-    others = np.flatnonzero(~informed)
     parts = []
-    if index.size >= 2:
-        parts.append((index, pm.ZeroSumNormal("log_a_informed", sigma=scale, shape=index.size)))
-    elif index.size == 1:  # the single informed question sets the scale: a = 1
-        parts.append((index, pt.zeros(1)))
-    if others.size:
-        parts.append((others, pm.Normal("log_a_uninformed", 0.0, scale, shape=others.size)))
-    log_a = pt.zeros(informed.size)
+    if split.informed.size >= 2:
+        informed = pm.ZeroSumNormal("log_a_informed", sigma=scale, shape=split.informed.size)
+        parts.append((split.data("informed"), informed))
+    elif split.informed.size == 1:  # the single informed question sets the scale: a = 1
+        parts.append((split.data("informed"), pt.zeros(1)))
+    if split.uninformed.size:
+        uninformed = pm.Normal("log_a_uninformed", 0.0, scale, shape=split.uninformed.size)
+        parts.append((split.data("uninformed"), uninformed))
+    log_a = pt.zeros(split.size)
     for where, value in parts:
         log_a = pt.set_subtensor(log_a[where], value)
     return pm.Deterministic("log_a", log_a, dims="question")
@@ -351,19 +400,19 @@ def item_response(
         # the mean ability is 0; the items' common location carries the prior of the
         # abilities' mean under the paper's theta_l ~ N(0, ability_scale) i.i.d.
         location_sd = ability_scale / np.sqrt(k.shape[0])
-        informed = informed_questions(k, n)
+        split = question_split(informed_questions(k, n))
         if kind == "rasch":
             mu_b = pm.Normal("mu_b", 0.0, location_sd)
-            b = _pooled("b", mu_b, "sigma_b", centered, informed)
+            b = _pooled("b", mu_b, "sigma_b", centered, split)
 
             def logit(ability):
                 return ability - b
 
         else:
-            log_a = _log_discriminations(informed)
+            log_a = _log_discriminations(split)
             a = pm.Deterministic("a", pt.exp(log_a), dims="question")
             mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
-            beta = _pooled("beta", mu_beta, "sigma_beta", centered, informed)
+            beta = _pooled("beta", mu_beta, "sigma_beta", centered, split)
             pm.Deterministic("b", -beta / a, dims="question")
 
             def logit(ability):
