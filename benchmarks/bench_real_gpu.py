@@ -10,9 +10,9 @@ smallest bulk ESS, min-ESS per second of sampling and divergences.
 
 The peer is the same script with ``--cpu`` (``JAX_PLATFORMS=cpu``) run as a
 subprocess in the same invocation, so both sides are measured on one machine.
-Run on a GPU machine: ``python benchmarks/bench_gpu_real.py --peer``; the
+Run on a GPU machine: ``python benchmarks/bench_real_gpu.py --peer``; the
 table is printed and written as CSV to ``--out``.  ``run_all.py`` skips
-``*_gpu*`` scripts.
+``*_gpu.py`` scripts.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def main() -> None:
                         help="also run --peer-single/--peer-batches with --cpu, same machine")
     parser.add_argument("--peer-single", default="lcb_repair:rasch")
     parser.add_argument("--peer-batches", default="1,16")
-    parser.add_argument("--out", default="bench-results/bench_gpu_real.csv")
+    parser.add_argument("--out", default="bench-results/bench_real_gpu.csv")
     args = parser.parse_args()
     if args.cpu:
         os.environ["JAX_PLATFORMS"] = "cpu"
