@@ -46,3 +46,37 @@ def test_beta_binomial_tends_to_the_binomial(cells):
     got = logpmf_without_binomial_coefficient(k, n, p, 1e12)
     np.testing.assert_allclose(got, binomial, rtol=0, atol=1e-7)
     assert np.all(np.isfinite(got))
+
+
+def test_many_trials_use_the_gammaln_form_with_the_same_density():
+    # above MAX_STEPPED_TRIALS the model builds the O(1)-per-cell gammaln form; it must be
+    # the density the stepped sums give (and scipy's) on the same cells
+    from bayesrank.models.irt import MAX_STEPPED_TRIALS, _beta_binomial_logp_gamma
+
+    rng = np.random.default_rng(1)
+    n = rng.integers(MAX_STEPPED_TRIALS + 1, 81, size=(5, 6)).astype(float)
+    k = np.floor(rng.uniform(size=n.shape) * (n + 1))
+    p = rng.uniform(0.001, 0.999, size=n.shape)
+    for phi in (0.3, 2.0, 50.0):
+        gamma_form = _beta_binomial_logp_gamma(
+            pt.as_tensor(k), pt.as_tensor(n), pt.as_tensor(np.log(p)),
+            pt.as_tensor(np.log1p(-p)), pt.as_tensor(-np.log(phi)), pt.as_tensor(0.0),
+        ).eval()
+        np.testing.assert_allclose(gamma_form, logpmf_without_binomial_coefficient(k, n, p, phi),
+                                   rtol=1e-10, atol=1e-10)
+        expected = stats.betabinom.logpmf(k, n, p * phi, (1 - p) * phi) - np.log(
+            special.comb(n, k))
+        np.testing.assert_allclose(gamma_form, expected, rtol=1e-10, atol=1e-10)
+
+
+def test_the_model_picks_the_form_by_trials_per_cell():
+    from bayesrank.models import get_model
+
+    import bayesrank
+
+    rng = np.random.default_rng(2)
+    few = bayesrank.ResponseData(rng.integers(0, 2, size=(4, 6, 10)))
+    many = bayesrank.ResponseData(rng.integers(0, 2, size=(4, 6, 40)))
+    assert any(v.name.endswith("_log_steps") for v in get_model("3pl").build(few).data_vars)
+    assert not any(v.name.endswith("_log_steps")
+                   for v in get_model("3pl").build(many).data_vars)
