@@ -78,26 +78,9 @@ def load_real_sets(root: Path = DATA) -> dict[str, bayesrank.ResponseData]:
 
 # -- peer: the IRT parameterisation before issue 9 (copied from models/irt.py) -------------
 
-def previous_log_rising(count, log_a):
-    """log Gamma(count + a) - log Gamma(a) as before issue 9: gammaln differences, and a
-    series where a >> count (both branches evaluated, as PyTensor's switch does)."""
-    large = log_a > np.log(1e3) + pt.log1p(count)
-    inv_a = pt.exp(-pt.switch(large, log_a, 0.0))
-    s1 = count * (count - 1) / 2
-    s2 = (count - 1) * count * (2 * count - 1) / 6
-    series = count * log_a + inv_a * (s1 - inv_a * (s2 / 2 - inv_a * s1**2 / 3))
-    small_a = pt.exp(pt.switch(large, 0.0, log_a))
-    exact = pt.gammaln(count + small_a) - pt.gammaln(small_a)
-    return pt.switch(large, series, exact)
-
-
-def previous_beta_binomial_logp(value, n, log_p, log_q, log_delta, log_coef):
-    return (
-        log_coef
-        + previous_log_rising(value, log_p - log_delta)
-        + previous_log_rising(n - value, log_q - log_delta)
-        - previous_log_rising(n, -log_delta)
-    )
+#: The beta-binomial as before issue 9: gammaln differences with a series branch (six
+#: gammaln per cell); the model keeps this form for more than 16 trials per cell.
+previous_beta_binomial_logp = irt._beta_binomial_logp_gamma
 
 
 def previous_irt(data: bayesrank.ResponseData, kind: str) -> pm.Model:
