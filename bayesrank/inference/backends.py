@@ -87,13 +87,44 @@ def _keep_model_vars(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
     return with_groups(idata, posterior=posterior[keep])
 
 
+#: Which nutpie back end compiles the log-density: "auto", "jax" or "numba".
+NUTPIE_BACKEND = os.environ.get("BAYESRANK_NUTPIE_BACKEND", "auto")
+
+
+def nutpie_backend() -> str:
+    """The back end nutpie compiles with: ``NUTPIE_BACKEND``, where "auto" means JAX on a CPU.
+
+    With "auto", JAX (XLA) when jax is installed and its default device is the CPU,
+    else Numba.  Measured on the real sets (docs/samplers.md, "nutpie: JAX or Numba"):
+    nutpie's Numba path compiles a C callback on every fit, uncached (10-120 s on
+    2 loaded cores), where XLA compiles in 1-4 s; per gradient XLA was 1.3-1.8x faster
+    on the large IRT models and slower on the small pairwise ones, and every default fit
+    measured took less wall time with JAX.  On a GPU JAX would run each gradient
+    there, which was not measured; Numba is kept.
+    """
+    choice = NUTPIE_BACKEND
+    if choice not in ("auto", "jax", "numba"):
+        raise ValueError(f"NUTPIE_BACKEND must be 'auto', 'jax' or 'numba', got {choice!r}")
+    if choice != "auto":
+        return choice
+    if find_spec("jax") is None:
+        return "numba"
+    import jax
+
+    return "jax" if jax.default_backend() == "cpu" else "numba"
+
+
 def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_accept, key=None):
     import nutpie
 
     t0 = time.perf_counter()
+    backend = nutpie_backend()
+    options = {"backend": "jax", "gradient_backend": "jax"} if backend == "jax" else {}
+    # nutpie's JAX build bakes pm.Data in as constants (no with_data): compiled anew each
+    # time, which costs 1-4 s
     compiled, reused = cached(
-        None if key is None else ("nutpie", key),
-        lambda: nutpie.compile_pymc_model(model, var_names=model_var_names(model)),
+        None if key is None or backend == "jax" else ("nutpie", key),
+        lambda: nutpie.compile_pymc_model(model, var_names=model_var_names(model), **options),
     )
     if reused:
         compiled = compiled.with_data(
