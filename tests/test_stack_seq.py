@@ -58,6 +58,20 @@ def _assert_same_as_alone(data: ResponseData, draws, models=None, ids=BATCHED,
                 np.testing.assert_array_equal(out[m].ranks[d], ref, err_msg=f"{m}, draw {d}")
 
 
+def _assert_pool_rows_same_as_alone(data: ResponseData, draws, pools, ids=RATINGS) -> None:
+    """Every row of the pool stack (draw d on pool p) ranks as the pool's draw alone."""
+    pooled = DrawStack.from_data(data, draws).pools(np.asarray(pools))
+    out = rank_stack(pooled, ids)
+    for m in ids:
+        assert batched_scores(pooled, m) is not None, f"{m}: not stacked on a pool stack"
+        for p, pool in enumerate(pools):
+            for d, idx in enumerate(draws):
+                ref, reason, _ = safe_ranks(data.subset(models=pool, trials=idx), m)
+                got = out[m].ranks[p * len(draws) + d]
+                assert reason is None and out[m].reasons[p * len(draws) + d] is None
+                np.testing.assert_array_equal(got, ref, err_msg=f"{m}, pool {p}, draw {d}")
+
+
 @pytest.fixture(scope="module")
 def aime() -> ResponseData:
     return example("aime24")
@@ -80,6 +94,17 @@ def test_example_full_pool_two_trial_draws(aime):
     _assert_same_as_alone(aime, draws, models=[2, 5, 11], ids=[*BATCHED, *PASS])
 
 
+@pytest.mark.parametrize("size", [5, 10, 15])
+def test_ratings_on_example_pool_stacks(aime, size):
+    # the streams come from the stack's outcomes: each row holds its own pool's models
+    rng = np.random.default_rng(100 + size)
+    draws = [np.array([n]) for n in rng.choice(aime.N, 6, replace=False)]
+    draws2 = [rng.choice(aime.N, 2, replace=False) for _ in range(3)]
+    pools = [np.sort(rng.choice(aime.L, size, replace=False)) for _ in range(3)]
+    _assert_pool_rows_same_as_alone(aime, draws, pools)
+    _assert_pool_rows_same_as_alone(aime, draws2, pools)
+
+
 @settings(max_examples=25, deadline=None)
 @given(arrays(np.int8, st.tuples(st.integers(2, 6), st.integers(1, 5), st.integers(1, 4)),
               elements=st.integers(0, 1)))
@@ -90,6 +115,8 @@ def test_random_binary_tensors(R):
     if data.N >= 2:
         pairs = [np.array([n, (n + 1) % data.N]) for n in range(data.N)]
         _assert_same_as_alone(data, pairs, ids=[*BATCHED, *PASS])
+    _assert_pool_rows_same_as_alone(data, draws, [[0, data.L - 1], [data.L - 1, 0],
+                                                  list(range(data.L))[:2]])
 
 
 def test_degenerate_draws():

@@ -46,6 +46,11 @@ __all__ = [
     "pass_scores",
     "bayes",
     "thompson",
+    "thompson_draws",
+    "thompson_pair_counts",
+    "thompson_posterior",
+    "thompson_scores",
+    "thompson_seed",
 ]
 
 
@@ -236,7 +241,87 @@ def bayes(
     return mu + stats.norm.ppf(quantile) * sigma, {"mu": mu, "sigma": sigma}
 
 
+#: Joint draws compared at once in :func:`thompson_pair_counts` (bounds its temporaries).
 _DRAW_CHUNK = 4096
+
+
+def thompson_seed(seed: Any) -> int:
+    """The entropy that every posterior's stream starts from: ``seed``, or fresh for None.
+
+    Raises :class:`~bayesrank.errors.DataError` unless ``seed`` is a non-negative integer
+    or None.
+    """
+    if seed is None:
+        return int(np.random.SeedSequence().entropy)
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise DataError(f"seed must be a non-negative integer or None, got {seed!r}")
+    return int(seed)
+
+
+def thompson_draws(
+    alpha: np.ndarray,
+    beta: np.ndarray,
+    n_samples: int,
+    entropy: int,
+    cache: dict[tuple[float, float], np.ndarray] | None = None,
+) -> np.ndarray:
+    """``n_samples`` draws of ``Beta(alpha_l, beta_l)`` per model, each from its own stream.
+
+    Model ``l``'s stream is seeded by ``SeedSequence((entropy, bits(alpha_l),
+    bits(beta_l)))`` (the IEEE-754 bits of its posterior parameters), so its draws depend
+    on its posterior only: not on the other models, their order or their number, and
+    identical posteriors get identical draws.  ``cache`` maps ``(alpha, beta)`` to draws
+    already made with the same ``n_samples`` and ``entropy`` (filled as it goes).
+
+    Returns
+    -------
+    numpy.ndarray, shape (L, n_samples)
+    """
+    cache = {} if cache is None else cache
+    out = np.empty((len(alpha), n_samples))
+    for l, key in enumerate(zip(np.asarray(alpha, float).tolist(),
+                                np.asarray(beta, float).tolist(), strict=True)):
+        draws = cache.get(key)
+        if draws is None:
+            bits = np.array(key).view(np.uint64).tolist()
+            rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([entropy, *bits])))
+            draws = cache[key] = rng.beta(key[0], key[1], size=n_samples)
+        out[l] = draws
+    return out
+
+
+def thompson_pair_counts(draws: np.ndarray) -> np.ndarray:
+    """``C_jl = 2 #{t: p_j^t > p_l^t} + #{t: p_j^t = p_l^t}`` over joint draws (L, T).
+
+    ``C_jl / (2T)`` is the Monte Carlo ``P(p_j > p_l)`` with sample ties counted 1/2;
+    ``C_jl + C_lj = 2T`` and the diagonal is 0.  Integer counts, so sums over any set of
+    models are exact whatever their order.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (L, L)
+    """
+    L, T = draws.shape
+    greater = np.zeros((L, L), dtype=np.int64)
+    for start in range(0, T, _DRAW_CHUNK):
+        block = draws[:, start:start + _DRAW_CHUNK]
+        for j in range(L):
+            greater[j] += np.count_nonzero(block[j] > block, axis=1)
+    counts = T + greater - greater.T  # 2 greater + (T - greater - greater.T) ties
+    np.fill_diagonal(counts, 0)
+    return counts
+
+
+def thompson_scores(pair_counts: np.ndarray, n_samples: int) -> np.ndarray:
+    """Minus the Monte Carlo mean rank ``1 + sum_{j != l} C_jl / (2T)`` (..., L, L) -> (..., L)."""
+    return -(1.0 + pair_counts.sum(axis=-2) / (2.0 * n_samples))
+
+
+def thompson_posterior(successes: np.ndarray, trials: np.ndarray, prior_alpha: float,
+                       prior_beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """``alpha + S_l`` and ``beta + n_l - S_l`` from success and trial totals (any shape)."""
+    successes = successes.astype(float)
+    return prior_alpha + successes, prior_beta + trials - successes
 
 
 @ranking_method
@@ -251,33 +336,28 @@ def thompson(
     """Negative posterior expected rank under independent Beta posteriors (paper, Thompson).
 
     ``p_l | R ~ Beta(alpha + S_l, beta + n_l - S_l)`` with ``S_l`` the model's successes over
-    its ``n_l`` observed trials; ``T = n_samples`` joint draws give ranks ``r_l^(t)`` (1 =
-    best) and the score ``-(1/T) sum_t r_l^(t)``.  Seeded and reproducible; models with
-    identical posteriors get the average of their estimates (they are exactly tied).
-    Binary data only.  ``details["posterior"]``: the (alpha, beta) pairs.
+    its ``n_l`` observed trials.  The expected rank ``E[r_l] = 1 + sum_{j != l} P(p_j > p_l)``
+    is estimated from ``T = n_samples`` joint draws: ``P(p_j > p_l)`` by the fraction of
+    draws with ``p_j^t > p_l^t`` (sample ties count 1/2), which is the mean over the draws
+    of each draw's rank.  The score is minus that mean rank.  Binary data only.
+    ``details["posterior"]``: the (alpha, beta) pairs.
+
+    Random stream: each model's ``T`` draws come from its own stream seeded by ``seed``
+    and the bits of its ``(alpha, beta)`` (:func:`thompson_draws`), not from one
+    ``rng.beta(a, b, size=(T, L))`` call over all models as before (and as scorio does).
+    So a model's draws do not depend on which other models are ranked: the score is a
+    sum of pairwise terms, a model pool's scores are sums over its members of the full
+    data's pairwise counts (the study's pool stacks use this), and identical posteriors
+    get identical draws (exact ties).  Results differ from the former stream by Monte
+    Carlo error only.  ``seed=None`` draws a fresh seed for the call.
     """
     data.require_binary("thompson")
     n_samples = check_int("n_samples", n_samples)
     prior_alpha = check_finite("prior_alpha", prior_alpha, positive=True)
     prior_beta = check_finite("prior_beta", prior_beta, positive=True)
+    entropy = thompson_seed(seed)
     red = data.reductions
-    successes = red.successes.sum(axis=1).astype(float)
-    a = prior_alpha + successes
-    b = prior_beta + red.trials.sum(axis=1) - successes
-    L = data.L
-    rng = np.random.default_rng(seed)
-    rank_sum = np.zeros(L)
-    rows_left = int(n_samples)
-    while rows_left:
-        rows = min(rows_left, _DRAW_CHUNK)
-        draws = rng.beta(a, b, size=(rows, L))
-        order = np.argsort(-draws, axis=1)
-        ranks = np.empty_like(order)
-        np.put_along_axis(ranks, order, np.arange(1, L + 1)[None, :], axis=1)
-        rank_sum += ranks.sum(axis=0)
-        rows_left -= rows
-    mean_rank = rank_sum / n_samples
-    _, group = np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)
-    group = group.ravel()
-    mean_rank = (np.bincount(group, mean_rank) / np.bincount(group))[group]
-    return -mean_rank, {"posterior": np.stack([a, b], axis=1)}
+    a, b = thompson_posterior(red.successes.sum(axis=1), red.trials.sum(axis=1), prior_alpha,
+                              prior_beta)
+    counts = thompson_pair_counts(thompson_draws(a, b, n_samples, entropy))
+    return thompson_scores(counts, n_samples), {"posterior": np.stack([a, b], axis=1)}

@@ -526,6 +526,8 @@ from bayesrank.study.stack_graph import RULES as _graph_RULES  # noqa: E402, I00
 BATCHED_RULES.update(_graph_RULES)
 from bayesrank.study.stack_seq import RULES as _seq_RULES  # noqa: E402, I001
 BATCHED_RULES.update(_seq_RULES)
+from bayesrank.study.stack_thompson import RULES as _thompson_RULES  # noqa: E402, I001
+BATCHED_RULES.update(_thompson_RULES)
 
 #: Rules whose score of a model depends on that model's own counts only: their scores on a
 #: model pool are the full-pool scores of the pool's members (the bootstrap computes them once).

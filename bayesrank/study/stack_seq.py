@@ -9,7 +9,9 @@ Elo, Glicko and TrueSkill: the D draws' match streams (same event order: trial-m
 paper App. "Sequential Rating Systems") go to the batched kernels of
 :mod:`bayesrank.baselines.ratings` in one call; every stream runs through the same
 compiled per-stream loop as :func:`bayesrank.baselines.ratings.elo` on the draw alone (a
-batch of one), so the scores are bit-identical to the per-draw path.
+batch of one), so the scores are bit-identical to the per-draw path.  The streams are read
+from the stack's outcomes, so pool stacks (every pool of the model-pool bootstrap in one
+stack) run them too.
 
 Bayesian Bradley-Terry by MCMC (``bayesian_mcmc``): with a fixed seed every draw's chain
 uses the same random stream, which
@@ -44,6 +46,19 @@ if TYPE_CHECKING:
 __all__ = ["RULES"]
 
 
+def _event_streams(stack: DrawStack) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bayesrank.baselines.ratings.event_streams` of every row, from the stack's own
+    outcomes (D, L, M, n): row ``e = n M + m`` of stream ``d`` holds ``outcomes[d, :, m, n]``.
+
+    Read through :attr:`DrawStack.outcomes`, so a pool stack (whose rows hold different
+    models) gives each row its pool's streams.
+    """
+    X = stack.outcomes
+    D, L, M, n = X.shape
+    outcomes = np.ascontiguousarray(X.transpose(0, 3, 2, 1)).reshape(D, n * M, L)
+    return outcomes, np.ones(outcomes.shape, dtype=bool)
+
+
 def _rating_rule(
     final_scores: Callable[[DrawStack, tuple[np.ndarray, np.ndarray], dict], np.ndarray],
 ) -> Callable[..., np.ndarray | None]:
@@ -52,7 +67,7 @@ def _rating_rule(
     def rule(stack: DrawStack, **options: Any) -> np.ndarray | None:
         if not stack.data.is_binary:
             return None  # the rule raises DataError; the per-draw path reports it
-        streams = ratings.event_streams(stack.data.R, stack.draws)
+        streams = _event_streams(stack)
         try:
             return final_scores(stack, streams, options)
         except DataError:  # invalid options: the per-draw path reports them
