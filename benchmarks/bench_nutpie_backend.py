@@ -1,0 +1,87 @@
+"""nutpie's two CPU back ends on the real sets: JAX (XLA) against Numba, default fits.
+
+``bayesrank.fit(data, model, random_seed=0)`` with every default, once with
+``NUTPIE_BACKEND = "jax"`` and right after it with ``"numba"`` (the peer, the
+default before), on the real data sets of ``../shared/data``.  Each row records
+wall time (the whole call), nutpie's compile and sampling seconds, leapfrog steps
+per draw, seconds per log-density-and-gradient evaluation (sampling seconds x
+parallel chains / all leapfrog steps), the worst R-hat, the smallest bulk and tail
+ESS and min-ESS per wall second.  nutpie's Numba path compiles a C callback
+around the PyTensor functions on every call (not cached on disk); XLA compiles
+the log-density in one program.
+
+Run: ``python benchmarks/bench_nutpie_backend.py [--fits lcb_repair:rasch,...]``;
+the table is printed and written to ``bench-results/bench_nutpie_backend.csv``.
+The machine's other jobs share its cores: compare the two rows of a pair only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+import bayesrank
+from bayesrank.datatree import group
+from bayesrank.inference import backends
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_models_real import load_real_sets  # noqa: E402
+
+OUT = Path(__file__).resolve().parents[1] / "bench-results"
+DEFAULT_FITS = ("lcb_repair:rasch,zeroeval_math_l5:rasch,lcb_repair:2pl,"
+                "matharena_aime2025_I:3pl,lcb_repair:bradley_terry,lcb_repair:davidson,"
+                "matharena_aime2025_I:davidson_luce")
+
+
+def one_fit(data: bayesrank.ResponseData, model: str, backend: str) -> dict:
+    backends.NUTPIE_BACKEND = backend
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = bayesrank.fit(data, model, random_seed=0, progressbar=False)
+    wall = time.perf_counter() - start
+    diagnostics = post.diagnostics
+    steps = group(post.idata, "sample_stats")["n_steps"]
+    chains = steps.sizes["chain"]
+    parallel = min(chains, os.cpu_count() or 1)
+    per_draw = float(steps.mean())
+    sample_s = post.timings["sample"]
+    min_ess = float(diagnostics["ess_bulk"].min())
+    return {
+        "backend": backend, "wall_s": round(wall, 1),
+        "compile_s": round(post.timings["compile"], 1), "sample_s": round(sample_s, 1),
+        "steps_per_draw": round(per_draw, 1),
+        "ms_per_gradient": round(1000 * sample_s * parallel / float(steps.sum()), 3),
+        "rhat_max": round(float(diagnostics["r_hat"].max()), 4),
+        "min_bulk_ess": round(min_ess), "min_tail_ess": round(float(diagnostics["ess_tail"].min())),
+        "divergences": int(diagnostics.attrs["divergences"]),
+        "min_ess_per_wall_s": round(min_ess / wall, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fits", default=DEFAULT_FITS, help="comma-separated set:model pairs")
+    args = parser.parse_args()
+    sets = load_real_sets()
+    rows = []
+    for spec in args.fits.split(","):
+        name, model = spec.split(":")
+        for backend in ("jax", "numba"):
+            row = {"data": name, "model": model, **one_fit(sets[name], model, backend)}
+            rows.append(row)
+            print(row, flush=True)
+    table = pd.DataFrame(rows)
+    OUT.mkdir(exist_ok=True)
+    table.to_csv(OUT / "bench_nutpie_backend.csv", index=False)
+    print(table.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
