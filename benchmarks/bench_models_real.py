@@ -7,7 +7,9 @@ every model and every real data set in ``../shared/data`` this fits the
 current model (``bayesrank.models``) and, in the same run right after it,
 the previous parameterisation (a copy of its model-building code is kept
 below as the peer), both with nutpie, 4 chains x (1,000 tune + 1,000 draws),
-the model's default ``target_accept``, and reports:
+the model's default ``target_accept``: the current model compiled with the
+back end ``bayesrank.fit`` picks (JAX on a CPU), the previous one with
+nutpie's Numba build, the default before.  It reports:
 
 * wall time: nutpie compilation (PyTensor's on-disk cache warm) + sampling;
 * the worst R-hat and the smallest bulk and tail ESS over every element of
@@ -42,6 +44,7 @@ from bayesrank.models import MODELS, irt
 from bayesrank.models._common import coords_of
 
 import bayesrank
+from bayesrank.inference.backends import nutpie_backend
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 OUT = Path(__file__).resolve().parents[1] / "bench-results"
@@ -146,11 +149,13 @@ def every_kth_question(data: bayesrank.ResponseData, k: int) -> bayesrank.Respon
 
 # -- measurement ---------------------------------------------------------------------------
 
-def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int) -> dict:
-    """Compile with nutpie, sample 4 chains, and summarise convergence and speed."""
+def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int,
+            backend: str = "numba") -> dict:
+    """Compile with nutpie's ``backend``, sample 4 chains, and summarise convergence and speed."""
     names = [v.name for v in model.free_RVs] + [v.name for v in model.deterministics]
+    options = {"backend": "jax", "gradient_backend": "jax"} if backend == "jax" else {}
     t0 = time.perf_counter()
-    compiled = nutpie.compile_pymc_model(model, var_names=names)
+    compiled = nutpie.compile_pymc_model(model, var_names=names, **options)
     t1 = time.perf_counter()
     idata = nutpie.sample(
         compiled, draws=draws, tune=draws, chains=4, cores=2, seed=seed,
@@ -194,15 +199,18 @@ def main() -> None:
         data = every_kth_question(data, args.every)
         for name in args.models.split(","):
             spec = MODELS[name]
-            builds = [("new", spec.target_accept, lambda d=data, s=spec: s.build(d))]
+            # new: today's model with the back end bayesrank.fit picks; old: the model
+            # before issue 9 with nutpie's Numba build, the default then
+            builds = [("new", spec.target_accept, lambda d=data, s=spec: s.build(d),
+                       nutpie_backend())]
             if name in CHANGED and not args.no_peer:
                 builds.append(("old", PREVIOUS_TARGET_ACCEPT[name],
-                               lambda d=data, n=name: previous_irt(d, n)))
-            for version, target_accept, build in builds:
+                               lambda d=data, n=name: previous_irt(d, n), "numba"))
+            for version, target_accept, build, backend in builds:
                 row = {"data": set_name, "shape": "x".join(map(str, data.R.shape)),
-                       "model": name, "version": version}
+                       "model": name, "version": version, "backend": backend}
                 row.update(measure(build(), target_accept=target_accept,
-                                   draws=args.draws, seed=args.seed))
+                                   draws=args.draws, seed=args.seed, backend=backend))
                 rows.append(row)
                 print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in row.items()), flush=True)
