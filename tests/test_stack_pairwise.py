@@ -176,6 +176,41 @@ def test_options_not_reproduced_give_none(aime):
     assert RULES["bradley_terry"](stack, unknown=1) is None
 
 
+@pytest.mark.parametrize("size", [5, 10, 15])
+def test_pool_stack_rows_rank_as_each_pools_draw_alone(aime, size):
+    # every rule reads only the stack's per-row arrays (bradley_terry_luce: its events come
+    # from the stack's outcomes), so one stack of all pools scores each row as the pool alone
+    rng = np.random.default_rng(200 + size)
+    draws = [np.array([t]) for t in rng.choice(aime.N, 5, replace=False)]
+    pools = np.array([np.sort(rng.choice(aime.L, size, replace=False)) for _ in range(3)])
+    full = DrawStack.from_data(aime, draws)
+    pooled = full.pools(pools)
+    for m in IDS:
+        got = _stack_scores(pooled, m)
+        assert got is not None and got.shape == (len(pools) * len(draws), size), m
+        for p, pool in enumerate(pools):
+            rows = got[p * len(draws):(p + 1) * len(draws)]
+            np.testing.assert_array_equal(rows, _stack_scores(full.pool(pool), m), err_msg=m)
+            for d, idx in enumerate(draws):
+                ref, reason, n_warn = safe_ranks(aime.subset(models=pool, trials=idx), m)
+                assert reason is None and n_warn == 0, (m, p, d)
+                np.testing.assert_array_equal(competition_ranks(rows[d]), ref, err_msg=m)
+
+
+def test_pool_stack_events_are_each_pools_setwise_events(aime):
+    draws = [np.array([t]) for t in range(4)]
+    pools = np.array([[1, 4, 7, 9], [0, 2, 18, 19], [1, 4, 7, 9]])
+    U, V, c = setwise_events(DrawStack.from_data(aime, draws).pools(pools))
+    for p, pool in enumerate(pools):
+        for d, idx in enumerate(draws):
+            ev = aime.subset(models=pool, trials=idx).reductions.setwise
+            row, E = p * len(draws) + d, len(ev.counts)
+            np.testing.assert_array_equal(U[row, :E], ev.winners)
+            np.testing.assert_array_equal(V[row, :E], ev.losers)
+            np.testing.assert_array_equal(c[row, :E], ev.counts)
+            assert not c[row, E:].any()
+
+
 def test_stack_events_are_each_draws_setwise_events(aime):
     draws = [np.array([t]) for t in range(6)]
     stack = DrawStack.from_data(aime, draws).pool(np.array([1, 4, 7, 9, 12, 18]))

@@ -165,14 +165,15 @@ def setwise_events(stack: DrawStack) -> tuple[np.ndarray, np.ndarray, np.ndarray
     byte order ``numpy.unique`` sorts the packed columns by, so each draw's distinct
     events come in the order of its own reduction.  Draws with fewer events are padded
     with empty zero-count events at the end.  Binary complete data with at most 56 models.
+    The columns are read from :attr:`DrawStack.outcomes`, so every row of a pool stack
+    gets its own pool's events.
 
     Returns winners (D, E, L) bool, losers (D, E, L) bool, counts (D, E) float.
     """
-    data = stack.data
-    L = data.L
+    L = stack.data.L
     n_bytes = -(-L // 8)
     shift = 8 * n_bytes - 1 - np.arange(L)
-    R = np.moveaxis(data.R[:, :, stack.draws], 2, 0).reshape(stack.D, L, -1)
+    R = stack.outcomes.reshape(stack.D, L, -1)
     keys = np.sort(np.sum(R.astype(np.int64) << shift[None, :, None], axis=1), axis=1)
     new = np.ones(keys.shape, bool)
     new[:, 1:] = keys[:, 1:] != keys[:, :-1]
