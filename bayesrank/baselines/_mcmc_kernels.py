@@ -41,6 +41,58 @@ def _int_power(base, n):
 
 
 @njit(cache=True)
+def whole_counts(n):
+    """Each pair's count when it is a whole number up to ``_SMALL_COUNT``, else -1."""
+    whole = np.empty(n.size, dtype=np.int64)
+    for p in range(n.size):
+        c = n[p]
+        whole[p] = int(c) if c == math.floor(c) and 0.0 <= c <= _SMALL_COUNT else -1
+    return whole
+
+
+@njit(cache=True)
+def log_posterior_row(x, first, second, n, whole, loss_nodes, prior_var):
+    """:func:`bt_log_posterior` of one row ``x`` (L,), pair by pair (the reference order)."""
+    L = x.size
+    top = x[0]
+    for k in range(1, L):
+        top = max(top, x[k])
+    expo = np.empty(L)
+    for k in range(L):
+        expo[k] = math.exp(x[k] - top)
+    acc = 0.0
+    product = 1.0
+    halvings = 0
+    for p in range(first.size):
+        i = first[p]
+        j = second[p]
+        d = x[i] - x[j]
+        small, large = (expo[j], expo[i]) if d >= 0.0 else (expo[i], expo[j])
+        if large <= 1e-300:  # both models far below the row's best: e^(x - max x) is subnormal
+            acc += n[p] * _log_expit(d)
+        elif whole[p] >= 0:
+            acc += n[p] * min(d, 0.0)
+            product *= _int_power(1.0 + small / large, whole[p])
+            if product > _RESCALE:
+                product /= _RESCALE
+                halvings += 600
+        else:
+            acc += n[p] * (min(d, 0.0) - math.log1p(small / large))
+    acc -= math.log(product) + halvings * _LN2
+    lin = 0.0
+    sq = 0.0
+    for k in range(L):
+        lin += x[k] * loss_nodes[k]
+        sq += x[k] * x[k]
+    return acc - lin - 0.5 * sq / prior_var
+
+
+_ROWS = 64  # rows evaluated side by side: per-row accumulators stay in L1
+
+
+# error_model="numpy": a division by an underflowed e^(x - max x) gives inf or nan on that
+# lane (the row is redone) instead of raising, and leaves the row loops free of checks
+@njit(cache=True, error_model="numpy")
 def bt_log_posterior(x, first, second, n, loss_nodes, prior_var):
     """Unnormalised Bradley-Terry log-posterior of every row of ``x`` (S, L).
 
@@ -54,46 +106,83 @@ def bt_log_posterior(x, first, second, n, loss_nodes, prior_var):
     whole counts ``n_p <= 64`` the ``log1p`` terms are summed as one logarithm of the
     product of ``(1 + r)^n_p`` (kept in range by powers of two): one logarithm per row
     instead of one per pair, with absolute error of order ``P`` ulps.
+
+    Every row is :func:`log_posterior_row` operation for operation (same values, same
+    order per row), but rows are taken ``_ROWS`` at a time with the pair loop outside
+    the row loop, so the branch-free pair work runs on SIMD lanes across rows.  A row
+    where some pair's ``e^(x - max x)`` underflows is redone by :func:`log_posterior_row`.
     """
     S, L = x.shape
     P = first.size
-    whole = np.empty(P, dtype=np.int64)  # the count when it is a small whole number, else -1
-    for p in range(P):
-        c = n[p]
-        whole[p] = int(c) if c == math.floor(c) and 0.0 <= c <= _SMALL_COUNT else -1
+    whole = whole_counts(n)
     out = np.empty(S)
-    expo = np.empty(L)
-    for s in range(S):
-        top = x[s, 0]
-        for k in range(1, L):
-            top = max(top, x[s, k])
-        for k in range(L):
-            expo[k] = math.exp(x[s, k] - top)
-        acc = 0.0
-        product = 1.0
-        halvings = 0
+    xt = np.empty((L, _ROWS))
+    expo = np.empty((L, _ROWS))
+    acc = np.empty(_ROWS)
+    product = np.empty(_ROWS)
+    halvings = np.empty(_ROWS, dtype=np.int64)
+    base = np.empty(_ROWS)
+    power = np.empty(_ROWS)
+    underflow = np.empty(_ROWS, dtype=np.bool_)
+    for s0 in range(0, S, _ROWS):
+        R = min(_ROWS, S - s0)
+        for r in range(R):
+            top = x[s0 + r, 0]
+            for k in range(1, L):
+                top = max(top, x[s0 + r, k])
+            for k in range(L):
+                xt[k, r] = x[s0 + r, k]
+                expo[k, r] = math.exp(x[s0 + r, k] - top)
+            acc[r] = 0.0
+            product[r] = 1.0
+            halvings[r] = 0
+            underflow[r] = False
         for p in range(P):
             i = first[p]
             j = second[p]
-            d = x[s, i] - x[s, j]
-            small, large = (expo[j], expo[i]) if d >= 0.0 else (expo[i], expo[j])
-            if large <= 1e-300:  # both models far below the row's best: e^(x - max x) is subnormal
-                acc += n[p] * _log_expit(d)
-            elif whole[p] >= 0:
-                acc += n[p] * min(d, 0.0)
-                product *= _int_power(1.0 + small / large, whole[p])
-                if product > _RESCALE:
-                    product /= _RESCALE
-                    halvings += 600
+            c = whole[p]
+            if c >= 0:
+                for r in range(R):
+                    d = xt[i, r] - xt[j, r]
+                    small = expo[j, r] if d >= 0.0 else expo[i, r]
+                    large = expo[i, r] if d >= 0.0 else expo[j, r]
+                    underflow[r] |= large <= 1e-300
+                    acc[r] += n[p] * min(d, 0.0)
+                    base[r] = 1.0 + small / large
+                    power[r] = 1.0
+                while c:  # _int_power on every lane: the same squarings in the same order
+                    if c & 1:
+                        for r in range(R):
+                            power[r] *= base[r]
+                    c >>= 1
+                    if c:
+                        for r in range(R):
+                            base[r] *= base[r]
+                for r in range(R):
+                    product[r] *= power[r]
+                    big = product[r] > _RESCALE
+                    product[r] = product[r] / _RESCALE if big else product[r]
+                    halvings[r] += 600 if big else 0
             else:
-                acc += n[p] * (min(d, 0.0) - math.log1p(small / large))
-        acc -= math.log(product) + halvings * _LN2
-        lin = 0.0
-        sq = 0.0
-        for k in range(L):
-            lin += x[s, k] * loss_nodes[k]
-            sq += x[s, k] * x[s, k]
-        out[s] = acc - lin - 0.5 * sq / prior_var
+                for r in range(R):
+                    d = xt[i, r] - xt[j, r]
+                    small = expo[j, r] if d >= 0.0 else expo[i, r]
+                    large = expo[i, r] if d >= 0.0 else expo[j, r]
+                    underflow[r] |= large <= 1e-300
+                    acc[r] += n[p] * (min(d, 0.0) - math.log1p(small / large))
+        for r in range(R):
+            s = s0 + r
+            if underflow[r]:
+                out[s] = log_posterior_row(x[s], first, second, n, whole, loss_nodes,
+                                           prior_var)
+                continue
+            a = acc[r] - (math.log(product[r]) + halvings[r] * _LN2)
+            lin = 0.0
+            sq = 0.0
+            for k in range(L):
+                lin += x[s, k] * loss_nodes[k]
+                sq += x[s, k] * x[s, k]
+            out[s] = a - lin - 0.5 * sq / prior_var
     return out
 
 

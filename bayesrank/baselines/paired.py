@@ -389,23 +389,27 @@ def bt_posterior_draws_batch(
     # log q(x) up to a constant: -(df + L)/2 log(1 + |z|^2 / (df r^2))
     log_q = -(df + L) / 2 * np.log1p(np.einsum("sl,sl->s", z, z) / (df * radius**2))
     log_u = np.log(rng.random(total))
+    # the modes in one lockstep Newton solve: each problem's iterates are those it has alone
+    modes, stalled = bt_fit_batch(Ws, prior_var=var, max_iter=200)
+    _warn_stalled(stalled, "bt fit", 200)
     out = np.empty((B, n_samples, L))
     rates = np.empty(B)
-    for b, (W, p) in enumerate(zip(Ws, pairs, strict=True)):
-        mode = bt_log_strengths(W, prior=var, max_iter=200)
+    states = np.empty((total + 1, L))  # row 0: the start (the mode); row k + 1: proposal k
+    for b, (mode, p) in enumerate(zip(modes, pairs, strict=True)):
         n = p.a + p.b
         s = expit(p.diff(mode))
         precision = p.laplacian(n * s * (1 - s)) + np.eye(L) / var
         chol_cov = np.linalg.cholesky(np.linalg.inv(precision))
-        proposals = mode + (z @ chol_cov.T) / radius[:, None]
+        states[0] = mode
+        np.add(mode, (z @ chol_cov.T) / radius[:, None], out=states[1:])
         loss_nodes = p.to_nodes(p.b)
-        log_w = kernels.bt_log_posterior(proposals, p.i, p.j, n, loss_nodes, var) - log_q
+        log_w = kernels.bt_log_posterior(states, p.i, p.j, n, loss_nodes, var)
         # the mode's own proposal log-density is 0
-        start_w = kernels.bt_log_posterior(mode[None, :], p.i, p.j, n, loss_nodes, var)[0]
-        index, accepted = kernels.independence_chain(log_u, log_w, start_w)
-        kept = index[burnin:]
-        draws = np.where(kept[:, None] >= 0, proposals[np.maximum(kept, 0)], mode)
-        out[b] = draws - draws.mean(axis=1, keepdims=True)
+        start_w = log_w[0]
+        index, accepted = kernels.independence_chain(log_u, log_w[1:] - log_q, start_w)
+        # centre every state once; a draw is a copy of its (centred) state
+        states -= states.mean(axis=1, keepdims=True)
+        np.take(states, index[burnin:] + 1, axis=0, out=out[b])
         rates[b] = accepted / total
     return out, rates
 

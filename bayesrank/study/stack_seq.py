@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesrank.baselines import metrics, paired, ratings, voting_batch
+from bayesrank.baselines import metrics, paired, pairwise_batch, ratings, voting_batch
 from bayesrank.checks import check_int
 from bayesrank.errors import DataError
 
@@ -83,7 +83,7 @@ _trueskill = _rating_rule(lambda stack, streams, options: ratings.trueskill_rati
     *streams, stack.data.M, **options)[0])
 
 
-#: Draws per call of the batched sampler: (block, burnin + n_samples, L) floats in memory.
+#: Draws per call of the batched sampler: (block, n_samples, L) floats in memory.
 MCMC_BLOCK = 16
 
 
@@ -95,8 +95,9 @@ def _bayesian_mcmc(stack: DrawStack, *, seed: int | None = 42, **options: Any):
         for start in range(0, stack.D, MCMC_BLOCK):
             Ws = stack.wins[start:start + MCMC_BLOCK]
             draws, _ = paired.bt_posterior_draws_batch(Ws, seed=seed, **options)
-            for b, (chain, W) in enumerate(zip(draws, Ws, strict=True)):
-                scores[start + b] = paired.bt_posterior_mean(chain, W)
+            # bt_posterior_mean of every chain: the same sums in the same order
+            scores[start:start + len(Ws)] = pairwise_batch.average_exchangeable(
+                draws.mean(axis=1), pairwise_batch.exchangeable_batch(Ws))
     except DataError:
         return None
     return scores
