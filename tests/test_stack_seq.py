@@ -16,8 +16,9 @@ from scipy import special
 
 from bayesrank import ResponseData
 from bayesrank.baselines import paired
-from bayesrank.baselines._mcmc_kernels import bt_log_posterior
+from bayesrank.baselines._mcmc_kernels import bt_log_posterior, log_posterior_row, whole_counts
 from bayesrank.datasets import example
+from bayesrank.study import stack_seq
 from bayesrank.study._core import safe_ranks
 from bayesrank.study.batched import DrawStack, batched_scores, rank_stack
 from bayesrank.study.stack_seq import RULES
@@ -101,8 +102,8 @@ def test_ratings_on_example_pool_stacks(aime, size):
     draws = [np.array([n]) for n in rng.choice(aime.N, 6, replace=False)]
     draws2 = [rng.choice(aime.N, 2, replace=False) for _ in range(3)]
     pools = [np.sort(rng.choice(aime.L, size, replace=False)) for _ in range(3)]
-    _assert_pool_rows_same_as_alone(aime, draws, pools)
-    _assert_pool_rows_same_as_alone(aime, draws2, pools)
+    _assert_pool_rows_same_as_alone(aime, draws, pools, ids=[*RATINGS, "bayesian_mcmc"])
+    _assert_pool_rows_same_as_alone(aime, draws2, pools, ids=[*RATINGS, "bayesian_mcmc"])
 
 
 @settings(max_examples=25, deadline=None)
@@ -198,3 +199,40 @@ def test_compiled_log_posterior_matches_scipy():
                    - x @ loss_nodes - 0.5 * (x * x).sum(axis=1) / 2.0)
             got = bt_log_posterior(x, first, second, n, loss_nodes, 2.0)
             np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-12)
+
+
+@pytest.mark.parametrize("block", [1, 5, 16])
+def test_stacked_mcmc_scores_are_each_draws_scores_bit_for_bit(aime, block, monkeypatch):
+    # not only the ranks: the posterior means of a pool stack, in blocks of any size, are
+    # the bits bayesian_mcmc gives each pool's draw alone
+    monkeypatch.setattr(stack_seq, "MCMC_BLOCK", block)
+    rng = np.random.default_rng(11)
+    draws = [np.array([n]) for n in rng.choice(aime.N, 4, replace=False)]
+    pools = np.array([np.sort(rng.choice(aime.L, size, replace=False)) for size in (5, 5)])
+    got = RULES["bayesian_mcmc"](DrawStack.from_data(aime, draws).pools(pools), n_samples=400,
+                                 burnin=100)
+    for p, pool in enumerate(pools):
+        for d, idx in enumerate(draws):
+            alone = paired.bayesian_mcmc(aime.subset(models=pool, trials=idx), n_samples=400,
+                                         burnin=100)
+            np.testing.assert_array_equal(got[p * len(draws) + d], alone.scores)
+
+
+def test_log_posterior_rows_side_by_side_equal_one_row_at_a_time():
+    # The kernel evaluates rows in SIMD blocks; each row must get the bits of the pair-by-pair
+    # reference order: whole, large and fractional counts in one call, a row count that is no
+    # multiple of the block, and rows whose spread underflows e^(x - max x) (redone alone).
+    rng = np.random.default_rng(8)
+    L = 11
+    first, second = np.triu_indices(L, 1)
+    n = rng.integers(0, 31, first.size).astype(float)
+    n[::7] *= 40.0  # above the product form's limit
+    n[3::7] += 0.5  # fractional
+    loss_nodes = rng.normal(size=L)
+    x = rng.standard_t(2, size=(1001, L)) * rng.choice([0.1, 1.0, 5.0, 400.0], size=(1001, 1))
+    got = bt_log_posterior(x, first, second, n, loss_nodes, 1.5)
+    whole = whole_counts(n)
+    ref = [log_posterior_row(row, first, second, n, whole, loss_nodes, 1.5) for row in x]
+    spread = x.max(axis=1) - x.min(axis=1)
+    assert (spread > 700).any() and (spread < 700).any()  # both paths are exercised
+    np.testing.assert_array_equal(got, ref)

@@ -26,6 +26,7 @@ def _log_expit(x):
 
 _SMALL_COUNT = 64  # counts up to this use the product form: (1 + r)^n <= 2^64
 _RESCALE = 2.0**600
+_UNSCALE = 2.0**-600  # product * _UNSCALE == product / _RESCALE exactly (product > 2^600)
 
 
 @njit(cache=True, inline="always")
@@ -161,7 +162,7 @@ def bt_log_posterior(x, first, second, n, loss_nodes, prior_var):
                 for r in range(R):
                     product[r] *= power[r]
                     big = product[r] > _RESCALE
-                    product[r] = product[r] / _RESCALE if big else product[r]
+                    product[r] = product[r] * _UNSCALE if big else product[r]
                     halvings[r] += 600 if big else 0
             else:
                 for r in range(R):
