@@ -111,7 +111,7 @@ def bt_log_posterior(x, first, second, n, loss_nodes, prior_var):
     Every row is :func:`log_posterior_row` operation for operation (same values, same
     order per row), but rows are taken ``_ROWS`` at a time with the pair loop outside
     the row loop, so the branch-free pair work runs on SIMD lanes across rows.  A row
-    where some pair's ``e^(x - max x)`` underflows is redone by :func:`log_posterior_row`.
+    where some model's ``e^(x - max x)`` underflows is redone by :func:`log_posterior_row`.
     """
     S, L = x.shape
     P = first.size
@@ -131,13 +131,16 @@ def bt_log_posterior(x, first, second, n, loss_nodes, prior_var):
             top = x[s0 + r, 0]
             for k in range(1, L):
                 top = max(top, x[s0 + r, k])
+            tiny = False
             for k in range(L):
                 xt[k, r] = x[s0 + r, k]
                 expo[k, r] = math.exp(x[s0 + r, k] - top)
+                tiny |= expo[k, r] <= 1e-300
             acc[r] = 0.0
             product[r] = 1.0
             halvings[r] = 0
-            underflow[r] = False
+            # a pair can underflow only where some model does: such rows (rare) are redone
+            underflow[r] = tiny
         for p in range(P):
             i = first[p]
             j = second[p]
@@ -147,7 +150,6 @@ def bt_log_posterior(x, first, second, n, loss_nodes, prior_var):
                     d = xt[i, r] - xt[j, r]
                     small = expo[j, r] if d >= 0.0 else expo[i, r]
                     large = expo[i, r] if d >= 0.0 else expo[j, r]
-                    underflow[r] |= large <= 1e-300
                     acc[r] += n[p] * min(d, 0.0)
                     base[r] = 1.0 + small / large
                     power[r] = 1.0
@@ -169,7 +171,6 @@ def bt_log_posterior(x, first, second, n, loss_nodes, prior_var):
                     d = xt[i, r] - xt[j, r]
                     small = expo[j, r] if d >= 0.0 else expo[i, r]
                     large = expo[i, r] if d >= 0.0 else expo[j, r]
-                    underflow[r] |= large <= 1e-300
                     acc[r] += n[p] * (min(d, 0.0) - math.log1p(small / large))
         for r in range(R):
             s = s0 + r

@@ -401,7 +401,9 @@ def bt_posterior_draws_batch(
         precision = p.laplacian(n * s * (1 - s)) + np.eye(L) / var
         chol_cov = np.linalg.cholesky(np.linalg.inv(precision))
         states[0] = mode
-        np.add(mode, (z @ chol_cov.T) / radius[:, None], out=states[1:])
+        proposals = states[1:]  # mode + (z @ chol_cov.T) / radius, without temporaries
+        np.divide(np.matmul(z, chol_cov.T), radius[:, None], out=proposals)
+        proposals += mode
         loss_nodes = p.to_nodes(p.b)
         log_w = kernels.bt_log_posterior(states, p.i, p.j, n, loss_nodes, var)
         # the mode's own proposal log-density is 0
