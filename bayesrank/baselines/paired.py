@@ -361,9 +361,11 @@ def bt_posterior_draws_batch(
 
     The random numbers of the sampler (standard normals and chi-square radii of the
     proposals, the uniforms of the accept steps) do not depend on ``W``, so all B chains
-    use the one stream that ``seed`` gives a single chain: they are drawn once.  Every
-    chain then runs the same code as alone (mode, Laplace scale, compiled log-posterior
-    and accept loop), so chain ``b`` equals ``bt_posterior_draws(Ws[b])`` exactly.
+    use the one stream that ``seed`` gives a single chain: they are drawn once.  The B
+    modes come from one lockstep Newton solve (:func:`bt_fit_batch`: every problem's
+    iterates are those it has alone); every chain then runs the same code as alone
+    (Laplace scale, compiled log-posterior, whose rows do not depend on each other, and
+    accept loop), so chain ``b`` equals ``bt_posterior_draws(Ws[b])`` exactly.
 
     Returns
     -------
