@@ -80,6 +80,18 @@ def _each(fn: Callable, a: np.ndarray, *rest: np.ndarray) -> tuple[np.ndarray, n
     return out, ok
 
 
+def _small_sum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``(x * y).sum(axis=-2)`` over a short axis without the product's full temporary.
+
+    The terms are added left to right, as numpy's sum over an axis of fewer than eight
+    elements does, so the result is the same to the last bit.
+    """
+    out = x[..., 0, :] * y[..., 0, :]
+    for i in range(1, max(x.shape[-2], y.shape[-2])):
+        out = out + x[..., i, :] * y[..., i, :]
+    return out
+
+
 def batch_newton_step(g_u, g_v, H: BatchHessian, E, require_convex: bool):
     """Newton steps of B problems subject to ``sum_m E[b, m]^T dv_m = 0``.
 
@@ -99,7 +111,7 @@ def batch_newton_step(g_u, g_v, H: BatchHessian, E, require_convex: bool):
         ok &= ~np.any(np.linalg.eigvalsh(H.vv)[..., 0] <= 0, axis=1)
     K, inverted = _each(np.linalg.inv, H.vv + ridge[:, None, None, None] * np.eye(q))
     ok &= inverted
-    HK = (H.uv[..., :, None] * K[:, None]).sum(axis=3)  # (B, P, M, q)
+    HK = _small_sum(H.uv[..., :, None], K[:, None])  # (B, P, M, q)
     HKf, uvf = HK.reshape(B, P, M * q), H.uv.reshape(B, P, M * q)
     S = -(HKf @ np.swapaxes(uvf, 1, 2))
     S[:, np.arange(P), np.arange(P)] += H.uu
@@ -152,6 +164,8 @@ def lockstep_newton(
     ``derivatives(idx, u, v)`` gives ``(g_u, g_v, hessians, usable)``: a tuple of
     :class:`BatchHessian` tried in order (all but the last must be positive
     semi-definite) and which of them each problem tries (``usable`` (B_idx, n_H)).
+    A curvature may also be a function of the rows (positions in ``idx``) that
+    need it, so a fallback is only assembled for the problems that try it.
     Columns ``constrained`` of ``v`` keep summing to zero over the items
     not ``held``; ``|v[..., j]| <= bounds[j]``.  Per problem the iteration is
     :func:`._newton.structured_newton`'s: stop when the Newton decrement falls to the
@@ -196,8 +210,9 @@ def lockstep_newton(
             need = np.flatnonzero(~chosen & usable[:, i])
             if need.size == 0:
                 continue
+            H_need = H.take(need) if isinstance(H, BatchHessian) else H(need)
             d_u, d_v, ok = batch_newton_step(
-                g_u[need], g_free[need], H.take(need).freeze(fixed[need]), E[need],
+                g_u[need], g_free[need], H_need.freeze(fixed[need]), E[need],
                 i < len(hessians) - 1)
             dec = -((g_u[need] * d_u).sum(axis=1) + (g_free[need] * d_v).sum(axis=(1, 2)))
             good = ok & np.isfinite(dec) & (dec > -1e-14)

@@ -30,6 +30,7 @@ from bayesrank.baselines.irt._common import (
     binomial_counts,
     boundary_difficulty,
 )
+from bayesrank.baselines.irt._lockstep import BatchHessian
 from bayesrank.baselines.irt._newton import Hessian, Terms
 from bayesrank.baselines.irt.xpl_batch import (
     LOG_A_BOUND,
@@ -66,7 +67,8 @@ def _xpl_terms(theta, v, k, n, lay: Layout, scale: float) -> Terms:
         kept = hessians if some_bad else (hessians[0], hessians[2])
 
         def curvature() -> tuple[Hessian, ...]:
-            return tuple(Hessian(np.diag(h.uu[0]), h.uv[0], h.vv[0]) for h in kept)
+            built = (h if isinstance(h, BatchHessian) else h(np.arange(1)) for h in kept)
+            return tuple(Hessian(np.diag(h.uu[0]), h.uv[0], h.vv[0]) for h in built)
 
         return g_u[0], g_v[0], curvature
 
