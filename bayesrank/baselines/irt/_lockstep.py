@@ -36,10 +36,13 @@ RUNNING, CONVERGED, STALLED, MAX_ITER, DIVERGED_STATUS = 0, 1, 2, 3, 4
 
 # The Armijo search tries the steps 2^-j, j = 0..39, in this order and takes the first that
 # decreases the objective enough.  The full step is tried alone (most problems take it);
-# the halvings are then tried eight at a time, every candidate evaluated on its own row,
+# the halvings are then tried several at a time, every candidate evaluated on its own row,
 # so a slowly progressing problem costs a few rounds instead of up to 39.  The first
-# acceptable j is the one the sequential search would stop at.
-_HALVINGS = (np.zeros(1), *(np.arange(j, min(j + 8, 40), dtype=float) for j in range(1, 40, 8)))
+# acceptable j is the one the sequential search would stop at, whatever the grouping, so
+# the grouping only trades rows evaluated for rounds (numpy calls): about
+# _ROWS_PER_ROUND rows a round, between 1 and 8 steps per problem.
+_N_HALVINGS = 40
+_ROWS_PER_ROUND = 32
 
 
 @dataclass(frozen=True)
@@ -99,41 +102,47 @@ def batch_newton_step(g_u, g_v, H: BatchHessian, E, require_convex: bool):
     the multipliers), as in :func:`._newton.newton_step`.  Returns ``(du, dv, ok)``;
     ``ok`` is False where the system is singular or, with ``require_convex``, where H is
     not positive semi-definite (item blocks positive definite, Schur complement without
-    negative eigenvalues).
+    negative eigenvalues).  A problem that fails a check gets NaN steps and leaves the
+    rest of the work, which is done row by row and so does not change the others.
     """
     B, P = g_u.shape
     _, M, q = g_v.shape
     n_c = E.shape[3]
-    diag_vv = np.abs(np.diagonal(H.vv, axis1=2, axis2=3))
-    ridge = 1e-12 * (diag_vv.mean(axis=(1, 2)) + 1e-300)
+    du, dv = np.full((B, P), np.nan), np.full((B, M, q), np.nan)
     ok = np.ones(B, dtype=bool)
     if require_convex:
         ok &= ~np.any(np.linalg.eigvalsh(H.vv)[..., 0] <= 0, axis=1)
-    K, inverted = _each(np.linalg.inv, H.vv + ridge[:, None, None, None] * np.eye(q))
-    ok &= inverted
-    HK = _small_sum(H.uv[..., :, None], K[:, None])  # (B, P, M, q)
-    HKf, uvf = HK.reshape(B, P, M * q), H.uv.reshape(B, P, M * q)
+    r = np.flatnonzero(ok)
+    vv, uv = H.vv[r], H.uv[r]
+    diag_vv = np.abs(np.diagonal(vv, axis1=2, axis2=3))
+    ridge = 1e-12 * (diag_vv.mean(axis=(1, 2)) + 1e-300)
+    K, inverted = _each(np.linalg.inv, vv + ridge[:, None, None, None] * np.eye(q))
+    HK = _small_sum(uv[..., :, None], K[:, None])  # (b, P, M, q)
+    HKf, uvf = HK.reshape(r.size, P, M * q), uv.reshape(r.size, P, M * q)
     S = -(HKf @ np.swapaxes(uvf, 1, 2))
-    S[:, np.arange(P), np.arange(P)] += H.uu
+    S[:, np.arange(P), np.arange(P)] += H.uu[r]
     if require_convex:
         eig = np.linalg.eigvalsh(S)
-        ok &= ~(eig[:, 0] < -1e-9 * np.maximum(np.abs(eig[:, -1]), 1e-300))
-    Kg = (K * g_v[:, :, None, :]).sum(axis=3).reshape(B, M * q)
-    g = g_v.reshape(B, M * q)
-    Ef = E.reshape(B, M * q, n_c)
-    KE = (K[..., None] * E[:, :, None]).sum(axis=3).reshape(B, M * q, n_c)
-    system = np.zeros((B, P + n_c, P + n_c))
+        inverted &= ~(eig[:, 0] < -1e-9 * np.maximum(np.abs(eig[:, -1]), 1e-300))
+    ok[r] = inverted
+    keep = np.flatnonzero(inverted)
+    r, K, HKf, uvf, S = r[keep], K[keep], HKf[keep], uvf[keep], S[keep]
+    Kg = (K * g_v[r][:, :, None, :]).sum(axis=3).reshape(r.size, M * q)
+    g = g_v[r].reshape(r.size, M * q)
+    Ef = E[r].reshape(r.size, M * q, n_c)
+    KE = (K[..., None] * E[r][:, :, None]).sum(axis=3).reshape(r.size, M * q, n_c)
+    system = np.zeros((r.size, P + n_c, P + n_c))
     system[:, :P, :P] = S
     system[:, :P, P:] = -(HKf @ Ef)
     system[:, P:, :P] = np.swapaxes(system[:, :P, P:], 1, 2)
     system[:, P:, P:] = -(np.swapaxes(Ef, 1, 2) @ KE)
-    rhs = np.concatenate([-g_u + (HKf * g[:, None, :]).sum(axis=2),
+    rhs = np.concatenate([-g_u[r] + (HKf * g[:, None, :]).sum(axis=2),
                           (Ef * Kg[:, :, None]).sum(axis=1)], axis=1)
     sol, solved = _each(np.linalg.solve, system, rhs[..., None])
-    ok &= solved
-    du, mu = sol[:, :P, 0], sol[:, P:, 0]
-    forcing = g + (du[:, :, None] * uvf).sum(axis=1) + (Ef * mu[:, None, :]).sum(axis=2)
-    dv = -(K * forcing.reshape(B, M, 1, q)).sum(axis=3)
+    ok[r] = solved
+    du[r], mu = sol[:, :P, 0], sol[:, P:, 0]
+    forcing = g + (du[r][:, :, None] * uvf).sum(axis=1) + (Ef * mu[:, None, :]).sum(axis=2)
+    dv[r] = -(K * forcing.reshape(r.size, M, 1, q)).sum(axis=3)
     return du, dv, ok
 
 
@@ -224,9 +233,9 @@ def lockstep_newton(
         done = chosen & (decrement < 1e-16 * np.maximum(1.0, np.abs(val[a])))
         status[a[done]], n_iter[a[done]] = CONVERGED, it
         pending = np.flatnonzero(chosen & ~done)  # positions in a
-        for halvings in _HALVINGS:
-            if pending.size == 0:
-                break
+        start, width = 0, 1
+        while pending.size and start < _N_HALVINGS:
+            halvings = np.arange(start, min(start + width, _N_HALVINGS), dtype=float)
             rows = np.repeat(pending, halvings.size)  # each pending problem x these steps
             s = np.tile(0.5**halvings, pending.size)
             p = a[rows]
@@ -244,6 +253,8 @@ def lockstep_newton(
             runaway = take[np.abs(u[take]).max(axis=1) > DIVERGED]
             status[runaway], n_iter[runaway] = DIVERGED_STATUS, it
             pending = pending[~found]
+            start += halvings.size
+            width = int(np.clip(_ROWS_PER_ROUND // max(pending.size, 1), 1, 8))
         stalled = a[pending]
         status[stalled], n_iter[stalled] = STALLED, it
     status[status == RUNNING] = MAX_ITER
