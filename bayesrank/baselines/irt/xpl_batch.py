@@ -214,7 +214,8 @@ def xpl_derivatives(theta, v, k, n, keep, lay: Layout, scale):
                             np.where(bad_r[..., None, None], fis.vv, obs_r.vv))
 
     obs = assemble(slice(None), A_obs, cell_obs, True)
-    bad = (np.linalg.eigvalsh(obs.vv)[..., 0] <= 0) & keep
+    bad = np.zeros(keep.shape, dtype=bool)  # only informative items can be bad
+    bad[keep] = np.linalg.eigvalsh(obs.vv[keep])[..., 0] <= 0
     s = scale[:, None]
     return g_u / s, g_v / s[..., None], (obs, mixed, fisher), bad
 
