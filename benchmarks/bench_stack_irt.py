@@ -25,6 +25,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import site
 import subprocess
 import sys
 import tarfile
@@ -43,8 +45,8 @@ PER_DRAW_ONLY = {"dynamic_irt_growth"}  # its stacked rule returns None (per-dra
 ROOT = Path(__file__).resolve().parents[1]
 # A fresh interpreter importing bayesrank from the tree given first, without site's .pth
 # files (an editable install would otherwise win over sys.path).
-_BOOT = ("import runpy, site, sys; tree, script = sys.argv[1:3]; sys.path[:0] = [tree]; "
-         "sys.path += site.getsitepackages(); sys.argv = [script, *sys.argv[3:]]; "
+_BOOT = ("import os, runpy, sys; tree, sites, script = sys.argv[1:4]; sys.path[:0] = [tree]; "
+         "sys.path += sites.split(os.pathsep); sys.argv = [script, *sys.argv[4:]]; "
          "runpy.run_path(script, run_name='__main__')")
 
 
@@ -95,11 +97,13 @@ def worker(args) -> None:
             if isinstance(scores, tuple):
                 scores = scores[0]
             out[f"{method}/{size}"] = np.asarray(scores, dtype=float)
+    print(f"# worker: {br.__file__}", file=sys.stderr)
     np.savez(args.worker, seconds=json.dumps(seconds), **out)
 
 
 def _run_worker(tree: Path, args, path: Path) -> np.lib.npyio.NpzFile:
-    cmd = [sys.executable, "-S", "-c", _BOOT, str(tree), str(Path(__file__).resolve()),
+    cmd = [sys.executable, "-S", "-c", _BOOT, str(tree), os.pathsep.join(site.getsitepackages()),
+           str(Path(__file__).resolve()),
            "--worker", str(path), "--methods", args.methods, "--key", args.key,
            "--draws", str(args.draws), "--seed", str(args.seed)]
     subprocess.run(cmd, check=True, cwd=tree)
