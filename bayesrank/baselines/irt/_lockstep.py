@@ -42,6 +42,16 @@ RUNNING, CONVERGED, STALLED, MAX_ITER, DIVERGED_STATUS = 0, 1, 2, 3, 4
 # the grouping only trades rows evaluated for rounds (numpy calls): about
 # _ROWS_PER_ROUND rows a round, between 1 and 8 steps per problem.
 _N_HALVINGS = 40
+# A problem whose accepted steps lower the objective f (as the solver sees it: divided by
+# the number of observed trials) by at most FLAT_GAIN * max(1, |f|)
+# (relative, as scipy's L-BFGS-B ``ftol`` that the paper's scorio uses with 1e-14) for
+# FLAT_STEPS steps in a row stops (STALLED): its objective is flat to rounding (the Armijo
+# test still accepts such steps: their required decrease is below the rounding of f).
+# Newton's quadratic convergence ends ordinary problems by the decrement within a step
+# or two of reaching such gains, so only crawls along a flat ridge (abilities or items
+# drifting off while f no longer changes) are cut short.
+FLAT_GAIN = 1e-14
+FLAT_STEPS = 20
 _ROWS_PER_ROUND = 32
 
 
@@ -180,7 +190,11 @@ def lockstep_newton(
     :func:`._newton.structured_newton`'s: stop when the Newton decrement falls to the
     rounding level of the objective (CONVERGED) or no step decreases it (STALLED); a
     problem without a usable step or with an ability beyond ``DIVERGED`` is
-    DIVERGED_STATUS (its ``u`` is where it ran off).
+    DIVERGED_STATUS (its ``u`` is where it ran off).  In addition a problem whose last
+    ``FLAT_STEPS`` accepted steps each lowered the objective by at most
+    ``FLAT_GAIN * max(1, |f|)`` is STALLED (the relative-reduction test of L-BFGS-B,
+    ``ftol``, as the paper's implementation uses it): without it such problems crawl
+    along a flat ridge to ``max_iter``.
     """
     bounds = bounds or {}
     u, v = u.copy(), v.copy()
@@ -199,6 +213,7 @@ def lockstep_newton(
     val = value(np.arange(B), u, v)
     status = np.full(B, RUNNING)
     n_iter = np.full(B, int(max_iter))
+    flat = np.zeros(B, dtype=int)  # accepted steps in a row that left the objective unchanged
     for it in range(1, int(max_iter) + 1):
         a = np.flatnonzero(status == RUNNING)
         if a.size == 0:
@@ -249,13 +264,16 @@ def lockstep_newton(
             found = accept.any(axis=1)
             first = np.flatnonzero(found) * halvings.size + accept.argmax(axis=1)[found]
             take = a[pending[found]]
+            gain = val[take] - trial[first]
+            flat[take] = np.where(gain > FLAT_GAIN * np.maximum(1.0, np.abs(val[take])), 0,
+                                  flat[take] + 1)
             u[take], v[take], val[take] = u_new[first], v_new[first], trial[first]
             runaway = take[np.abs(u[take]).max(axis=1) > DIVERGED]
             status[runaway], n_iter[runaway] = DIVERGED_STATUS, it
             pending = pending[~found]
             start += halvings.size
             width = int(np.clip(_ROWS_PER_ROUND // max(pending.size, 1), 1, 8))
-        stalled = a[pending]
+        stalled = np.union1d(a[pending], a[(flat[a] >= FLAT_STEPS) & (status[a] == RUNNING)])
         status[stalled], n_iter[stalled] = STALLED, it
     status[status == RUNNING] = MAX_ITER
     return LockstepResult(u, v, val, n_iter, status)
