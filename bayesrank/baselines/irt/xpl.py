@@ -118,7 +118,11 @@ def fit_irt(
         Variance of the Gaussian ability prior (MAP); None = joint ML.
     max_iter : int
         Iteration limit per stage (1PL, 2PL, 3PL); a RuntimeWarning is
-        emitted if it is reached.
+        emitted if it is reached.  A stage also ends, without a warning, when
+        20 accepted steps in a row each lower the objective by at most
+        ``1e-14 * max(1, |f|)`` (the relative-reduction test ``ftol=1e-14`` of
+        the paper's L-BFGS-B fits): it is flat to rounding there, and without
+        the test such fits crawled along the flat ridge to ``max_iter``.
     reg_discrimination : float
         Ridge ``lambda_a`` on ``log a`` (a weak log-normal prior; it also fixes
         the JML 2PL scale).  0 gives the pure likelihood with the scale fixed by
