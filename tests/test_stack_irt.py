@@ -16,6 +16,13 @@ from hypothesis import strategies as st
 
 import bayesrank as br
 from bayesrank import ResponseData
+from bayesrank.baselines.irt._lockstep import (
+    CONVERGED,
+    FLAT_STEPS,
+    STALLED,
+    BatchHessian,
+    lockstep_newton,
+)
 from bayesrank.registry import get_method
 from bayesrank.study._core import safe_ranks
 from bayesrank.study.batched import DrawStack, batched_scores, competition_ranks, rank_stack
@@ -161,8 +168,6 @@ def _quadratic_lockstep(curvature: float, u0: float, max_iter: int = 500):
     With a curvature kappa > 1 every full step is accepted and shrinks u by (1 - 1/kappa):
     a linearly converging iteration whose gains and decrements are worked out by hand.
     """
-    from bayesrank.baselines.irt._lockstep import BatchHessian, lockstep_newton
-
     def value(idx, u, v):
         return 0.5 * u[:, 0] ** 2
 
@@ -183,8 +188,6 @@ def test_lockstep_stops_a_crawl_whose_objective_no_longer_changes():
     decrement u^2 / 100 stays above 1e-16 for log(5) / log(1 / 0.99) ~ 160 steps, so only
     the flat-objective rule stops it, after exactly 20 steps, at u0 * 0.99^20.
     """
-    from bayesrank.baselines.irt._lockstep import FLAT_STEPS, STALLED
-
     res = _quadratic_lockstep(100.0, 5e-7)
     assert res.status[0] == STALLED
     assert res.n_iter[0] == FLAT_STEPS == 20
@@ -195,8 +198,6 @@ def test_lockstep_converges_as_before_where_the_objective_still_improves():
     """Exact curvature: one Newton step to u = 0 (CONVERGED).  kappa = 2 from u0 = 1 halves u
     per step: its gains 0.375 * 4^-k fall below 1e-14 at k = 23, only five steps before the
     decrement 4^-k / 2 < 1e-16 ends it (k = 27, seen at iteration 28), so it converges."""
-    from bayesrank.baselines.irt._lockstep import CONVERGED
-
     exact = _quadratic_lockstep(1.0, 1.0)
     assert exact.status[0] == CONVERGED and exact.u[0, 0] == 0.0
     halving = _quadratic_lockstep(2.0, 1.0)
