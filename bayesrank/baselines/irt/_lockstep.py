@@ -36,10 +36,23 @@ RUNNING, CONVERGED, STALLED, MAX_ITER, DIVERGED_STATUS = 0, 1, 2, 3, 4
 
 # The Armijo search tries the steps 2^-j, j = 0..39, in this order and takes the first that
 # decreases the objective enough.  The full step is tried alone (most problems take it);
-# the halvings are then tried eight at a time, every candidate evaluated on its own row,
+# the halvings are then tried several at a time, every candidate evaluated on its own row,
 # so a slowly progressing problem costs a few rounds instead of up to 39.  The first
-# acceptable j is the one the sequential search would stop at.
-_HALVINGS = (np.zeros(1), *(np.arange(j, min(j + 8, 40), dtype=float) for j in range(1, 40, 8)))
+# acceptable j is the one the sequential search would stop at, whatever the grouping, so
+# the grouping only trades rows evaluated for rounds (numpy calls): about
+# _ROWS_PER_ROUND rows a round, between 1 and 8 steps per problem.
+_N_HALVINGS = 40
+# A problem whose accepted steps lower the objective f (as the solver sees it: divided by
+# the number of observed trials) by at most FLAT_GAIN * max(1, |f|)
+# (relative, as scipy's L-BFGS-B ``ftol`` that the paper's scorio uses with 1e-14) for
+# FLAT_STEPS steps in a row stops (STALLED): its objective is flat to rounding (the Armijo
+# test still accepts such steps: their required decrease is below the rounding of f).
+# Newton's quadratic convergence ends ordinary problems by the decrement within a step
+# or two of reaching such gains, so only crawls along a flat ridge (abilities or items
+# drifting off while f no longer changes) are cut short.
+FLAT_GAIN = 1e-14
+FLAT_STEPS = 20
+_ROWS_PER_ROUND = 32
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,18 @@ def _each(fn: Callable, a: np.ndarray, *rest: np.ndarray) -> tuple[np.ndarray, n
     return out, ok
 
 
+def _small_sum(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``(x * y).sum(axis=-2)`` over a short axis without the product's full temporary.
+
+    The terms are added left to right, as numpy's sum over an axis of fewer than eight
+    elements does, so the result is the same to the last bit.
+    """
+    out = x[..., 0, :] * y[..., 0, :]
+    for i in range(1, max(x.shape[-2], y.shape[-2])):
+        out = out + x[..., i, :] * y[..., i, :]
+    return out
+
+
 def batch_newton_step(g_u, g_v, H: BatchHessian, E, require_convex: bool):
     """Newton steps of B problems subject to ``sum_m E[b, m]^T dv_m = 0``.
 
@@ -87,41 +112,47 @@ def batch_newton_step(g_u, g_v, H: BatchHessian, E, require_convex: bool):
     the multipliers), as in :func:`._newton.newton_step`.  Returns ``(du, dv, ok)``;
     ``ok`` is False where the system is singular or, with ``require_convex``, where H is
     not positive semi-definite (item blocks positive definite, Schur complement without
-    negative eigenvalues).
+    negative eigenvalues).  A problem that fails a check gets NaN steps and leaves the
+    rest of the work, which is done row by row and so does not change the others.
     """
     B, P = g_u.shape
     _, M, q = g_v.shape
     n_c = E.shape[3]
-    diag_vv = np.abs(np.diagonal(H.vv, axis1=2, axis2=3))
-    ridge = 1e-12 * (diag_vv.mean(axis=(1, 2)) + 1e-300)
+    du, dv = np.full((B, P), np.nan), np.full((B, M, q), np.nan)
     ok = np.ones(B, dtype=bool)
     if require_convex:
         ok &= ~np.any(np.linalg.eigvalsh(H.vv)[..., 0] <= 0, axis=1)
-    K, inverted = _each(np.linalg.inv, H.vv + ridge[:, None, None, None] * np.eye(q))
-    ok &= inverted
-    HK = (H.uv[..., :, None] * K[:, None]).sum(axis=3)  # (B, P, M, q)
-    HKf, uvf = HK.reshape(B, P, M * q), H.uv.reshape(B, P, M * q)
+    r = np.flatnonzero(ok)
+    vv, uv = H.vv[r], H.uv[r]
+    diag_vv = np.abs(np.diagonal(vv, axis1=2, axis2=3))
+    ridge = 1e-12 * (diag_vv.mean(axis=(1, 2)) + 1e-300)
+    K, inverted = _each(np.linalg.inv, vv + ridge[:, None, None, None] * np.eye(q))
+    HK = _small_sum(uv[..., :, None], K[:, None])  # (b, P, M, q)
+    HKf, uvf = HK.reshape(r.size, P, M * q), uv.reshape(r.size, P, M * q)
     S = -(HKf @ np.swapaxes(uvf, 1, 2))
-    S[:, np.arange(P), np.arange(P)] += H.uu
+    S[:, np.arange(P), np.arange(P)] += H.uu[r]
     if require_convex:
         eig = np.linalg.eigvalsh(S)
-        ok &= ~(eig[:, 0] < -1e-9 * np.maximum(np.abs(eig[:, -1]), 1e-300))
-    Kg = (K * g_v[:, :, None, :]).sum(axis=3).reshape(B, M * q)
-    g = g_v.reshape(B, M * q)
-    Ef = E.reshape(B, M * q, n_c)
-    KE = (K[..., None] * E[:, :, None]).sum(axis=3).reshape(B, M * q, n_c)
-    system = np.zeros((B, P + n_c, P + n_c))
+        inverted &= ~(eig[:, 0] < -1e-9 * np.maximum(np.abs(eig[:, -1]), 1e-300))
+    ok[r] = inverted
+    keep = np.flatnonzero(inverted)
+    r, K, HKf, uvf, S = r[keep], K[keep], HKf[keep], uvf[keep], S[keep]
+    Kg = (K * g_v[r][:, :, None, :]).sum(axis=3).reshape(r.size, M * q)
+    g = g_v[r].reshape(r.size, M * q)
+    Ef = E[r].reshape(r.size, M * q, n_c)
+    KE = (K[..., None] * E[r][:, :, None]).sum(axis=3).reshape(r.size, M * q, n_c)
+    system = np.zeros((r.size, P + n_c, P + n_c))
     system[:, :P, :P] = S
     system[:, :P, P:] = -(HKf @ Ef)
     system[:, P:, :P] = np.swapaxes(system[:, :P, P:], 1, 2)
     system[:, P:, P:] = -(np.swapaxes(Ef, 1, 2) @ KE)
-    rhs = np.concatenate([-g_u + (HKf * g[:, None, :]).sum(axis=2),
+    rhs = np.concatenate([-g_u[r] + (HKf * g[:, None, :]).sum(axis=2),
                           (Ef * Kg[:, :, None]).sum(axis=1)], axis=1)
     sol, solved = _each(np.linalg.solve, system, rhs[..., None])
-    ok &= solved
-    du, mu = sol[:, :P, 0], sol[:, P:, 0]
-    forcing = g + (du[:, :, None] * uvf).sum(axis=1) + (Ef * mu[:, None, :]).sum(axis=2)
-    dv = -(K * forcing.reshape(B, M, 1, q)).sum(axis=3)
+    ok[r] = solved
+    du[r], mu = sol[:, :P, 0], sol[:, P:, 0]
+    forcing = g + (du[r][:, :, None] * uvf).sum(axis=1) + (Ef * mu[:, None, :]).sum(axis=2)
+    dv[r] = -(K * forcing.reshape(r.size, M, 1, q)).sum(axis=3)
     return du, dv, ok
 
 
@@ -152,12 +183,18 @@ def lockstep_newton(
     ``derivatives(idx, u, v)`` gives ``(g_u, g_v, hessians, usable)``: a tuple of
     :class:`BatchHessian` tried in order (all but the last must be positive
     semi-definite) and which of them each problem tries (``usable`` (B_idx, n_H)).
+    A curvature may also be a function of the rows (positions in ``idx``) that
+    need it, so a fallback is only assembled for the problems that try it.
     Columns ``constrained`` of ``v`` keep summing to zero over the items
     not ``held``; ``|v[..., j]| <= bounds[j]``.  Per problem the iteration is
     :func:`._newton.structured_newton`'s: stop when the Newton decrement falls to the
     rounding level of the objective (CONVERGED) or no step decreases it (STALLED); a
     problem without a usable step or with an ability beyond ``DIVERGED`` is
-    DIVERGED_STATUS (its ``u`` is where it ran off).
+    DIVERGED_STATUS (its ``u`` is where it ran off).  In addition a problem whose last
+    ``FLAT_STEPS`` accepted steps each lowered the objective by at most
+    ``FLAT_GAIN * max(1, |f|)`` is STALLED (the relative-reduction test of L-BFGS-B,
+    ``ftol``, as the paper's implementation uses it): without it such problems crawl
+    along a flat ridge to ``max_iter``.
     """
     bounds = bounds or {}
     u, v = u.copy(), v.copy()
@@ -176,6 +213,7 @@ def lockstep_newton(
     val = value(np.arange(B), u, v)
     status = np.full(B, RUNNING)
     n_iter = np.full(B, int(max_iter))
+    flat = np.zeros(B, dtype=int)  # accepted steps in a row that left the objective unchanged
     for it in range(1, int(max_iter) + 1):
         a = np.flatnonzero(status == RUNNING)
         if a.size == 0:
@@ -196,8 +234,9 @@ def lockstep_newton(
             need = np.flatnonzero(~chosen & usable[:, i])
             if need.size == 0:
                 continue
+            H_need = H.take(need) if isinstance(H, BatchHessian) else H(need)
             d_u, d_v, ok = batch_newton_step(
-                g_u[need], g_free[need], H.take(need).freeze(fixed[need]), E[need],
+                g_u[need], g_free[need], H_need.freeze(fixed[need]), E[need],
                 i < len(hessians) - 1)
             dec = -((g_u[need] * d_u).sum(axis=1) + (g_free[need] * d_v).sum(axis=(1, 2)))
             good = ok & np.isfinite(dec) & (dec > -1e-14)
@@ -209,9 +248,9 @@ def lockstep_newton(
         done = chosen & (decrement < 1e-16 * np.maximum(1.0, np.abs(val[a])))
         status[a[done]], n_iter[a[done]] = CONVERGED, it
         pending = np.flatnonzero(chosen & ~done)  # positions in a
-        for halvings in _HALVINGS:
-            if pending.size == 0:
-                break
+        start, width = 0, 1
+        while pending.size and start < _N_HALVINGS:
+            halvings = np.arange(start, min(start + width, _N_HALVINGS), dtype=float)
             rows = np.repeat(pending, halvings.size)  # each pending problem x these steps
             s = np.tile(0.5**halvings, pending.size)
             p = a[rows]
@@ -225,11 +264,16 @@ def lockstep_newton(
             found = accept.any(axis=1)
             first = np.flatnonzero(found) * halvings.size + accept.argmax(axis=1)[found]
             take = a[pending[found]]
+            gain = val[take] - trial[first]
+            flat[take] = np.where(gain > FLAT_GAIN * np.maximum(1.0, np.abs(val[take])), 0,
+                                  flat[take] + 1)
             u[take], v[take], val[take] = u_new[first], v_new[first], trial[first]
             runaway = take[np.abs(u[take]).max(axis=1) > DIVERGED]
             status[runaway], n_iter[runaway] = DIVERGED_STATUS, it
             pending = pending[~found]
-        stalled = a[pending]
+            start += halvings.size
+            width = int(np.clip(_ROWS_PER_ROUND // max(pending.size, 1), 1, 8))
+        stalled = np.union1d(a[pending], a[(flat[a] >= FLAT_STEPS) & (status[a] == RUNNING)])
         status[stalled], n_iter[stalled] = STALLED, it
     status[status == RUNNING] = MAX_ITER
     return LockstepResult(u, v, val, n_iter, status)

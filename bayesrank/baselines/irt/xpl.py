@@ -30,6 +30,7 @@ from bayesrank.baselines.irt._common import (
     binomial_counts,
     boundary_difficulty,
 )
+from bayesrank.baselines.irt._lockstep import BatchHessian
 from bayesrank.baselines.irt._newton import Hessian, Terms
 from bayesrank.baselines.irt.xpl_batch import (
     LOG_A_BOUND,
@@ -66,7 +67,8 @@ def _xpl_terms(theta, v, k, n, lay: Layout, scale: float) -> Terms:
         kept = hessians if some_bad else (hessians[0], hessians[2])
 
         def curvature() -> tuple[Hessian, ...]:
-            return tuple(Hessian(np.diag(h.uu[0]), h.uv[0], h.vv[0]) for h in kept)
+            built = (h if isinstance(h, BatchHessian) else h(np.arange(1)) for h in kept)
+            return tuple(Hessian(np.diag(h.uu[0]), h.uv[0], h.vv[0]) for h in built)
 
         return g_u[0], g_v[0], curvature
 
@@ -116,7 +118,11 @@ def fit_irt(
         Variance of the Gaussian ability prior (MAP); None = joint ML.
     max_iter : int
         Iteration limit per stage (1PL, 2PL, 3PL); a RuntimeWarning is
-        emitted if it is reached.
+        emitted if it is reached.  A stage also ends, without a warning, when
+        20 accepted steps in a row each lower the objective by at most
+        ``1e-14 * max(1, |f|)`` (the relative-reduction test ``ftol=1e-14`` of
+        the paper's L-BFGS-B fits): it is flat to rounding there, and without
+        the test such fits crawled along the flat ridge to ``max_iter``.
     reg_discrimination : float
         Ridge ``lambda_a`` on ``log a`` (a weak log-normal prior; it also fixes
         the JML 2PL scale).  0 gives the pure likelihood with the scale fixed by

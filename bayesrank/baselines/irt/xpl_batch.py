@@ -146,10 +146,9 @@ def xpl_derivatives(theta, v, k, n, keep, lay: Layout, scale):
         q1 = share * (1.0 - sig)
         g_eta = (n - k) * sig - k * q1
         A_obs = (n - k) * s1 - k * (q1 * (1.0 - 2.0 * sig) - q1**2)
-        A_fis = n * share * s1
     else:
         g_eta = n * sig - k
-        A_obs = A_fis = n * s1
+        A_obs = n * s1
     d_eta = [np.broadcast_to(-a_, eta.shape)] + ([eta] if lay.has_a else [])
     g_v = np.zeros((B, M, q))
     for i, de in enumerate(d_eta):
@@ -159,7 +158,7 @@ def xpl_derivatives(theta, v, k, n, keep, lay: Layout, scale):
         g_u = g_u + theta / lay.prior_var
     if lay.has_a:
         g_v[..., 1] += 2.0 * lay.reg_a * log_a
-    cell_c = {"obs": (0.0, 0.0), "fis": (0.0, 0.0)}
+    cell_obs = (0.0, 0.0)
     if lay.free_c:
         unit = expit(v[..., 2])
         dc = (lay.upper * unit * (1.0 - unit))[:, None, :]
@@ -167,43 +166,58 @@ def xpl_derivatives(theta, v, k, n, keep, lay: Layout, scale):
         p = np.exp(log_p)
         g_c = -k * (1.0 - sig) / p + (n - k) / (1.0 - c_)
         g_v[..., 2] = (g_c * dc).sum(axis=1) + 2.0 * lay.reg_c * v[..., 2]
-        cell_c = {
-            "obs": (k * s1 / p**2, k * (1.0 - sig) ** 2 / p**2 + (n - k) / (1.0 - c_) ** 2),
-            "fis": (n * s1 / p, n * (1.0 - sig) / (p * (1.0 - c_))),
-        }
+        cell_obs = (k * s1 / p**2, k * (1.0 - sig) ** 2 / p**2 + (n - k) / (1.0 - c_) ** 2)
 
-    def assemble(A, kind: str) -> BatchHessian:
-        observed = kind == "obs"
-        uu = (A * a_ * a_).sum(axis=2)
+    def assemble(rows, A, cell, observed: bool) -> BatchHessian:
+        """The Hessian of problems ``rows`` from per-cell curvatures of those rows."""
+        a_r, g_r = a_[rows], g_eta[rows]
+        de = [d[rows] for d in d_eta]
+        uu = (A * a_r * a_r).sum(axis=2)
         if lay.prior_var is not None:
             uu = uu + 1.0 / lay.prior_var
-        uv = np.zeros((B, L, M, q))
-        vv = np.zeros((B, M, q, q))
-        for i, ei in enumerate(d_eta):
-            uv[..., i] = A * a_ * ei + (g_eta * a_ if observed and i == 1 else 0.0)
+        uv = np.zeros((A.shape[0], L, M, q))
+        vv = np.zeros((A.shape[0], M, q, q))
+        for i, ei in enumerate(de):
+            uv[..., i] = A * a_r * ei + (g_r * a_r if observed and i == 1 else 0.0)
             for j in range(i + 1):
-                h = A * ei * d_eta[j]
+                h = A * ei * de[j]
                 if observed and i == 1:  # d2 eta / (db dlog a) = -a, d2 eta / dlog a^2 = eta
-                    h = h + g_eta * (-a_ if j == 0 else eta)
+                    h = h + g_r * (-a_r if j == 0 else de[1])
                 vv[..., i, j] = vv[..., j, i] = h.sum(axis=1)
         if lay.free_c:
-            X, Y = cell_c[kind]
-            uv[..., 2] = X * a_ * dc
-            for j, ej in enumerate(d_eta):
-                vv[..., 2, j] = vv[..., j, 2] = (X * ej * dc).sum(axis=1)
-            h = Y * dc * dc + (g_c * d2c if observed else 0.0)
+            X, Y = cell
+            dc_r = dc[rows]
+            uv[..., 2] = X * a_r * dc_r
+            for j, ej in enumerate(de):
+                vv[..., 2, j] = vv[..., j, 2] = (X * ej * dc_r).sum(axis=1)
+            h = Y * dc_r * dc_r + (g_c[rows] * d2c[rows] if observed else 0.0)
             vv[..., 2, 2] = h.sum(axis=1) + 2.0 * lay.reg_c
         if lay.has_a:
             vv[..., 1, 1] += 2.0 * lay.reg_a
-        s = scale[:, None]
+        s = scale[rows][:, None]
         return BatchHessian(uu / s, uv / s[..., None, None], vv / s[..., None, None])
 
-    obs, fis = assemble(A_obs, "obs"), assemble(A_fis, "fis")
-    bad = (np.linalg.eigvalsh(obs.vv)[..., 0] <= 0) & keep
-    mixed = BatchHessian(obs.uu, np.where(bad[:, None, :, None], fis.uv, obs.uv),
-                         np.where(bad[..., None, None], fis.vv, obs.vv))
+    def fisher(rows) -> BatchHessian:
+        """The expected information of problems ``rows``, assembled only where it is tried."""
+        n_r = n[rows]
+        if lay.model != "3pl":
+            return assemble(rows, n_r * s1[rows], None, False)
+        s1_r, p_r, c_r = s1[rows], p[rows] if lay.free_c else None, c_[rows]
+        cell = (n_r * s1_r / p_r, n_r * (1.0 - sig[rows]) / (p_r * (1.0 - c_r))) if (
+            lay.free_c) else None
+        return assemble(rows, n_r * share[rows] * s1_r, cell, False)
+
+    def mixed(rows) -> BatchHessian:
+        """Fisher blocks on the items of ``rows`` flagged ``bad``, observed ones elsewhere."""
+        fis, obs_r, bad_r = fisher(rows), obs.take(rows), bad[rows]
+        return BatchHessian(obs_r.uu, np.where(bad_r[:, None, :, None], fis.uv, obs_r.uv),
+                            np.where(bad_r[..., None, None], fis.vv, obs_r.vv))
+
+    obs = assemble(slice(None), A_obs, cell_obs, True)
+    bad = np.zeros(keep.shape, dtype=bool)  # only informative items can be bad
+    bad[keep] = np.linalg.eigvalsh(obs.vv[keep])[..., 0] <= 0
     s = scale[:, None]
-    return g_u / s, g_v / s[..., None], (obs, mixed, fis), bad
+    return g_u / s, g_v / s[..., None], (obs, mixed, fisher), bad
 
 
 @dataclass
