@@ -1,0 +1,99 @@
+"""The 3PL's priors (issue 9, third round): own intercept scale for uninformed questions
+and floors pooled on the logit scale, checked against scipy's densities at a random point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+from bayesrank.models import irt
+from scipy import stats
+from scipy.special import expit
+
+
+@pytest.fixture(scope="module")
+def binary():
+    rng = np.random.default_rng(0)
+    R = (rng.uniform(size=(5, 8, 3)) < 0.5).astype(np.int8)
+    R[:, 0], R[:, 1] = 0, 1  # never and always solved
+    return R
+
+
+def random_point(model, seed=1):
+    rng = np.random.default_rng(seed)
+    start = model.initial_point()
+    return {k: v + 0.5 * rng.standard_normal(np.shape(v)) for k, v in start.items()}
+
+
+def evaluate(model, names, point):
+    """The named variables as functions of the value variables, at ``point``."""
+    outputs = model.replace_rvs_by_values([model[n] for n in names])
+    values = model.compile_fn(outputs, inputs=model.value_vars, on_unused_input="ignore")(point)
+    return dict(zip(names, values, strict=True))
+
+
+def test_3pl_uninformed_intercepts_use_their_own_scale(binary):
+    model = irt.build(binary, kind="3pl")
+    point = random_point(model)
+    got = evaluate(model, ["beta", "mu_beta", "sigma_beta_uninformed", "beta_z"], point)
+    np.testing.assert_allclose(
+        got["beta"][[0, 1]], got["mu_beta"] + got["sigma_beta_uninformed"] * got["beta_z"],
+        rtol=1e-12,
+    )
+    # and that scale's prior is HalfNormal(2.5), like the informed one's
+    scale = model["sigma_beta_uninformed"]
+    logp = model.compile_logp(vars=[scale], jacobian=False)(point)
+    assert logp == pytest.approx(stats.halfnorm(scale=2.5).logpdf(got["sigma_beta_uninformed"]))
+
+
+@pytest.mark.parametrize("kind", ["rasch", "2pl"])
+def test_rasch_and_2pl_keep_one_scale(binary, kind):
+    names = {v.name for v in irt.build(binary, kind=kind).free_RVs}
+    assert not any(name.endswith("_uninformed") and name.startswith("sigma") for name in names)
+
+
+def test_pooled_floors_are_logit_normal(binary):
+    model = irt.build(binary, kind="3pl")
+    point = random_point(model, seed=2)
+    got = evaluate(model, ["c", "mu_c", "sigma_c", "c_z"], point)
+    np.testing.assert_allclose(got["c"], expit(got["mu_c"] + got["sigma_c"] * got["c_z"]),
+                               rtol=1e-12)
+    logp = model.compile_logp(vars=[model["mu_c"], model["sigma_c"]], jacobian=False)(point)
+    expected = stats.norm(-3.0, 1.0).logpdf(got["mu_c"]) + stats.halfnorm().logpdf(got["sigma_c"])
+    assert logp == pytest.approx(expected)
+
+
+def test_pooled_floor_likelihood_is_scipys_betabinomial(binary):
+    """log c and log(1 - c) from the logit (softplus) give scipy's beta-binomial pmf."""
+    model = irt.build(binary, kind="3pl")
+    point = random_point(model, seed=3)
+    got = evaluate(model, ["c", "a", "beta", "theta", "phi"], point)
+    p = got["c"] + (1 - got["c"]) * expit(got["a"] * got["theta"][:, None] + got["beta"])
+    k = binary.sum(-1)
+    expected = stats.betabinom.logpmf(k, 3, p * got["phi"], (1 - p) * got["phi"]).sum()
+    logp = model.compile_logp(vars=[model["k"]])(point)
+    assert logp == pytest.approx(expected, rel=1e-10)
+
+
+def test_a_beta_guessing_prior_keeps_iid_beta_floors(binary):
+    model = irt.build(binary, kind="3pl", guessing=(1.0, 19.0))
+    assert "mu_c" not in model.named_vars
+    point = random_point(model, seed=4)
+    c = evaluate(model, ["c"], point)["c"]
+    logp = model.compile_logp(vars=[model["c"]], jacobian=False)(point)
+    assert logp == pytest.approx(stats.beta(1.0, 19.0).logpdf(c).sum())
+
+
+@pytest.mark.parametrize("guessing", [(0.0, 1.0), (1.0,)])
+def test_bad_guessing_prior_is_rejected(binary, guessing):
+    with pytest.raises(ValueError, match="guessing"):
+        irt.build(binary, kind="3pl", guessing=guessing)
+
+
+def test_a_fixed_floor_has_no_floor_parameters(binary):
+    model = irt.build(binary, kind="3pl", fix_guessing=0.1)
+    assert not {"c", "mu_c", "sigma_c", "c_z"} & set(model.named_vars)
+    with model:
+        assert np.isfinite(model.compile_logp()(model.initial_point()))
+    assert isinstance(model, pm.Model)
