@@ -351,34 +351,6 @@ def _pooled(
     return pm.Deterministic(name, effect, dims="question")
 
 
-GUESSING_LOCATION = (-3.0, 1.0)
-GUESSING_SPREAD = 1.0
-
-
-def _guessing_floor(guessing: tuple[float, float] | None, fix_guessing: float | None):
-    """The 3PL floors c_m as (c, log c, log(1 - c)).
-
-    Default (``guessing=None``): pooled on the logit scale, logit c_m = mu_c +
-    sigma_c z_m with mu_c ~ Normal(-3, 1) (a median floor of 4.7%, 95% prior
-    interval 0.7-27%), sigma_c ~ HalfNormal(1), z_m ~ N(0, 1): the benchmark's
-    own questions tell how large floors are (module docstring).  ``guessing =
-    (alpha, beta)``: c_m ~ Beta(alpha, beta) i.i.d. (before issue 9: Beta(1,
-    19)).  ``fix_guessing``: every c_m fixed.
-    """
-    if fix_guessing is not None:
-        c = pt.as_tensor(float(fix_guessing))
-        return c, pt.log(c), pt.log1p(-c)
-    if guessing is not None:
-        c = pm.Beta("c", *guessing, dims="question")
-        return c, pt.log(c), pt.log1p(-c)
-    mu_c = pm.Normal("mu_c", *GUESSING_LOCATION)
-    sigma_c = pm.HalfNormal("sigma_c", GUESSING_SPREAD)
-    c_z = pm.Normal("c_z", 0.0, 1.0, dims="question")
-    logit_c = mu_c + sigma_c * c_z
-    c = pm.Deterministic("c", pm.math.sigmoid(logit_c), dims="question")
-    return c, -pt.softplus(-logit_c), -pt.softplus(logit_c)
-
-
 def informed_questions(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Questions with at least one success and one failure (bool, M).
 
@@ -471,7 +443,7 @@ def item_response(
     coords: dict[str, list],
     k0: np.ndarray | None = None,
     n0: int = 0,
-    guessing: tuple[float, float] | None = None,
+    guessing: tuple[float, float] = (1.0, 19.0),
     fix_guessing: float | None = None,
     ability_scale: float = 3.0,
     centered: bool = True,
@@ -490,8 +462,8 @@ def item_response(
         Successes of the prior runs (per model, or of one shared reference run).
     n0 : int
         Prior runs per question (D).
-    guessing : (alpha, beta), optional
-        Beta prior of the 3PL guessing floors; default: pooled logit-normal floors.
+    guessing : (alpha, beta)
+        Beta prior of the 3PL guessing floor.
     fix_guessing : float, optional
         Fix every c_m to this value instead (3PL only).
     ability_scale : float
@@ -530,9 +502,12 @@ def item_response(
             def logit(ability):
                 return a * ability + beta
 
-        c = log_c = log1m_c = None
+        c = None
         if kind == "3pl":
-            c, log_c, log1m_c = _guessing_floor(guessing, fix_guessing)
+            if fix_guessing is None:
+                c = pm.Beta("c", *guessing, dims="question")
+            else:
+                c = pt.as_tensor(float(fix_guessing))
 
         log_delta = None
         if likelihood == "beta_binomial":
@@ -547,8 +522,8 @@ def item_response(
             if log_delta is not None:
                 log_p, log_q = -pt.softplus(-eta), -pt.softplus(eta)
                 if c is not None:
-                    log_p = pt.logaddexp(log_c, log1m_c + log_p)
-                    log_q = log1m_c + log_q
+                    log_p = pt.logaddexp(pt.log(c), pt.log1p(-c) + log_p)
+                    log_q = pt.log1p(-c) + log_q
                 return beta_binomial(
                     name, observed_n, log_p, log_q, log_delta, log_coef, observed_k, dims
                 )
@@ -580,7 +555,7 @@ def build(
     *,
     kind: str = "rasch",
     use_R0: bool = False,
-    guessing: tuple[float, float] | None = None,
+    guessing: tuple[float, float] = (1.0, 19.0),
     fix_guessing: float | None = None,
     ability_scale: float = 3.0,
     centered: bool | None = None,
@@ -594,10 +569,8 @@ def build(
     kind : {"rasch", "2pl", "3pl"}
     use_R0 : bool
         Add the data's prior outcomes R0 as a shifted examinee (module docstring).
-    guessing : (alpha, beta), optional
-        An i.i.d. Beta prior of the 3PL guessing floors (mean alpha / (alpha +
-        beta); before issue 9 the default was (1, 19)).  Default: floors pooled
-        on the logit scale with a learnt mean and spread (module docstring).
+    guessing : (alpha, beta)
+        Beta prior of the 3PL guessing floor (mean alpha / (alpha + beta)).
     fix_guessing : float in [0, 1), optional
         Fix the 3PL guessing floor (e.g. a known chance level).
     ability_scale : float
@@ -625,7 +598,7 @@ def build(
     binary_only(d, kind)
     if fix_guessing is not None and not 0.0 <= float(fix_guessing) < 1.0:
         raise ValueError(f"fix_guessing must lie in [0, 1), got {fix_guessing!r}")
-    if guessing is not None and (len(guessing) != 2 or min(guessing) <= 0):
+    if len(guessing) != 2 or min(guessing) <= 0:
         raise ValueError(f"guessing must be two positive Beta parameters, got {guessing!r}")
     red = d.reductions
     k0, n0 = None, 0
@@ -640,7 +613,7 @@ def build(
         coords=coords_of(d),
         k0=k0,
         n0=n0,
-        guessing=None if guessing is None else tuple(float(g) for g in guessing),
+        guessing=tuple(float(g) for g in guessing),
         fix_guessing=fix_guessing,
         ability_scale=positive_scale("ability_scale", ability_scale),
         centered=informative_items(red.successes, red.trials) if centered is None else centered,

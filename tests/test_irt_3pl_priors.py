@@ -1,5 +1,5 @@
-"""The 3PL's priors (issue 9, third round): own intercept scale for uninformed questions
-and floors pooled on the logit scale, checked against scipy's densities at a random point.
+"""The 3PL's priors (issue 9, third round): the uninformed questions' intercepts have their
+own scale; checked with the floors and the likelihood against scipy at random points.
 """
 
 from __future__ import annotations
@@ -53,19 +53,8 @@ def test_rasch_and_2pl_keep_one_scale(binary, kind):
     assert not any(name.endswith("_uninformed") and name.startswith("sigma") for name in names)
 
 
-def test_pooled_floors_are_logit_normal(binary):
-    model = irt.build(binary, kind="3pl")
-    point = random_point(model, seed=2)
-    got = evaluate(model, ["c", "mu_c", "sigma_c", "c_z"], point)
-    np.testing.assert_allclose(got["c"], expit(got["mu_c"] + got["sigma_c"] * got["c_z"]),
-                               rtol=1e-12)
-    logp = model.compile_logp(vars=[model["mu_c"], model["sigma_c"]], jacobian=False)(point)
-    expected = stats.norm(-3.0, 1.0).logpdf(got["mu_c"]) + stats.halfnorm().logpdf(got["sigma_c"])
-    assert logp == pytest.approx(expected)
-
-
-def test_pooled_floor_likelihood_is_scipys_betabinomial(binary):
-    """log c and log(1 - c) from the logit (softplus) give scipy's beta-binomial pmf."""
+def test_3pl_likelihood_is_scipys_betabinomial(binary):
+    """With the floors and the split intercepts, the cells' density is scipy's pmf."""
     model = irt.build(binary, kind="3pl")
     point = random_point(model, seed=3)
     got = evaluate(model, ["c", "a", "beta", "theta", "phi"], point)
@@ -76,13 +65,15 @@ def test_pooled_floor_likelihood_is_scipys_betabinomial(binary):
     assert logp == pytest.approx(expected, rel=1e-10)
 
 
-def test_a_beta_guessing_prior_keeps_iid_beta_floors(binary):
-    model = irt.build(binary, kind="3pl", guessing=(1.0, 19.0))
-    assert "mu_c" not in model.named_vars
+@pytest.mark.parametrize("guessing", [None, (2.0, 30.0)])
+def test_floors_are_iid_beta(binary, guessing):
+    options = {} if guessing is None else {"guessing": guessing}
+    model = irt.build(binary, kind="3pl", **options)
     point = random_point(model, seed=4)
     c = evaluate(model, ["c"], point)["c"]
     logp = model.compile_logp(vars=[model["c"]], jacobian=False)(point)
-    assert logp == pytest.approx(stats.beta(1.0, 19.0).logpdf(c).sum())
+    alpha, beta = (1.0, 19.0) if guessing is None else guessing
+    assert logp == pytest.approx(stats.beta(alpha, beta).logpdf(c).sum())
 
 
 @pytest.mark.parametrize("guessing", [(0.0, 1.0), (1.0,)])
@@ -93,7 +84,7 @@ def test_bad_guessing_prior_is_rejected(binary, guessing):
 
 def test_a_fixed_floor_has_no_floor_parameters(binary):
     model = irt.build(binary, kind="3pl", fix_guessing=0.1)
-    assert not {"c", "mu_c", "sigma_c", "c_z"} & set(model.named_vars)
+    assert "c" not in model.named_vars
     with model:
         assert np.isfinite(model.compile_logp()(model.initial_point()))
     assert isinstance(model, pm.Model)
