@@ -14,8 +14,7 @@ Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
              (3PL: beta_m ~ Normal(mu_beta, sigma_beta_uninformed) for the questions
              solved by no model or by all, sigma_beta_uninformed ~ HalfNormal(2.5))
              eta_lm  = a_m theta_l + beta_m,   difficulty b_m = -beta_m / a_m
-    3PL:     logit c_m = mu_c + sigma_c z_m,  z_m ~ Normal(0, 1)   guessing floor in (0, 1)
-             mu_c ~ Normal(-3, 1),  sigma_c ~ HalfNormal(1)
+    3PL:     c_m ~ Beta(1, 19)                             guessing floor in (0, 1)
     p_lm     = c_m + (1 - c_m) logistic(eta_lm)           (c = 0 for Rasch and 2PL)
     k_lm     ~ Binomial(n_lm, p_lm)                       (observed ``k``; Rasch, 2PL)
     or, with ``likelihood="beta_binomial"`` (the 3PL default):
@@ -103,30 +102,33 @@ by phi the posterior is unimodal and every example converges (R-hat <=
 2PL keep the paper's binomial by default: they converge with it.
 
 The 3PL's floor-intercept ridge (issue 9, third round).  With N = 10 the
-3PL with i.i.d. Beta(1, 19) floors and one intercept scale failed on the
-LiveCodeBench subsample of the real-data test (15 x 119 x 10, every 6th
-question): one informed question, solved in 37 of 150 trials by 6 of the 15
-models, has a second explanation in which its floor c (up to 0.2) accounts
-for the scattered successes and the curve moves out of the way, its intercept
-beta running into the prior tail (1st percentile -13.5).  How far that ridge
-reaches is set by the intercepts' prior scale, and how much mass it holds by
-the floor's prior.  Two changes, each measured (nutpie, 4 chains x 300 + 300
-draws, seed 0, same subsample): (1) the questions solved by no model or by
-all push the shared scale up (their data bound the intercept from one side
-only, so every unit of scale buys likelihood): fitted separately, the
-uninformed scale is 11.7 (90% interval 9.6-14.1) and the informed one 2.8
-(2.4-3.4), so the shared scale had widened every informed intercept's prior
-and lengthened the ridge; (2) the floors are pooled on the logit scale with a
-learnt mean, the benchmark's own questions saying how large floors are: on
-LiveCodeBench mu_c is -6.0 (a median floor of 0.25%; -5.2 on Reasoning Gym,
--4.5 on AIME), where Beta(1, 19) put 4.5% of each floor's prior mass above
-0.15.  Worst R-hat / min bulk ESS / min tail ESS / leapfrog steps per draw:
-before 1.102 / 28 / 11 / 17; own uninformed scale 1.018 / 459 / 397 / 31;
-pooled floors 1.023 / 267 / 204 / 15; both (the default) 1.022 / 542 / 393 /
-31.  Both keep the paper's 3PL, p = c + (1 - c) logistic(a theta + beta), and
-theta with mean 0; only the priors of beta and c changed (an i.i.d. Beta
-prior is still ``guessing=(alpha, beta)``).  The own scale is the 3PL's only:
-Rasch and 2PL, which pass without it, keep one scale.
+3PL with one intercept scale failed on the LiveCodeBench subsample of the
+real-data test (15 x 119 x 10, every 6th question; nutpie, 4 chains x 300 +
+300 draws, seed 0: R-hat 1.102, min bulk ESS 28, tail 11 on the informed
+intercepts, b and c).  An informed question solved in a few scattered trials
+(e.g. 37 of 150, by 6 of the 15 models) has a second explanation in which
+its floor c (up to 0.2) accounts for the successes and the curve moves out
+of the way, its intercept running into the prior's tail (1st percentile
+-13.5).  How far that ridge reaches is set by the intercepts' prior scale,
+and that scale was inflated by the questions solved by no model or by all:
+their data bound the intercept from one side only, so each unit of scale
+buys them likelihood.  Fitted separately, the uninformed questions' scale is
+11.6 (90% interval 9.4-14.2) and the informed ones' 2.8 (2.4-3.4) on
+LiveCodeBench; 4.5 against 1.9 on ZeroEval MATH-L5, 10.0 against 1.6 on
+Reasoning Gym hard.  With the own scale the same short run gave R-hat 1.018,
+bulk ESS 459, tail 397 (31 leapfrog steps per draw against 17: the wide
+uninformed intercepts cost steps), and the default fit (4 x 1,000 + 1,000)
+passes on every real set (docs/samplers.md).  Floors pooled on the logit
+scale with a learnt mean (mu_c ~ N(-3, 1), sigma_c ~ HalfNormal(1)) also
+helped on LiveCodeBench (bulk ESS 267 alone, 542 with the own scale; mu_c
+-6.0, a median floor of 0.25%) but failed on ZeroEval MATH-L5 (38 x 103 x
+1: 120 divergences, R-hat 1.125; easy questions' floors reached 0.76
+through a funnel in sigma_c) and diverged on the simulated 3PL recovery
+test, so the floors stay i.i.d. Beta(1, 19) (4.5% of prior mass above 0.15,
+mean 0.05: guessing near 0 for free-response answers).  The model stays
+the paper's 3PL, p = c + (1 - c) logistic(a theta + beta), theta with mean
+0; only the uninformed intercepts' prior scale is new.  Rasch and 2PL,
+which pass without it, keep one scale.
 
 Empirical prior from R0 (opt-in, ``use_R0=True``).  Prior outcomes such as one
 greedy decode per question are modelled as a second, shifted examinee:
