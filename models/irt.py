@@ -101,34 +101,34 @@ by phi the posterior is unimodal and every example converges (R-hat <=
 1.006, min bulk ESS >= 1,150, no divergences; docs/samplers.md).  Rasch and
 2PL keep the paper's binomial by default: they converge with it.
 
-The 3PL's floor-intercept ridge (issue 9, third round).  With N = 10 the
-3PL with one intercept scale failed on the LiveCodeBench subsample of the
+The 3PL's floor-intercept ridge (issue 9, third round).  With N = 10 the 3PL
+with one intercept scale failed on the LiveCodeBench subsample of the
 real-data test (15 x 119 x 10, every 6th question; nutpie, 4 chains x 300 +
 300 draws, seed 0: R-hat 1.102, min bulk ESS 28, tail 11 on the informed
 intercepts, b and c).  An informed question solved in a few scattered trials
-(e.g. 37 of 150, by 6 of the 15 models) has a second explanation in which
+(e.g.  37 of 150, by 6 of the 15 models) has a second explanation in which
 its floor c (up to 0.2) accounts for the successes and the curve moves out
 of the way, its intercept running into the prior's tail (1st percentile
 -13.5).  How far that ridge reaches is set by the intercepts' prior scale,
 and that scale was inflated by the questions solved by no model or by all:
 their data bound the intercept from one side only, so each unit of scale
 buys them likelihood.  Fitted separately, the uninformed questions' scale is
-11.6 (90% interval 9.4-14.2) and the informed ones' 2.8 (2.4-3.4) on
-LiveCodeBench; 4.5 against 1.9 on ZeroEval MATH-L5, 10.0 against 1.6 on
-Reasoning Gym hard.  With the own scale the same short run gave R-hat 1.018,
-bulk ESS 459, tail 397 (31 leapfrog steps per draw against 17: the wide
-uninformed intercepts cost steps), and the default fit (4 x 1,000 + 1,000)
-passes on every real set (docs/samplers.md).  Floors pooled on the logit
-scale with a learnt mean (mu_c ~ N(-3, 1), sigma_c ~ HalfNormal(1)) also
-helped on LiveCodeBench (bulk ESS 267 alone, 542 with the own scale; mu_c
--6.0, a median floor of 0.25%) but failed on ZeroEval MATH-L5 (38 x 103 x
-1: 120 divergences, R-hat 1.125; easy questions' floors reached 0.76
-through a funnel in sigma_c) and diverged on the simulated 3PL recovery
-test, so the floors stay i.i.d. Beta(1, 19) (4.5% of prior mass above 0.15,
-mean 0.05: guessing near 0 for free-response answers).  The model stays
-the paper's 3PL, p = c + (1 - c) logistic(a theta + beta), theta with mean
-0; only the uninformed intercepts' prior scale is new.  Rasch and 2PL,
-which pass without it, keep one scale.
+11.6 (90% interval 9.5-14.2) and the informed ones' 3.2 (2.7-3.8) on
+LiveCodeBench; 4.5 against 1.9 on ZeroEval MATH-L5, 10.0 against 1.7 on
+Reasoning Gym hard (120-question subsamples, default fits).  With the own
+scale the same short run gave R-hat 1.018, bulk ESS 459, tail 397 (31
+leapfrog steps per draw against 17: the wide uninformed intercepts cost
+steps), and the default fit (4 x 1,000 + 1,000) passes on every real set
+(docs/samplers.md).  Floors pooled on the logit scale with a learnt mean
+(mu_c ~ N(-3, 1), sigma_c ~ HalfNormal(1)) also helped on LiveCodeBench
+(bulk ESS 267 alone, 542 with the own scale; mu_c -6.0, a median floor of
+0.25%) but failed on ZeroEval MATH-L5 (38 x 103 x 1: 120 divergences, R-hat
+1.125; easy questions' floors reached 0.76 through a funnel in sigma_c) and
+diverged on the simulated 3PL recovery test, so the floors stay i.i.d.
+Beta(1, 19) (4.5% of prior mass above 0.15, mean 0.05: guessing near 0 for
+free-response answers).  The model stays the paper's 3PL, p = c + (1 - c)
+logistic(a theta + beta), theta with mean 0; only the uninformed intercepts'
+prior scale is new.  Rasch and 2PL, which pass without it, keep one scale.
 
 Empirical prior from R0 (opt-in, ``use_R0=True``).  Prior outcomes such as one
 greedy decode per question are modelled as a second, shifted examinee:
