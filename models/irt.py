@@ -106,7 +106,7 @@ with one intercept scale failed on the LiveCodeBench subsample of the
 real-data test (15 x 119 x 10, every 6th question; nutpie, 4 chains x 300 +
 300 draws, seed 0: R-hat 1.102, min bulk ESS 28, tail 11 on the informed
 intercepts, b and c).  An informed question solved in a few scattered trials
-(e.g.  37 of 150, by 6 of the 15 models) has a second explanation in which
+(e.g. 37 of 150, by 6 of the 15 models) has a second explanation in which
 its floor c (up to 0.2) accounts for the successes and the curve moves out
 of the way, its intercept running into the prior's tail (1st percentile
 -13.5).  How far that ridge reaches is set by the intercepts' prior scale,
