@@ -118,17 +118,19 @@ LiveCodeBench; 4.5 against 1.9 on ZeroEval MATH-L5, 10.0 against 1.7 on
 Reasoning Gym hard (120-question subsamples, default fits).  With the own
 scale the same short run gave R-hat 1.018, bulk ESS 459, tail 397 (31
 leapfrog steps per draw against 17: the wide uninformed intercepts cost
-steps), and the default fit (4 x 1,000 + 1,000) passes on every real set
-(docs/samplers.md).  Floors pooled on the logit scale with a learnt mean
-(mu_c ~ N(-3, 1), sigma_c ~ HalfNormal(1)) also helped on LiveCodeBench
-(bulk ESS 267 alone, 542 with the own scale; mu_c -6.0, a median floor of
-0.25%) but failed on ZeroEval MATH-L5 (38 x 103 x 1: 120 divergences, R-hat
-1.125; easy questions' floors reached 0.76 through a funnel in sigma_c) and
-diverged on the simulated 3PL recovery test, so the floors stay i.i.d.
-Beta(1, 19) (4.5% of prior mass above 0.15, mean 0.05: guessing near 0 for
-free-response answers).  The model stays the paper's 3PL, p = c + (1 - c)
-logistic(a theta + beta), theta with mean 0; only the uninformed intercepts'
-prior scale is new.  Rasch and 2PL, which pass without it, keep one scale.
+steps), and the default fit (4 x 1,000 + 1,000) passes on the 120-question
+subsample of every real set (docs/samplers.md; at full size ZeroEval
+MATH-L5, 38 x 721 x 1, still fails on theta: R-hat 1.020, bulk ESS 331).
+Floors pooled on the logit scale with a learnt mean (mu_c ~ N(-3, 1),
+sigma_c ~ HalfNormal(1)) also helped on LiveCodeBench (bulk ESS 267 alone,
+542 with the own scale; mu_c -6.0, a median floor of 0.25%) but failed on
+ZeroEval MATH-L5 (38 x 103 x 1: 120 divergences, R-hat 1.125; easy
+questions' floors reached 0.76 through a funnel in sigma_c) and diverged on
+the simulated 3PL recovery test, so the floors stay i.i.d. Beta(1, 19) (4.5%
+of prior mass above 0.15, mean 0.05: guessing near 0 for free-response
+answers).  The model stays the paper's 3PL, p = c + (1 - c) logistic(a theta
++ beta), theta with mean 0; only the uninformed intercepts' prior scale is
+new.  Rasch and 2PL, which pass without it, keep one scale.
 
 Empirical prior from R0 (opt-in, ``use_R0=True``).  Prior outcomes such as one
 greedy decode per question are modelled as a second, shifted examinee:
