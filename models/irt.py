@@ -11,6 +11,8 @@ Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
                        Normal(0, 0.5) over the others (solved by no model or by all)
              mu_beta ~ Normal(0, 3 / sqrt(L)),  sigma_beta ~ HalfNormal(2.5)
              beta_m  ~ Normal(mu_beta, sigma_beta)         intercepts
+             (3PL: beta_m ~ Normal(mu_beta, sigma_beta_uninformed) for the questions
+             solved by no model or by all, sigma_beta_uninformed ~ HalfNormal(2.5))
              eta_lm  = a_m theta_l + beta_m,   difficulty b_m = -beta_m / a_m
     3PL:     c_m ~ Beta(1, 19)                             guessing floor in (0, 1)
     p_lm     = c_m + (1 - c_m) logistic(eta_lm)           (c = 0 for Rasch and 2PL)
@@ -98,6 +100,37 @@ one chain was not reachable from the others).  With the interaction absorbed
 by phi the posterior is unimodal and every example converges (R-hat <=
 1.006, min bulk ESS >= 1,150, no divergences; docs/samplers.md).  Rasch and
 2PL keep the paper's binomial by default: they converge with it.
+
+The 3PL's floor-intercept ridge (issue 9, third round).  With N = 10 the 3PL
+with one intercept scale failed on the LiveCodeBench subsample of the
+real-data test (15 x 119 x 10, every 6th question; nutpie, 4 chains x 300 +
+300 draws, seed 0: R-hat 1.102, min bulk ESS 28, tail 11 on the informed
+intercepts, b and c).  An informed question solved in a few scattered trials
+(e.g. 37 of 150, by 6 of the 15 models) has a second explanation in which
+its floor c (up to 0.2) accounts for the successes and the curve moves out
+of the way, its intercept running into the prior's tail (1st percentile
+-13.5).  How far that ridge reaches is set by the intercepts' prior scale,
+and that scale was inflated by the questions solved by no model or by all:
+their data bound the intercept from one side only, so each unit of scale
+buys them likelihood.  Fitted separately, the uninformed questions' scale is
+11.6 (90% interval 9.5-14.2) and the informed ones' 3.2 (2.7-3.8) on
+LiveCodeBench; 4.5 against 1.9 on ZeroEval MATH-L5, 10.0 against 1.7 on
+Reasoning Gym hard (120-question subsamples, default fits).  With the own
+scale the same short run gave R-hat 1.018, bulk ESS 459, tail 397 (31
+leapfrog steps per draw against 17: the wide uninformed intercepts cost
+steps), and the default fit (4 x 1,000 + 1,000) passes on the 120-question
+subsample of every real set (docs/samplers.md; at full size ZeroEval
+MATH-L5, 38 x 721 x 1, still fails on theta: R-hat 1.020, bulk ESS 331).
+Floors pooled on the logit scale with a learnt mean (mu_c ~ N(-3, 1),
+sigma_c ~ HalfNormal(1)) also helped on LiveCodeBench (bulk ESS 267 alone,
+542 with the own scale; mu_c -6.0, a median floor of 0.25%) but failed on
+ZeroEval MATH-L5 (38 x 103 x 1: 120 divergences, R-hat 1.125; easy
+questions' floors reached 0.76 through a funnel in sigma_c) and diverged on
+the simulated 3PL recovery test, so the floors stay i.i.d. Beta(1, 19) (4.5%
+of prior mass above 0.15, mean 0.05: guessing near 0 for free-response
+answers).  The model stays the paper's 3PL, p = c + (1 - c) logistic(a theta
++ beta), theta with mean 0; only the uninformed intercepts' prior scale is
+new.  Rasch and 2PL, which pass without it, keep one scale.
 
 Empirical prior from R0 (opt-in, ``use_R0=True``).  Prior outcomes such as one
 greedy decode per question are modelled as a second, shifted examinee:
@@ -289,25 +322,35 @@ def beta_binomial(name, n, log_p, log_q, log_delta, log_coef, observed, dims):
     )
 
 
-def _pooled(name: str, location, scale_name: str, centered: bool, split: QuestionSplit):
+def _pooled(
+    name: str, location, scale_name: str, centered: bool, split: QuestionSplit,
+    uninformed_scale: bool = False,
+):
     """Item effects i.i.d. Normal(location, scale), scale ~ HalfNormal(2.5).
 
     ``centered``: the informed questions' effects are sampled as they are (the
     data pin each down) and the others non-centred, location + scale z with z ~
     N(0, 1): their posterior is the prior's tail, whose width scales with the
     learnt scale, a funnel when centred.  Not ``centered``: all non-centred.
+    ``uninformed_scale``: the uninformed questions get their own scale
+    ``{scale_name}_uninformed`` ~ HalfNormal(2.5) (the 3PL; module docstring).
     """
     scale = pm.HalfNormal(scale_name, 2.5)
     if centered and split.uninformed.size == 0:
         return pm.Normal(name, location, scale, dims="question")
-    if not centered:
+    if not centered and not (uninformed_scale and split.uninformed.size):
         raw = pm.Normal(f"{name}_z", 0.0, 1.0, dims="question")
         return pm.Deterministic(name, location + scale * raw, dims="question")
     effect = pt.zeros(split.size)
-    if split.informed.size:
+    if split.informed.size and not centered:
+        raw = pm.Normal(f"{name}_informed_z", 0.0, 1.0, shape=split.informed.size)
+        effect = pt.set_subtensor(effect[split.data("informed")], location + scale * raw)
+    elif split.informed.size:
         values = pm.Normal(f"{name}_informed", location, scale, shape=split.informed.size)
         effect = pt.set_subtensor(effect[split.data("informed")], values)
     raw = pm.Normal(f"{name}_z", 0.0, 1.0, shape=split.uninformed.size)
+    if uninformed_scale:
+        scale = pm.HalfNormal(f"{scale_name}_uninformed", 2.5)
     effect = pt.set_subtensor(effect[split.data("uninformed")], location + scale * raw)
     return pm.Deterministic(name, effect, dims="question")
 
@@ -456,7 +499,8 @@ def item_response(
             log_a = _log_discriminations(split)
             a = pm.Deterministic("a", pt.exp(log_a), dims="question")
             mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
-            beta = _pooled("beta", mu_beta, "sigma_beta", centered, split)
+            # 3PL: the uninformed questions' intercepts get their own scale (module docstring)
+            beta = _pooled("beta", mu_beta, "sigma_beta", centered, split, kind == "3pl")
             pm.Deterministic("b", -beta / a, dims="question")
 
             def logit(ability):
