@@ -63,6 +63,14 @@ prior's tail, whose width grows with sigma_b, a funnel when centred.  On
 LiveCodeBench that raised the Rasch min bulk ESS from 1,180 to 2,001 (same
 21-22 steps per draw); on Reasoning Gym hard (10 x 4550 x 1) from R-hat
 1.012 and 1,106 (all centred) to 1.010 and 4,424.
+Which questions are informed, and which are centred, enters the graph as
+data (0/1 masks, :class:`QuestionSplit`), never as shapes: every dataset of
+one shape builds one graph, so the N = 1 subsamples of a benchmark, each
+with its own unsolved questions, share one compiled program and one
+``fit_many`` batch.  The difficulties are one vector ``b_raw`` (centred
+entries b_m, the others z_m); the discriminations come from M - 1 standard
+normals by a Householder reflection onto the informed zero-sum subspace
+(:func:`_log_discriminations`), the same geometry as before.
 Abilities get a fixed, weakly
 informative scale (``ability_scale``) rather than a learnt one: with few
 models a learnt ability scale forms a funnel (divergences on 6 x 10 x 8
@@ -323,36 +331,34 @@ def beta_binomial(name, n, log_p, log_q, log_delta, log_coef, observed, dims):
 
 
 def _pooled(
-    name: str, location, scale_name: str, centered: bool, split: QuestionSplit,
-    uninformed_scale: bool = False,
+    name: str, location, scale_name: str, split: QuestionSplit, uninformed_scale: bool = False
 ):
     """Item effects i.i.d. Normal(location, scale), scale ~ HalfNormal(2.5).
 
-    ``centered``: the informed questions' effects are sampled as they are (the
-    data pin each down) and the others non-centred, location + scale z with z ~
-    N(0, 1): their posterior is the prior's tail, whose width scales with the
-    learnt scale, a funnel when centred.  Not ``centered``: all non-centred.
+    The questions that :attr:`QuestionSplit.centred` marks are sampled as they
+    are (the data pin each down); the others non-centred, location + scale z
+    with z ~ N(0, 1): an uninformed question's posterior is the prior's tail,
+    whose width scales with the learnt scale, a funnel when centred.  One
+    free vector ``{name}_raw`` holds both kinds, told apart by a mask that is
+    data, so the graph does not depend on which questions are which.
     ``uninformed_scale``: the uninformed questions get their own scale
     ``{scale_name}_uninformed`` ~ HalfNormal(2.5) (the 3PL; module docstring).
     """
     scale = pm.HalfNormal(scale_name, 2.5)
-    if centered and split.uninformed.size == 0:
-        return pm.Normal(name, location, scale, dims="question")
-    if not centered and not (uninformed_scale and split.uninformed.size):
-        raw = pm.Normal(f"{name}_z", 0.0, 1.0, dims="question")
-        return pm.Deterministic(name, location + scale * raw, dims="question")
-    effect = pt.zeros(split.size)
-    if split.informed.size and not centered:
-        raw = pm.Normal(f"{name}_informed_z", 0.0, 1.0, shape=split.informed.size)
-        effect = pt.set_subtensor(effect[split.data("informed")], location + scale * raw)
-    elif split.informed.size:
-        values = pm.Normal(f"{name}_informed", location, scale, shape=split.informed.size)
-        effect = pt.set_subtensor(effect[split.data("informed")], values)
-    raw = pm.Normal(f"{name}_z", 0.0, 1.0, shape=split.uninformed.size)
+    centred = split.data("centred") > 0
+    raw = pm.Normal(
+        f"{name}_raw",
+        pt.where(centred, location, 0.0),
+        pt.where(centred, scale, 1.0),
+        dims="question",
+    )
+    outside = scale
     if uninformed_scale:
-        scale = pm.HalfNormal(f"{scale_name}_uninformed", 2.5)
-    effect = pt.set_subtensor(effect[split.data("uninformed")], location + scale * raw)
-    return pm.Deterministic(name, effect, dims="question")
+        own = pm.HalfNormal(f"{scale_name}_uninformed", 2.5)
+        outside = pt.where(split.data("informed") > 0, scale, own)
+    return pm.Deterministic(
+        name, pt.where(centred, raw, location + outside * raw), dims="question"
+    )
 
 
 def informed_questions(k: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -367,34 +373,53 @@ def informed_questions(k: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 class QuestionSplit(NamedTuple):
-    """Positions of the informed and uninformed questions (:func:`informed_questions`)."""
+    """Which questions are informed (:func:`informed_questions`) and sampled centred."""
 
     informed: np.ndarray
-    uninformed: np.ndarray
+    centred: np.ndarray
 
     @property
     def size(self) -> int:
-        return self.informed.size + self.uninformed.size
+        return self.informed.size
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The split as fixed-shape arrays: 0/1 masks and the discriminations' pivot.
+
+        ``log_a_pivot`` is one-hot on the first informed question (the first
+        question when none is), ``log_a_free`` the M - 1 other positions
+        (:func:`_log_discriminations`).
+        """
+        informed = np.flatnonzero(self.informed)
+        pivot = int(informed[0]) if informed.size else 0
+        direction = self.informed if informed.size else np.ones(self.size, bool)
+        return {
+            "informed": self.informed.astype(float),
+            "centred": self.centred.astype(float),
+            "log_a_pivot": (np.arange(self.size) == pivot).astype(float),
+            "log_a_free": np.delete(np.arange(self.size), pivot),
+            "log_a_direction": direction / np.sqrt(direction.sum()),
+        }
 
     def data(self, which: str):
-        """The positions as ``pm.Data`` of the current model, created where first used.
+        """One of :meth:`arrays` as ``pm.Data`` of the current model, created where first used.
 
-        As data, not constants: a compiled model reused for other data of the
-        same shapes (:func:`bayesrank.inference.cache.structure_key` keys on
-        data shapes and variable names) then receives that data's split, and
-        the counts enter the key through the shapes.  Only positions the graph
-        uses become data (nutpie swaps only the data its graph reads).
+        As data, not constants: every dataset of one shape builds the same
+        graph (:func:`bayesrank.inference.cache.structure_key` keys on data
+        shapes and variable names), so a compiled model is reused for, and
+        ``fit_many`` batches, datasets whose informed questions differ (the
+        N = 1 subsamples of one benchmark).  Only arrays the graph uses become
+        data (nutpie swaps only the data its graph reads).
         """
-        name = f"{which}_index"
         model = pm.modelcontext(None)
-        if name in model.named_vars:
-            return model[name]
-        return pm.Data(name, getattr(self, which))
+        if which in model.named_vars:
+            return model[which]
+        return pm.Data(which, self.arrays()[which])
 
 
-def question_split(informed: np.ndarray) -> QuestionSplit:
-    """Split the questions by :func:`informed_questions`."""
-    return QuestionSplit(np.flatnonzero(informed), np.flatnonzero(~informed))
+def question_split(informed: np.ndarray, centered: bool = True) -> QuestionSplit:
+    """Split the questions by :func:`informed_questions`; only informed ones can be centred."""
+    informed = np.asarray(informed, bool)
+    return QuestionSplit(informed, informed & bool(centered))
 
 
 def _log_discriminations(split: QuestionSplit, scale: float = 0.5):
@@ -404,20 +429,23 @@ def _log_discriminations(split: QuestionSplit, scale: float = 0.5):
     likelihood unchanged).  Putting questions nobody (or everybody) solved
     into that sum would tie the scale to discriminations the data do not
     inform, a slow direction through every ability (module docstring).
+
+    That prior is isotropic Normal(0, scale^2) on the (M - 1)-dimensional
+    subspace orthogonal to u = 1_informed / sqrt(K).  It is sampled as
+    z ~ N(0, I_{M-1}) placed around a pivot p (the first informed question),
+    then reflected by the Householder map H = I - 2 w w^T / w^T w, w = e_p - u,
+    which sends e_p to u and so e_p's complement onto u's: the geometry of a
+    ZeroSumNormal over the informed questions next to untouched i.i.d.
+    uninformed ones (H moves only the informed coordinates), in a graph whose
+    shapes do not depend on K.  With one informed question (u = e_p) its
+    log a is 0.
     """
-    parts = []
-    if split.informed.size >= 2:
-        informed = pm.ZeroSumNormal("log_a_informed", sigma=scale, shape=split.informed.size)
-        parts.append((split.data("informed"), informed))
-    elif split.informed.size == 1:  # the single informed question sets the scale: a = 1
-        parts.append((split.data("informed"), pt.zeros(1)))
-    if split.uninformed.size:
-        uninformed = pm.Normal("log_a_uninformed", 0.0, scale, shape=split.uninformed.size)
-        parts.append((split.data("uninformed"), uninformed))
-    log_a = pt.zeros(split.size)
-    for where, value in parts:
-        log_a = pt.set_subtensor(log_a[where], value)
-    return pm.Deterministic("log_a", log_a, dims="question")
+    z = pm.Normal("log_a_z", 0.0, 1.0, shape=split.size - 1)
+    y = pt.set_subtensor(pt.zeros(split.size)[split.data("log_a_free")], z)
+    w = split.data("log_a_pivot") - split.data("log_a_direction")
+    norm = pt.dot(w, w)
+    reflected = y - 2.0 * w * pt.dot(w, y) / pt.where(norm > 0, norm, 1.0)
+    return pm.Deterministic("log_a", scale * reflected, dims="question")
 
 
 def informative_items(k: np.ndarray, n: np.ndarray) -> bool:
@@ -487,10 +515,10 @@ def item_response(
         # the mean ability is 0; the items' common location carries the prior of the
         # abilities' mean under the paper's theta_l ~ N(0, ability_scale) i.i.d.
         location_sd = ability_scale / np.sqrt(k.shape[0])
-        split = question_split(informed_questions(k, n))
+        split = question_split(informed_questions(k, n), centered)
         if kind == "rasch":
             mu_b = pm.Normal("mu_b", 0.0, location_sd)
-            b = _pooled("b", mu_b, "sigma_b", centered, split)
+            b = _pooled("b", mu_b, "sigma_b", split)
 
             def logit(ability):
                 return ability - b
@@ -500,7 +528,7 @@ def item_response(
             a = pm.Deterministic("a", pt.exp(log_a), dims="question")
             mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
             # 3PL: the uninformed questions' intercepts get their own scale (module docstring)
-            beta = _pooled("beta", mu_beta, "sigma_beta", centered, split, kind == "3pl")
+            beta = _pooled("beta", mu_beta, "sigma_beta", split, kind == "3pl")
             pm.Deterministic("b", -beta / a, dims="question")
 
             def logit(ability):

@@ -36,9 +36,10 @@ def evaluate(model, names, point):
 def test_3pl_uninformed_intercepts_use_their_own_scale(binary):
     model = irt.build(binary, kind="3pl")
     point = random_point(model)
-    got = evaluate(model, ["beta", "mu_beta", "sigma_beta_uninformed", "beta_z"], point)
+    got = evaluate(model, ["beta", "mu_beta", "sigma_beta_uninformed", "beta_raw"], point)
     np.testing.assert_allclose(
-        got["beta"][[0, 1]], got["mu_beta"] + got["sigma_beta_uninformed"] * got["beta_z"],
+        got["beta"][[0, 1]],
+        got["mu_beta"] + got["sigma_beta_uninformed"] * got["beta_raw"][[0, 1]],
         rtol=1e-12,
     )
     # and that scale's prior is HalfNormal(2.5), like the informed one's

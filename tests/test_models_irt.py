@@ -234,17 +234,40 @@ def test_discrimination_scale_is_fixed_by_the_informed_questions_only():
         irt.informed_questions(k, np.full(k.shape, 5)), [False, True, False, True, True]
     )
     model = irt.build(R, kind="2pl")
-    assert model["log_a_informed"].type.shape == (3,)
-    assert model["log_a_uninformed"].type.shape == (2,)
-    draws = pm.draw(model["log_a"], draws=50, random_seed=1)
+    assert model["log_a_z"].type.shape == (4,)  # M - 1 free directions, whatever K is
+    draws = pm.draw(model["log_a"], draws=400, random_seed=1)
     np.testing.assert_allclose(draws[:, [1, 3, 4]].sum(axis=1), 0.0, atol=1e-10)
     assert np.all(np.abs(draws[:, [0, 2]].sum(axis=1)) > 1e-6)
-    # intercepts: informed ones centred, the others non-centred (mu + sigma z)
-    assert model["beta_informed"].type.shape == (3,) and model["beta_z"].type.shape == (2,)
+    # the uninformed log a are N(0, 0.5) i.i.d. (the reflection leaves them alone) ...
+    for value in np.random.default_rng(2).normal(size=(5, 4)):
+        log_a = model["log_a"].eval({model["log_a_z"]: value})
+        # ... and the map is an isometry onto the zero-sum subspace: ||log a|| = 0.5 ||z||
+        assert np.linalg.norm(log_a) == pytest.approx(0.5 * np.linalg.norm(value), rel=1e-12)
+        np.testing.assert_allclose(log_a[[0, 2]], 0.5 * value[[0, 1]], rtol=1e-12)
+    # intercepts: informed ones centred, the others non-centred (mu + sigma z), one vector
     rasch = irt.build(R, kind="rasch")
-    values = {"mu_b": 0.5, "sigma_b": 2.0, "b_z": [1.0, -1.0], "b_informed": [1.0, 2.0, 3.0]}
+    np.testing.assert_array_equal(rasch["centred"].get_value(), [0, 1, 0, 1, 1])
+    values = {"mu_b": 0.5, "sigma_b": 2.0, "b_raw": [1.0, 1.0, -1.0, 2.0, 3.0]}
     got = rasch["b"].eval({rasch[name]: np.asarray(v) for name, v in values.items()})
     np.testing.assert_allclose(got, [2.5, 1.0, -1.5, 2.0, 3.0])
+    # the raw vector's prior: N(mu, sigma) where centred, N(0, 1) elsewhere
+    point = rasch.initial_point() | {
+        "mu_b": 0.5, "sigma_b_log__": np.log(2.0), "b_raw": np.array(values["b_raw"])
+    }
+    logp = rasch.compile_logp(vars=[rasch["b_raw"]], jacobian=False)(point)
+    expected = stats.norm.logpdf([1.0, 2.0, 3.0], 0.5, 2.0).sum()
+    expected += stats.norm.logpdf([1.0, -1.0]).sum()
+    assert logp == pytest.approx(expected, rel=1e-12)
+
+
+def test_one_informed_question_has_unit_discrimination():
+    import pymc as pm
+
+    k = np.array([[0, 3, 5], [0, 1, 5]])
+    model = irt.build(counts_to_binary(k, 5), kind="2pl")
+    draws = pm.draw(model["log_a"], draws=50, random_seed=3)
+    np.testing.assert_allclose(draws[:, 1], 0.0, atol=1e-12)
+    assert np.std(draws[:, 0]) > 0.2 and np.std(draws[:, 2]) > 0.2
 
 
 def test_binomial_counts_are_the_sufficient_statistic():
