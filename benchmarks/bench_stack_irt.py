@@ -23,13 +23,11 @@ or ``python benchmarks/bench_stack_irt.py --before main --methods rasch_3pl_map`
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import site
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -112,13 +110,10 @@ def _run_worker(tree: Path, args, path: Path) -> np.lib.npyio.NpzFile:
 
 def before_after(args) -> None:
     """This tree's stacked rules against those at git ``args.before``, alternately."""
+    from git_tree import extract_package
+
     with tempfile.TemporaryDirectory() as tmp:
-        old = Path(tmp) / "before"
-        old.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, "bayesrank"],
-                                 check=True, capture_output=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(old, filter="data")
+        old = extract_package(args.before, Path(tmp) / "before")
         best: dict[str, dict[str, float]] = {"before": {}, "after": {}}
         scores = {}
         for _ in range(args.repeats):

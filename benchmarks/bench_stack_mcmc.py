@@ -13,18 +13,17 @@ Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_stack_mcmc.py [--repeat 3]
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import pickle
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from git_tree import extract_package
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (5, 10, 15)
@@ -75,12 +74,7 @@ def main() -> None:
         _child(args._child)
         return
     with tempfile.TemporaryDirectory() as tmp:
-        package = Path(tmp) / "before"
-        package.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, "bayesrank"],
-                                 check=True, capture_output=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(package, filter="data")
+        package = extract_package(args.before, Path(tmp) / "before")
         runs = {"before": [], "now": []}
         for k in range(args.repeat):
             runs["before"].append(_run(package, Path(tmp) / f"before{k}.pkl"))
