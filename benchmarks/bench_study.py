@@ -40,12 +40,10 @@ pool stacks pay off there once their rules join BATCHED_RULES.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import pickle
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import warnings
@@ -80,13 +78,11 @@ def time_bootstrap(data, selection: str, pools: int, **kwargs):
 
 def time_before(key: str, selection: str, pools: int, ref: str, tmp: Path):
     """:func:`time_bootstrap` on the package as of git ``ref``, in a fresh interpreter."""
+    from git_tree import extract_package
+
     package = tmp / "before"
     if not package.exists():
-        package.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "bayesrank"],
-                                 check=True, capture_output=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(package, filter="data")
+        extract_package(ref, package)
     out = tmp / f"before-{selection}-{pools}.pkl"
     env = {**os.environ, "PYTHONPATH": str(package)}
     subprocess.run([sys.executable, __file__, "--key", key, "--_time-one", selection,

@@ -11,10 +11,19 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def extract_package(ref: str, dest: Path) -> Path:
-    """Write ``bayesrank/`` at git ``ref`` of this repository under ``dest``; return ``dest``."""
+    """Write the package at git ``ref`` of this repository under ``dest``; return ``dest``.
+
+    ``bayesrank/`` as it is, and ``models/`` as ``bayesrank/models`` (the
+    installed layout, pyproject's package-dir mapping): with ``dest`` first on
+    ``PYTHONPATH`` both ``bayesrank`` and ``bayesrank.models`` come from ``ref``
+    (without the second, an editable install's finder supplies today's models).
+    """
     dest.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "bayesrank"],
-                             check=True, capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
+    for path, prefix in (("bayesrank", ""), ("models", "bayesrank/")):
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", f"--prefix={prefix}", ref, path],
+            check=True, capture_output=True,
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(dest, filter="data")
     return dest
