@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from _model_sims import counts_to_binary, logistic, rasch_prior_draw, simulate_irt, zero_sum_normal
 from bayesrank.models import irt
+from pymc.exceptions import ImplicitFreezeWarning
 from scipy import stats
 
 import bayesrank
@@ -311,7 +314,14 @@ def test_pointwise_log_likelihood_is_the_binomial_pmf(rasch_fixed):
         data.reductions.successes, data.reductions.trials, logistic(theta[:, None] - b)
     )
     np.testing.assert_allclose(post.idata.log_likelihood["k"].values[2, 40], expected, rtol=1e-10)
-    with post.pymc_model:
+    # the question masks the priors read travel with the draws, so PyMC keeps the posterior
+    # draws of b_raw knowingly instead of warning that it froze them
+    np.testing.assert_array_equal(
+        post.idata.constant_data["centred"].values, post.pymc_model["centred"].get_value()
+    )
+    assert "successes" not in post.idata.constant_data
+    with post.pymc_model, warnings.catch_warnings():
+        warnings.simplefilter("error", ImplicitFreezeWarning)
         pred = pm.sample_posterior_predictive(
             post.idata.sel(draw=slice(0, 20)), progressbar=False, random_seed=0
         )

@@ -135,7 +135,27 @@ def _add_observed(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
     coords, dims = coords_and_dims_for_inferencedata(model)
     observed = {k: np.asarray(v) for k, v in find_observations(model).items()}
     observed_tree = from_arrays({"observed_data": observed}, coords=coords, dims=dims)
-    return with_groups(idata, observed_data=group(observed_tree, "observed_data"))
+    groups = {"observed_data": group(observed_tree, "observed_data")}
+    constant = _prior_data(model)
+    if constant:
+        constant_tree = from_arrays({"constant_data": constant}, coords=coords, dims=dims)
+        groups["constant_data"] = group(constant_tree, "constant_data")
+    return with_groups(idata, **groups)
+
+
+def _prior_data(model: pm.Model) -> dict[str, np.ndarray]:
+    """The ``pm.Data`` that some free variable's prior reads (e.g. the IRT question masks).
+
+    Kept as ``constant_data`` so ``pm.sample_posterior_predictive`` sees them
+    unchanged and keeps the posterior draws of the variables they shape
+    (without the group it cannot tell, and warns that it froze them).  The
+    data only the likelihood reads (counts, log C(n, k)) stay out: large, and
+    already in ``observed_data`` or derived from it.
+    """
+    from pytensor.graph.traversal import ancestors
+
+    upstream = set(ancestors(model.free_RVs))
+    return {v.name: np.asarray(v.get_value()) for v in model.data_vars if v in upstream}
 
 
 def _finish(
