@@ -63,6 +63,18 @@ prior's tail, whose width grows with sigma_b, a funnel when centred.  On
 LiveCodeBench that raised the Rasch min bulk ESS from 1,180 to 2,001 (same
 21-22 steps per draw); on Reasoning Gym hard (10 x 4550 x 1) from R-hat
 1.012 and 1,106 (all centred) to 1.010 and 4,424.
+The abilities' basis (issue 9, fourth round).  theta has PyMC's
+ZeroSumNormal(3) prior, but is sampled in a basis pivoted on the model whose
+ability the data pin down best (:func:`ability_pivot`, :func:`_abilities`):
+PyMC's own basis makes the last model's ability a dense mixture of all L - 1
+free coordinates, and real benchmarks list models in any order.  ZeroEval
+MATH-L5 lists its weakest model (gemma-2-2b-it, 31 of 721 questions solved)
+last; in the 3PL its few successes can sit on the guessing floors, so its
+ability has a long lower tail (-6.5 +- 1.2), which a diagonal mass matrix
+cannot follow along a dense direction.  Full-size default fits (nutpie,
+seed 0, same machine): 3PL theta min bulk ESS 250, R-hat 1.0073 (an earlier
+run: 194, 1.011) -> 1,520, 1.0063, so the fit passes; 2PL 667 -> 2,686.  The
+pivot is data, like the question split.
 Which questions are informed, and which are centred, enters the graph as
 data (0/1 masks, :class:`QuestionSplit`), never as shapes: every dataset of
 one shape builds one graph, so the N = 1 subsamples of a benchmark, each
@@ -422,6 +434,26 @@ def question_split(informed: np.ndarray, centered: bool = True) -> QuestionSplit
     return QuestionSplit(informed, informed & bool(centered))
 
 
+def _reflected_zero_sum(name: str, size: int, pivot, free, direction, scale):
+    """scale * H y: z ~ N(0, I_{S-1}) placed around a pivot, reflected onto u's complement.
+
+    ``y`` holds z at the ``free`` positions and 0 at the pivot p (one-hot
+    ``pivot``); H = I - 2 w w^T / w^T w with w = e_p - u (``direction`` u, a
+    unit vector) is an orthonormal reflection that sends e_p to u and so e_p's
+    complement onto u's.  The result is isotropic Normal(0, scale^2) on the
+    (S - 1)-dimensional subspace orthogonal to u, a ZeroSumNormal when u is
+    1 / sqrt(S).  Every coordinate other than the pivot's is mainly its own z
+    (H e_j = e_j + O(1 / sqrt(S)) for j != p); the pivot's is a dense mixture
+    of all z.  pivot, free and direction are data, so the graph's shapes do not
+    depend on where the pivot is.
+    """
+    z = pm.Normal(f"{name}_z", 0.0, 1.0, shape=size - 1)
+    y = pt.set_subtensor(pt.zeros(size)[free], z)
+    w = pivot - direction
+    norm = pt.dot(w, w)
+    return scale * (y - 2.0 * w * pt.dot(w, y) / pt.where(norm > 0, norm, 1.0))
+
+
 def _log_discriminations(split: QuestionSplit, scale: float = 0.5):
     """log a_m: zero-sum over the informed questions, i.i.d. Normal(0, scale) elsewhere.
 
@@ -431,21 +463,61 @@ def _log_discriminations(split: QuestionSplit, scale: float = 0.5):
     inform, a slow direction through every ability (module docstring).
 
     That prior is isotropic Normal(0, scale^2) on the (M - 1)-dimensional
-    subspace orthogonal to u = 1_informed / sqrt(K).  It is sampled as
-    z ~ N(0, I_{M-1}) placed around a pivot p (the first informed question),
-    then reflected by the Householder map H = I - 2 w w^T / w^T w, w = e_p - u,
-    which sends e_p to u and so e_p's complement onto u's: the geometry of a
-    ZeroSumNormal over the informed questions next to untouched i.i.d.
-    uninformed ones (H moves only the informed coordinates), in a graph whose
-    shapes do not depend on K.  With one informed question (u = e_p) its
-    log a is 0.
+    subspace orthogonal to u = 1_informed / sqrt(K), sampled by
+    :func:`_reflected_zero_sum` around a pivot (the first informed question):
+    the geometry of a ZeroSumNormal over the informed questions next to
+    untouched i.i.d. uninformed ones (the reflection moves only the informed
+    coordinates), in a graph whose shapes do not depend on K.  With one
+    informed question (u = e_p) its log a is 0.
     """
-    z = pm.Normal("log_a_z", 0.0, 1.0, shape=split.size - 1)
-    y = pt.set_subtensor(pt.zeros(split.size)[split.data("log_a_free")], z)
-    w = split.data("log_a_pivot") - split.data("log_a_direction")
-    norm = pt.dot(w, w)
-    reflected = y - 2.0 * w * pt.dot(w, y) / pt.where(norm > 0, norm, 1.0)
-    return pm.Deterministic("log_a", scale * reflected, dims="question")
+    log_a = _reflected_zero_sum(
+        "log_a",
+        split.size,
+        split.data("log_a_pivot"),
+        split.data("log_a_free"),
+        split.data("log_a_direction"),
+        scale,
+    )
+    return pm.Deterministic("log_a", log_a, dims="question")
+
+
+def ability_pivot(k: np.ndarray, n: np.ndarray) -> int:
+    """The model whose ability the data pin down best: most binomial information overall.
+
+    Information about a model's ability is about sum_m n_lm p_lm (1 - p_lm);
+    with the model's overall solve rate r_l for p that is N_l r_l (1 - r_l), so
+    the pivot is the model with the most trials at a rate nearest 1/2 (the
+    first such model on ties).
+    """
+    trials = n.sum(axis=1).astype(float)
+    rate = k.sum(axis=1) / np.maximum(trials, 1.0)
+    return int(np.argmax(trials * rate * (1.0 - rate)))
+
+
+def _abilities(k: np.ndarray, n: np.ndarray, scale: float):
+    """theta ~ ZeroSumNormal(scale) over the models, pivoted on the best-informed model.
+
+    The same prior as ``pm.ZeroSumNormal`` (isotropic on the zero-sum
+    subspace; :func:`_reflected_zero_sum` with u = 1 / sqrt(L)), in another
+    orthonormal basis.  PyMC's basis makes the *last* model's ability the dense
+    mixture of all free coordinates; when that model is the least informed
+    one, its wide posterior lies along a direction no diagonal mass matrix
+    follows.  Measured (issue 9): ZeroEval MATH-L5 lists its weakest model,
+    gemma-2-2b-it (31 of 721 questions solved), last, and under the 3PL its
+    ability has a long lower tail (theta about -6.5 +- 1.2: its few successes
+    can sit on the guessing floors); with PyMC's basis that theta reached
+    R-hat 1.0073-1.011 and bulk ESS 194-250 (default fits, seed 0), every
+    other parameter above 1,050.  Pivoting on the best-informed model
+    (:func:`ability_pivot`) puts the dense mixture where the posterior is
+    narrow.  The pivot is data (``theta_pivot``, ``theta_free``), so datasets
+    of one shape share one graph.
+    """
+    L = k.shape[0]
+    pivot = ability_pivot(k, n)
+    one_hot = pm.Data("theta_pivot", (np.arange(L) == pivot).astype(float))
+    free = pm.Data("theta_free", np.delete(np.arange(L), pivot))
+    theta = _reflected_zero_sum("theta", L, one_hot, free, np.full(L, 1.0 / np.sqrt(L)), scale)
+    return pm.Deterministic("theta", theta, dims="llm")
 
 
 def informative_items(k: np.ndarray, n: np.ndarray) -> bool:
@@ -511,7 +583,7 @@ def item_response(
         successes = pm.Data("successes", k, dims=CELL)
         trials = pm.Data("trials", n, dims=CELL)
 
-        theta = pm.ZeroSumNormal("theta", sigma=ability_scale, dims="llm")
+        theta = _abilities(k, n, ability_scale)
         # the mean ability is 0; the items' common location carries the prior of the
         # abilities' mean under the paper's theta_l ~ N(0, ability_scale) i.i.d.
         location_sd = ability_scale / np.sqrt(k.shape[0])

@@ -227,6 +227,46 @@ def test_identifiability_constraints_hold_in_every_draw(rasch_fixed):
     assert {"log_a", "beta", "a", "b"} <= set(model.named_vars)
 
 
+def test_abilities_are_a_zero_sum_normal_pivoted_on_the_best_informed_model():
+    """theta ~ ZeroSumNormal(3) in a basis whose dense coordinate is the best-informed model.
+
+    PyMC's ZeroSumNormal makes the last model's ability a mixture of every free
+    coordinate; the 3PL's weakest model on ZeroEval MATH-L5 is listed last and
+    mixed slowly there (models/irt.py, ``_abilities``).
+    """
+    import pymc as pm
+
+    from bayesrank.inference.cache import structure_key
+
+    rates = np.array([0.8, 0.55, 0.3, 0.9, 0.04])  # model 1 nearest 1/2, the weakest last
+    R = (np.random.default_rng(0).random((5, 40, 4)) < rates[:, None, None]).astype(int)
+    k = R.sum(-1)
+    assert irt.ability_pivot(k, np.full(k.shape, 4)) == 1
+    model = irt.build(R, kind="3pl")
+    np.testing.assert_array_equal(model["theta_pivot"].get_value(), [0, 1, 0, 0, 0])
+    assert model["theta_z"].type.shape == (4,)
+    L, zsn = 5, pm.ZeroSumNormal.dist(sigma=3.0, shape=5)
+    offsets = []
+    for z in np.random.default_rng(4).normal(size=(6, 4)):
+        theta = model["theta"].eval({model["theta_z"]: z})
+        assert abs(theta.sum()) < 1e-12
+        assert np.linalg.norm(theta) == pytest.approx(3.0 * np.linalg.norm(z), rel=1e-12)
+        # same density as PyMC's ZeroSumNormal(3), up to the constant of the basis change
+        offsets.append(pm.logp(zsn, theta).eval() - stats.norm.logpdf(z).sum())
+    np.testing.assert_allclose(offsets, offsets[0], atol=1e-10)
+    # the weakest model (not the pivot) is mainly its own coordinate: H e_j has
+    # 1 - 1 / (L - sqrt(L)) on the diagonal, the pivot is a mixture of all
+    unit = np.eye(4)[3]  # the free slot of model 4
+    theta = model["theta"].eval({model["theta_z"]: unit})
+    assert theta[4] == pytest.approx(3.0 * (1 - 1 / (L - np.sqrt(L))), rel=1e-12)
+    pivot_row = [model["theta"].eval({model["theta_z"]: e})[1] for e in np.eye(4)]
+    np.testing.assert_allclose(pivot_row, 3.0 / np.sqrt(L), rtol=1e-12)
+    # a dataset with another pivot builds the same graph (fit_many batches them)
+    other = irt.build(R[::-1], kind="3pl")
+    assert other["theta_pivot"].get_value().argmax() == 3
+    assert structure_key(model, "3pl") == structure_key(other, "3pl")
+
+
 def test_discrimination_scale_is_fixed_by_the_informed_questions_only():
     """Questions solved by none or by all get free log a; the others' log a sum to zero."""
     import pymc as pm
