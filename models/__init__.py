@@ -31,6 +31,7 @@ import pymc as pm
 from bayesrank.errors import UnknownMethodError
 
 from . import bayes, bradley_terry, davidson_luce, irt
+from ._common import scoring_model
 
 __all__ = [
     "MODELS",
@@ -41,6 +42,7 @@ __all__ = [
     "bradley_terry",
     "davidson_luce",
     "irt",
+    "scoring_model",
 ]
 
 

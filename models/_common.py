@@ -9,7 +9,19 @@ import numpy as np
 from bayesrank.data import ResponseData, as_response_data
 from bayesrank.errors import DataError
 
-__all__ = ["coords_of", "response_data", "check_option"]
+__all__ = ["coords_of", "response_data", "check_option", "scoring_model"]
+
+def scoring_model(model):
+    """The model to score observations with: pointwise log-likelihoods, predictive draws.
+
+    ``model`` itself, unless its sampled density integrates parameters out and
+    leaves their observations out of the likelihood (the Rasch's one-sided
+    difficulties, :func:`models.irt._collapsed_difficulties`): then a twin with
+    the same free variables and deterministics whose likelihood scores every
+    observation at the parameters' reported draws.
+    """
+    twin = getattr(model, "scoring_twin", None)
+    return model if twin is None else twin()
 
 
 def response_data(data: Any) -> ResponseData:

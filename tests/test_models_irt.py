@@ -267,6 +267,180 @@ def test_abilities_are_a_zero_sum_normal_pivoted_on_the_best_informed_model():
     assert structure_key(model, "3pl") == structure_key(other, "3pl")
 
 
+def _one_sided_data():
+    """4 models x 7 questions x 3 trials: questions 1 and 4 never solved, 5 always."""
+    rng = np.random.default_rng(11)
+    R = (rng.random((4, 7, 3)) < np.array([0.3, 0.5, 0.6, 0.8])[:, None, None]).astype(int)
+    R[:, [1, 4]] = 0
+    R[:, 5] = 1
+    R[0, 0] = [1, 0, 0]  # keep the others informed
+    R[3, 2] = [0, 1, 1]
+    return R
+
+
+def _value_fn(model, name: str):
+    """``model[name]`` as a function of a point of the model's value variables."""
+    (graph,) = model.replace_rvs_by_values([model[name]])
+    return model.compile_fn(graph, inputs=model.value_vars, on_unused_input="ignore")
+
+
+def _one_sided_reference(theta, mu, sigma, trials, sign, z):
+    """By scipy quadrature: log Z, log S(mu + sigma z) and the Phi(z)-quantile of b.
+
+    Z = int N(b | mu, sigma) S(b) db with S(b) = prod_l (1 - p_l(b))^n (``sign``
+    +1, never solved) or prod_l p_l(b)^n (-1, always solved), p_l = logistic(theta_l - b).
+    """
+    from scipy import integrate, optimize, special
+
+    def log_s(x):
+        return -trials * np.logaddexp(0.0, sign * (theta - x)).sum()
+
+    def density(x):
+        return stats.norm.pdf(x, mu, sigma) * np.exp(log_s(x))
+
+    lo = min(mu - 12 * sigma, theta.min() - 40.0)
+    hi = max(mu + 12 * sigma, theta.max() + 40.0)
+
+    def mass(x):
+        kinks = [t for t in theta if lo < t < x] or None
+        return integrate.quad(density, lo, x, epsabs=0, epsrel=1e-11, limit=400, points=kinks)[0]
+
+    total = mass(hi)
+    quantile = optimize.brentq(lambda x: mass(x) / total - special.ndtr(z), lo, hi, xtol=1e-12)
+    return np.log(total), log_s(mu + sigma * z), quantile
+
+
+def _central_differences(logp, point: dict, names: list[str], h: float = 1e-6) -> np.ndarray:
+    flat = np.concatenate([np.atleast_1d(point[name]) for name in names])
+    sizes = np.cumsum([np.size(point[name]) for name in names])[:-1]
+
+    def at(x):
+        parts = np.split(x, sizes)
+        return logp({name: part.reshape(np.shape(point[name]))
+                     for name, part in zip(names, parts, strict=True)})
+
+    return np.array([(at(flat + e) - at(flat - e)) / (2 * h) for e in h * np.eye(flat.size)])
+
+
+def test_uninformed_difficulties_are_integrated_out_of_the_rasch_density():
+    """Collapsed Rasch = full Rasch with each one-sided question's difficulty integrated out.
+
+    The density difference at any point must be sum_m log int N(b | mu, sigma)
+    S_m(b) db - log S_m(mu + sigma z_m) over the questions solved by no model
+    (S = prod_l (1 - p_l(b))^n) or by all (prod_l p_l(b)^n), with the integral
+    from scipy's adaptive quadrature; each such b must be the Phi(z_m)-quantile
+    of its conditional posterior; the gradient must be that of the collapsed
+    density (central differences), although b is not differentiated; and the
+    scoring twin's pointwise log-likelihood must be the binomial pmf of every
+    cell at the reported b.  The last point puts the one-sided difficulties far
+    beyond the prior's bulk (mu_b + 7 sigma_b and more), where the grid has to move.
+    """
+    from bayesrank.models import scoring_model
+
+    R = _one_sided_data()
+    k = R.sum(-1)
+    never, always = k.sum(0) == 0, k.sum(0) == 12
+    full = irt.build(R, kind="rasch")
+    collapsed = irt.build(R, kind="rasch", collapse_uninformed=True)
+    assert "uninformed_difficulties" not in full.named_vars
+    assert "uninformed_difficulties" in collapsed.named_vars
+    values = [v.name for v in collapsed.value_vars]
+    assert values == [v.name for v in full.value_vars]
+    logp_full, logp_collapsed = full.compile_logp(), collapsed.compile_logp()
+    dlogp = collapsed.compile_dlogp()
+    theta_of, b_of = (_value_fn(collapsed, name) for name in ("theta", "b"))
+    full_b_of = _value_fn(full, "b")
+    twin = scoring_model(collapsed)
+    assert [v.name for v in twin.value_vars] == values
+    assert "uninformed_difficulties" not in twin.named_vars
+    pointwise = twin.compile_fn(twin.logp(vars=[twin["k"]], sum=False)[0],
+                                inputs=twin.value_vars, on_unused_input="ignore")
+    rng = np.random.default_rng(3)
+    points = [{"theta_z": rng.normal(size=3), "mu_b": rng.normal(), "sigma_b_log__":
+               rng.normal(0.5, 0.4), "b_raw": rng.normal(size=7)} for _ in range(2)]
+    points.append({"theta_z": np.array([4.0, -3.0, 2.0]), "mu_b": -6.0,
+                   "sigma_b_log__": np.log(0.5), "b_raw": rng.normal(size=7)})
+    informed = ~(never | always)
+    for point in points:
+        theta, b = theta_of(point), b_of(point)
+        mu, sigma = point["mu_b"], np.exp(point["sigma_b_log__"])
+        expected = logp_full(point)
+        for m in np.flatnonzero(~informed):
+            log_z, log_s, quantile = _one_sided_reference(
+                theta, mu, sigma, 3.0, 1.0 if never[m] else -1.0, point["b_raw"][m]
+            )
+            expected += log_z - log_s
+            assert b[m] == pytest.approx(quantile, abs=2e-4 * sigma)
+        assert logp_collapsed(point) == pytest.approx(expected, abs=1e-8)
+        # informed questions keep their centred or non-centred map of b_raw
+        np.testing.assert_allclose(b[informed], full_b_of(point)[informed], rtol=1e-12)
+        cells = stats.binom.logpmf(k, 3, 1.0 / (1.0 + np.exp(b[None, :] - theta[:, None])))
+        np.testing.assert_allclose(pointwise(point), cells, rtol=1e-10, atol=1e-12)
+        numeric = _central_differences(logp_collapsed, point, values)
+        np.testing.assert_allclose(dlogp(point), numeric, rtol=1e-5, atol=1e-5)
+
+
+def test_uninformed_difficulties_collapse_only_where_the_integral_is_shared():
+    """By default from 1,000 one-sided questions; never for 2PL/3PL, beta-binomial counts,
+    prior runs R0 or unequal trials per question."""
+    R = _one_sided_data()
+    name = "uninformed_difficulties"
+    assert name not in irt.build(R, kind="rasch").named_vars
+    for extra, expected in ((irt.COLLAPSE_MIN_QUESTIONS - 3, True),
+                            (irt.COLLAPSE_MIN_QUESTIONS - 4, False)):  # R has 3 already
+        wide = np.concatenate([R, np.zeros((4, extra, 3), int)], axis=1)
+        assert (name in irt.build(wide, kind="rasch").named_vars) is expected
+    assert name in irt.build(R, kind="rasch", collapse_uninformed=True).named_vars
+    assert name not in irt.build(R, kind="2pl", collapse_uninformed=True).named_vars
+    assert name not in irt.build(
+        R, kind="rasch", likelihood="beta_binomial", collapse_uninformed=True
+    ).named_vars
+    with_prior = ResponseData(R, R0=R[:, :, :1])
+    assert name not in irt.build(
+        with_prior, kind="rasch", use_R0=True, collapse_uninformed=True
+    ).named_vars
+    mask = np.ones(R.shape, bool)
+    mask[0, 3, 2] = False
+    masked = ResponseData(R, mask=mask)
+    assert name not in irt.build(masked, kind="rasch", collapse_uninformed=True).named_vars
+
+
+@pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
+def test_collapsed_rasch_fit_is_the_full_rasch_posterior_end_to_end():
+    """fit(..., collapse_uninformed=True): same posterior, full log-likelihood, PPC runs.
+
+    Both parameterisations sample one posterior: abilities and the pooled scale
+    agree within Monte Carlo error, the one-sided questions' difficulties
+    (reported from their conditional posterior) have the same means and sds,
+    the pointwise log-likelihood covers every cell at the reported draws, and
+    the posterior-predictive check replicates every cell.
+    """
+    R = _one_sided_data()
+    k = R.sum(-1)
+    fits = {
+        collapse: fit(R, "rasch", draws=1000, tune=600, chains=2, random_seed=5,
+                      collapse_uninformed=collapse)
+        for collapse in (False, True)
+    }
+    for post in fits.values():
+        assert post.diagnostics["ess_bulk"].min() >= 300
+    for name in ("theta", "b", "sigma_b"):
+        a, b = (draws_of(fits[c], name) for c in (False, True))
+        mcse = np.sqrt(a.var(0) / 300 + b.var(0) / 300)  # ESS >= 300 per fit (checked)
+        assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * mcse), name
+        np.testing.assert_allclose(b.std(0), a.std(0), rtol=0.25, err_msg=name)
+    post = fits[True]
+    theta, b = draws_of(post, "theta"), draws_of(post, "b")
+    loglik = post.idata["log_likelihood"]["k"].values.reshape(-1, *k.shape)
+    p = 1.0 / (1.0 + np.exp(b[:, None, :] - theta[:, :, None]))
+    np.testing.assert_allclose(loglik, stats.binom.logpmf(k, 3, p), rtol=1e-8, atol=1e-10)
+    # replicated at the reported difficulties: each cell's mean count is 3 E[p] (5 se)
+    replicated = post.ppc(num_draws=250).idata["posterior_predictive"]["k"].values
+    replicated = replicated.reshape(-1, *k.shape)
+    expected, se = 3.0 * p.mean(0), np.sqrt(3.0 / 4.0 / replicated.shape[0])
+    np.testing.assert_allclose(replicated.mean(0), expected, atol=5 * se)
+
+
 def test_discrimination_scale_is_fixed_by_the_informed_questions_only():
     """Questions solved by none or by all get free log a; the others' log a sum to zero."""
     import pymc as pm
@@ -386,3 +560,21 @@ def test_beta_binomial_draws_survive_a_probability_that_rounds_to_one():
     assert draws.shape == (2000, 2)
     assert (draws[:, 0] == 10).all()  # almost surely every trial succeeds
     assert abs(draws[:, 1].mean() - 5.0) < 0.3
+
+
+def test_collapsed_rasch_log_likelihood_in_batched_jax_fits():
+    """fit_many on NumPyro (one JAX program for datasets whose one-sided questions differ)
+    computes the pointwise log-likelihood from the scoring twin: every cell at the reported b."""
+    from bayesrank.inference.fitting import fit_many
+
+    R = _one_sided_data()
+    other = R.copy()
+    other[0, 1, 0] = 1  # question 1 is now informed in the second dataset
+    posts = fit_many([R, other], "rasch", sampler="numpyro", draws=200, tune=200, chains=2,
+                     random_seed=1, collapse_uninformed=True)
+    for post, data in zip(posts, (R, other), strict=True):
+        k = data.sum(-1)
+        theta, b = draws_of(post, "theta"), draws_of(post, "b")
+        loglik = post.idata["log_likelihood"]["k"].values.reshape(-1, *k.shape)
+        p = 1.0 / (1.0 + np.exp(b[:, None, :] - theta[:, :, None]))
+        np.testing.assert_allclose(loglik, stats.binom.logpmf(k, 3, p), rtol=1e-8, atol=1e-10)

@@ -43,7 +43,9 @@ pytestmark = [
 
 SETS = ("lcb_repair", "zeroeval_math_l5", "reasoning_gym_hard", "matharena_aime2025_I")
 MAX_QUESTIONS = 120
-FULL_SIZE = {("rasch", "lcb_repair"), ("3pl", "zeroeval_math_l5")} | {
+# the Reasoning Gym Rasch at full size integrates its 1,584 one-sided difficulties out
+FULL_SIZE = {("rasch", "lcb_repair"), ("3pl", "zeroeval_math_l5"),
+             ("rasch", "reasoning_gym_hard")} | {
     (model, name) for model in ("bradley_terry", "davidson", "davidson_luce") for name in SETS
 }
 

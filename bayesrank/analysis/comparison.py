@@ -26,6 +26,7 @@ import xarray as xr
 
 from bayesrank.datatree import group, has_group
 from bayesrank.errors import DataError
+from bayesrank.models import scoring_model
 
 if TYPE_CHECKING:
     from bayesrank.analysis.posterior import Posterior
@@ -63,7 +64,8 @@ def pointwise_log_likelihood(posterior: Posterior) -> xr.DataArray:
         import pymc as pm
 
         loglik = pm.compute_log_likelihood(
-            idata, model=posterior.pymc_model, var_names=[var], extend_inferencedata=False,
+            idata, model=scoring_model(posterior.pymc_model), var_names=[var],
+            extend_inferencedata=False,
             progressbar=False,
         )
         return loglik[var]

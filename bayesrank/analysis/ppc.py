@@ -48,6 +48,7 @@ import xarray as xr
 
 from bayesrank.datatree import group, has_group, with_groups
 from bayesrank.errors import DataError
+from bayesrank.models import scoring_model
 
 if TYPE_CHECKING:
     from bayesrank.analysis.posterior import Posterior
@@ -237,13 +238,14 @@ def replicate(
             "pymc_model/observed_var (fit it with bayesrank.fit, or pass them to Posterior)"
         )
     thinned = _thinned_posterior(posterior, num_draws)
+    model = scoring_model(posterior.pymc_model)
     with _without_pymc_info():
         predictive = pm.sample_posterior_predictive(
             xr.DataTree.from_dict({"posterior": thinned}),
-            model=posterior.pymc_model,
+            model=model,
             var_names=[var],
             # the posterior draws are what is replicated from: keep them, never resample
-            freeze_vars=[rv.name for rv in posterior.pymc_model.free_RVs if rv.name in thinned],
+            freeze_vars=[rv.name for rv in model.free_RVs if rv.name in thinned],
             random_seed=random_seed,
             progressbar=False,
             extend_inferencedata=False,

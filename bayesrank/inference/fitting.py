@@ -34,7 +34,7 @@ from bayesrank.inference.backends import (
 )
 from bayesrank.inference.cache import structure_key
 from bayesrank.inference.diagnostics import SamplingWarning, check, summarize
-from bayesrank.models import get_model
+from bayesrank.models import get_model, scoring_model
 
 __all__ = ["fit", "fit_many", "DEFAULT_SAMPLER"]
 
@@ -282,7 +282,7 @@ def fit(
         loglik = pm.compute_log_likelihood(
             idata,
             var_names=[observed_var],
-            model=pymc_model,
+            model=scoring_model(pymc_model),
             extend_inferencedata=False,
             progressbar=False,
         )

@@ -21,6 +21,7 @@ import numpy as np
 import pymc as pm
 
 from bayesrank.inference.cache import cached
+from bayesrank.models import scoring_model
 
 __all__ = ["JaxModel", "ProgressBar", "jaxify", "run_nuts"]
 
@@ -62,10 +63,16 @@ def jaxify(model: pm.Model, log_likelihood: Sequence[str] = ()) -> JaxModel:
     symbolic = {var: var.type(name=var.name) for var in shared}
     value_vars = model.value_vars
     outputs = list(pm.util.get_default_varnames(model.unobserved_value_vars, False))
-    observed = [model[name] for name in log_likelihood]
+    scorer = scoring_model(model)
+    observed = [scorer[name] for name in log_likelihood]
 
-    def compile_graph(graphs):
-        replaced = clone_replace(list(graphs), replace=symbolic)
+    def compile_graph(graphs, of=model):
+        # inputs by name, so the scoring twin's graphs take the model's values and data
+        values = {v.name: v for v in value_vars}
+        data = {v.name: symbolic[v] for v in shared}
+        replace = {v: values[v.name] for v in of.value_vars}
+        replace.update({v: data[v.name] for v in of.data_vars})
+        replaced = clone_replace(list(graphs), replace=replace)
         return get_jaxified_graph(inputs=[*value_vars, *symbolic.values()], outputs=replaced)
 
     return JaxModel(
@@ -76,7 +83,8 @@ def jaxify(model: pm.Model, log_likelihood: Sequence[str] = ()) -> JaxModel:
         log_likelihood_names=list(log_likelihood),
         logp=compile_graph([model.logp()]),
         outputs=compile_graph(outputs),
-        log_likelihood=compile_graph(model.logp(vars=observed, sum=False)) if observed else None,
+        log_likelihood=(compile_graph(scorer.logp(vars=observed, sum=False), scorer)
+                        if observed else None),
     )
 
 
