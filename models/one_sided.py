@@ -111,7 +111,7 @@ def collapsed_difficulties(theta, k: np.ndarray, n: np.ndarray):
     S(b), S(b) = prod_l (1 - logistic(theta_l - b))^n_l (never solved) or
     prod_l logistic(theta_l - b)^n_l (always solved): the prior's tail beyond
     the models, bounded by the data from one side only.  Sampled next to theta
-    by NUTS, these b mixed slowly on real benchmarks (module docstring).  Here
+    by NUTS, these b mixed slowly on real benchmarks (docs/samplers.md, fifth round).  Here
     they are integrated out of the sampled density, which gets log Z = log int
     N(b | mu_b, sigma_b) S(b) db per such question in place of its cells
     (trapezoid rule on a standard-normal grid, :func:`_side_grid`: two
@@ -132,9 +132,9 @@ def collapsed_difficulties(theta, k: np.ndarray, n: np.ndarray):
     posterior-predictive draws) has the same free variables, scores every
     cell at the reported b and has no Potential.
 
-    Returns ``difficulties(raw, location, scale)`` for :func:`models.irt._pooled`, and
-    ``likelihood(b_sampled, b_reported) -> (b, weight)`` and ``potential()`` for
-    the observed cells.
+    Returns ``difficulties(raw, location, scale)`` for :func:`models.irt._pooled`,
+    ``likelihood(b_sampled, b_reported, score_every_cell) -> (b, cell weight or
+    None)`` for the observed cells, and ``potential()`` (the sampled model only).
     """
     total, tries = k.sum(axis=0), n.sum(axis=0)
     never = pm.Data("never_solved", (total == 0).astype(float), dims="question")
