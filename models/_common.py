@@ -11,12 +11,13 @@ from bayesrank.errors import DataError
 
 __all__ = ["coords_of", "response_data", "check_option", "scoring_model"]
 
+
 def scoring_model(model):
     """The model to score observations with: pointwise log-likelihoods, predictive draws.
 
     ``model`` itself, unless its sampled density integrates parameters out and
     leaves their observations out of the likelihood (the Rasch's one-sided
-    difficulties, :func:`models.irt._collapsed_difficulties`): then a twin with
+    difficulties, :func:`models.one_sided.collapsed_difficulties`): then a twin with
     the same free variables and deterministics whose likelihood scores every
     observation at the parameters' reported draws.
     """

@@ -630,7 +630,7 @@ def item_response(
         # abilities' mean under the paper's theta_l ~ N(0, ability_scale) i.i.d.
         location_sd = ability_scale / np.sqrt(k.shape[0])
         split = question_split(informed_questions(k, n), centered)
-        collapse = weight = None
+        weight = None
         if kind == "rasch":
             mu_b = pm.Normal("mu_b", 0.0, location_sd)
             if collapse_uninformed and likelihood == "binomial" and k0 is None and collapsible(n):
