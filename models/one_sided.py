@@ -132,7 +132,7 @@ def collapsed_difficulties(theta, k: np.ndarray, n: np.ndarray):
     posterior-predictive draws) has the same free variables, scores every
     cell at the reported b and has no Potential.
 
-    Returns ``difficulties(raw, location, scale)`` for :func:`models.irt._pooled`,
+    Returns ``difficulties(raw, location, scale)`` for :func:`models.item_effects.pooled`,
     ``likelihood(b_sampled, b_reported, score_every_cell) -> (b, cell weight or
     None)`` for the observed cells, and ``potential()`` (the sampled model only).
     """

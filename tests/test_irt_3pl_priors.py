@@ -33,8 +33,18 @@ def evaluate(model, names, point):
     return dict(zip(names, values, strict=True))
 
 
+def plain_3pl(binary, walls=False):
+    """The 3PL as :func:`irt.build` makes it, with the one-sided intercepts plainly
+    non-centred (``walls=False``) or measured from their walls."""
+    k, n = binary.sum(-1), np.full(binary.shape[:2], binary.shape[2])
+    coords = {"llm": [f"m{i}" for i in range(k.shape[0])],
+              "question": [f"q{i}" for i in range(k.shape[1])]}
+    return irt.item_response(k, n, kind="3pl", coords=coords, likelihood="beta_binomial",
+                             walls=walls)
+
+
 def test_3pl_uninformed_intercepts_use_their_own_scale(binary):
-    model = irt.build(binary, kind="3pl")
+    model = plain_3pl(binary)
     point = random_point(model)
     got = evaluate(model, ["beta", "mu_beta", "sigma_beta_uninformed", "beta_raw"], point)
     np.testing.assert_allclose(
@@ -92,3 +102,44 @@ def test_a_fixed_floor_has_no_floor_parameters(binary):
     with model:
         assert np.isfinite(model.compile_logp()(model.initial_point()))
     assert isinstance(model, pm.Model)
+
+
+def test_one_sided_intercepts_from_their_walls_are_a_change_of_variables(binary):
+    """The 3PL samples a one-sided question's intercept by its distance from the wall, v.
+
+    The density of (v, rest) must be the plainly non-centred model's density of (z, rest)
+    at z(v) times |dz/dv| = logistic(-v) + 1 / s, and beta the same function of z.
+    """
+    walled, plain = plain_3pl(binary, walls=True), plain_3pl(binary)
+    for seed in range(4):
+        point = random_point(walled, seed=10 + seed)
+        point["beta_raw"] = point["beta_raw"] * 3.0  # deep past and far from the walls
+        got = evaluate(walled, ["beta", "mu_beta", "sigma_beta_uninformed"], point)
+        scale = got["sigma_beta_uninformed"]
+        z = (got["beta"][:2] - got["mu_beta"]) / scale
+        v = point["beta_raw"][:2]
+        old_point = dict(point)
+        old_point["beta_raw"] = np.concatenate([z, point["beta_raw"][2:]])
+        np.testing.assert_allclose(evaluate(plain, ["beta"], old_point)["beta"], got["beta"],
+                                   rtol=1e-12, atol=1e-12)
+        jacobian = np.log(expit(-v) + 1.0 / scale).sum()
+        assert walled.compile_logp()(point) == pytest.approx(
+            plain.compile_logp()(old_point) + jacobian, rel=1e-11)
+
+
+def test_wall_map_is_increasing_onto_the_line_and_puts_the_wall_at_the_reference(binary):
+    """z - z_w = side h(v), h(v) = -softplus(-v) + v / s: the best model's logit for a question
+    nobody solves is s h(v) (the worst model's, for one everybody solves, -s h(v))."""
+    model = irt.build(binary, kind="3pl")
+    point = random_point(model, seed=21)
+    ks = binary.sum(-1).sum(-1)
+    best, worst = int(np.argmax(ks)), int(np.argmin(ks))
+    for v in (-40.0, -2.0, 0.0, 2.0, 40.0):
+        point["beta_raw"] = np.full(8, v)
+        got = evaluate(model, ["beta", "a", "theta", "sigma_beta_uninformed"], point)
+        s = got["sigma_beta_uninformed"]
+        h = -np.logaddexp(0.0, -v) + v / s
+        never = got["a"][0] * got["theta"][best] + got["beta"][0]
+        always = got["a"][1] * got["theta"][worst] + got["beta"][1]
+        assert never == pytest.approx(s * h, rel=1e-10, abs=1e-10)
+        assert always == pytest.approx(-s * h, rel=1e-10, abs=1e-10)

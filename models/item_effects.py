@@ -1,0 +1,128 @@
+"""Per-question effects of the item-response models, pooled across questions.
+
+:func:`pooled` draws difficulties (Rasch) or intercepts (2PL, 3PL) i.i.d. from
+Normal(location, scale): informed questions centred, one-sided ones (solved by
+no model, or by every model in every trial) non-centred, or, for the 3PL,
+measured from the wall their data put up (:func:`wall_intercepts`).  Used by
+:func:`models.irt.item_response`; the one-sided Rasch difficulties can also be
+integrated out (:mod:`models.one_sided`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+__all__ = ["Walls", "pooled", "wall_intercepts", "wall_models"]
+
+
+class Walls(NamedTuple):
+    """What a one-sided 3PL intercept's wall depends on: slopes a (M,) and abilities (L,)."""
+
+    slope: object
+    ability: object
+    models: np.ndarray  # (2, L) one-hot: the best model (row 0), the worst (row 1)
+
+
+def wall_models(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """One-hot rows of the models with the highest and the lowest solve rate, (2, L)."""
+    rate = k.sum(axis=1) / np.maximum(n.sum(axis=1), 1)
+    L = k.shape[0]
+    return np.stack([np.arange(L) == np.argmax(rate), np.arange(L) == np.argmin(rate)]).astype(
+        float)
+
+
+def wall_intercepts(raw, location, scale, side, walls: Walls):
+    """One-sided 3PL intercepts as their distance from the wall, and that map's log density.
+
+    A question no model solves needs a_m theta_l + beta_m well below 0 for
+    every model, which the best model's ability bounds: its intercept's
+    conditional posterior is the prior N(mu, s^2) cut off by a soft wall at
+    beta_w = -a_m theta_best (the worst model's for a question every model
+    solves, from below).  The wall is about one logit wide, the prior s wide:
+    on Reasoning Gym hard s is 32 (the one-sided questions lie in both tails
+    of one normal), so in the non-centred z = (beta - mu) / s the wall is 1/32
+    wide and NUTS needed step size 0.062, 63 leapfrog steps per draw (R-hat
+    1.0126 on these intercepts; with this map 0.127, 31 steps, R-hat 1.0085,
+    2.5x less wall time; docs/samplers.md, sixth round).  Here
+    the free coordinate v of such a question is mapped to
+
+        z = z_w + side h(v),  z_w = (beta_w - mu) / s,  h(v) = -softplus(-v) + v / s
+
+    (``side`` +1 for never solved, -1 for always solved), so a_m theta_ref +
+    beta_m = side s h(v): about s v logits on the open side (where only the
+    prior acts, at unit scale in z) and about v past the wall, one logit per
+    unit.  h is
+    strictly increasing onto the real line, so for fixed other parameters v
+    -> beta is a bijection; the density of v is phi(z) h'(v) with h'(v) =
+    logistic(-v) + 1 / s, the same joint posterior of beta and the rest.
+
+    Returns (z, log density of v) per question, for the questions with
+    ``side`` != 0 (elsewhere z = raw and the density is 0).
+    """
+    best, worst = _wall_rows(walls.models)
+    reference = pt.where(side > 0, pt.dot(best, walls.ability), pt.dot(worst, walls.ability))
+    z_wall = (-walls.slope * reference - location) / scale
+    h = -pt.softplus(-raw) + raw / scale
+    one_sided = pt.neq(side, 0)
+    z = pt.where(one_sided, z_wall + side * h, raw)
+    log_density = -0.5 * z**2 + pt.log(pt.sigmoid(-raw) + 1.0 / scale)
+    return z, pt.where(one_sided, log_density, 0.0)
+
+
+def _wall_rows(models: np.ndarray):
+    """The best and the worst model's one-hot rows, as data of the current model."""
+    data = pm.modelcontext(None).named_vars.get("wall_models")
+    if data is None:
+        data = pm.Data("wall_models", models)
+    return data[0], data[1]
+
+
+def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool = False,
+           uninformed=None, walls: Walls | None = None):
+    """Item effects i.i.d. Normal(location, scale), scale ~ HalfNormal(2.5).
+
+    The questions that ``split.centred`` marks are sampled as they are (the
+    data pin each down); the others non-centred, location + scale z with z ~
+    N(0, 1): an uninformed question's posterior is the prior's tail, whose
+    width scales with the learnt scale, a funnel when centred.  One free
+    vector ``{name}_raw`` holds both kinds, told apart by masks that are data
+    (:class:`models.irt.QuestionSplit`), so the graph does not depend on which
+    questions are which.
+
+    ``uninformed_scale``: the uninformed questions get their own scale
+    ``{scale_name}_uninformed`` ~ HalfNormal(2.5) (the 3PL; :mod:`models.irt`).
+    ``walls``: with ``uninformed_scale``, the one-sided questions' z is
+    measured from their wall (:func:`wall_intercepts`; the Potential
+    ``one_sided_{name}`` carries that map's density).
+    ``uninformed(raw, location, scale)``: the uninformed questions' reported
+    values from their z (:func:`models.one_sided.collapsed_difficulties`); then
+    the result is the pair (the plain map, unnamed; the reported Deterministic).
+    """
+    scale = pm.HalfNormal(scale_name, 2.5)
+    centred = split.data("centred") > 0
+    raw = pm.Normal(
+        f"{name}_raw",
+        pt.where(centred, location, 0.0),
+        pt.where(centred, scale, 1.0),
+        dims="question",
+    )
+    outside, z = scale, raw
+    if uninformed_scale:
+        own = pm.HalfNormal(f"{scale_name}_uninformed", 2.5)
+        outside = pt.where(split.data("informed") > 0, scale, own)
+        if walls is not None:
+            z, log_density = wall_intercepts(raw, location, own, split.data("side"), walls)
+            # raw's own N(0, 1) density is replaced by the map's on the one-sided questions
+            one_sided = pt.neq(split.data("side"), 0)
+            pm.Potential(f"one_sided_{name}",
+                         (log_density + pt.where(one_sided, 0.5 * raw**2, 0.0)).sum())
+    plain = pt.where(centred, raw, location + outside * z)
+    if uninformed is None:
+        return pm.Deterministic(name, plain, dims="question")
+    own = uninformed(raw, location, scale)
+    reported = pt.where(split.data("informed") > 0, plain, own)
+    return plain, pm.Deterministic(name, reported, dims="question")
