@@ -177,6 +177,7 @@ def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int,
         "min_tail_ess": tail,
         "divergences": int(np.asarray(stats["diverging"]).sum()),
         "steps_per_draw": float(np.asarray(stats["n_steps"]).mean()),
+        "step_size": float(np.asarray(stats["step_size"]).mean()),
         "min_ess_per_s": bulk[slowest] / (t2 - t0),
     }
 
