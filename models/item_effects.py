@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pytensor.tensor.variable import TensorVariable
 
 __all__ = ["Walls", "pooled", "wall_intercepts", "wall_models"]
 
@@ -22,8 +23,8 @@ __all__ = ["Walls", "pooled", "wall_intercepts", "wall_models"]
 class Walls(NamedTuple):
     """What a one-sided 3PL intercept's wall depends on: slopes a (M,) and abilities (L,)."""
 
-    slope: object
-    ability: object
+    slope: TensorVariable
+    ability: TensorVariable
     models: np.ndarray  # (2, L) one-hot: the best model (row 0), the worst (row 1)
 
 

@@ -10,9 +10,9 @@ checks that raise ``SamplingWarning``: R-hat <= 1.01 and bulk and tail ESS >=
 
 Budget (2 cores): the IRT models are fitted to a deterministic subsample of
 at most 120 questions (every k-th question in the data's order, so the share
-of never- and always-solved questions is kept), except Rasch on LiveCodeBench
-(15 x 713 x 10), the 3PL on ZeroEval MATH-L5 (38 x 721 x 1: its weakest
-model's long lower tail, see ``models/irt.py``), Rasch and 3PL on Reasoning Gym
+of never- and always-solved questions is kept), except Rasch and 3PL on
+LiveCodeBench (15 x 713 x 10), the 3PL on ZeroEval MATH-L5 (38 x 721 x 1: its
+weakest model's long lower tail, see ``models/irt.py``), Rasch and 3PL on Reasoning Gym
 hard (10 x 4550 x 1: 1,584 one-sided questions), and Bradley-Terry, Davidson
 and Davidson-Luce on every set at full size (their sufficient statistics do
 not grow with the questions, or grow only with the distinct setwise events).
@@ -37,16 +37,17 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning"),
     pytest.mark.skipif(
         not os.environ.get("BAYESRANK_REAL_FITS"),
-        reason="24 default MCMC fits on the real sets take about an hour on 2 cores, beyond "
+        reason="24 default MCMC fits on the real sets take about 90 minutes on 2 cores, beyond "
         "make test's budget: run them with `make test-real` (BAYESRANK_REAL_FITS=1)",
     ),
 ]
 
 SETS = ("lcb_repair", "zeroeval_math_l5", "reasoning_gym_hard", "matharena_aime2025_I")
 MAX_QUESTIONS = 120
-# the Reasoning Gym Rasch at full size integrates its 1,584 one-sided difficulties out; its
-# 3PL (about 15 minutes) samples their intercepts from their walls (models/item_effects.py)
-FULL_SIZE = {("rasch", "lcb_repair"), ("3pl", "zeroeval_math_l5"),
+# the Reasoning Gym Rasch at full size integrates its 1,584 one-sided difficulties out; the
+# 3PL samples their intercepts from their walls (models/item_effects.py): about 15 minutes
+# each on LiveCodeBench and Reasoning Gym
+FULL_SIZE = {("rasch", "lcb_repair"), ("3pl", "lcb_repair"), ("3pl", "zeroeval_math_l5"),
              ("rasch", "reasoning_gym_hard"), ("3pl", "reasoning_gym_hard")} | {
     (model, name) for model in ("bradley_terry", "davidson", "davidson_luce") for name in SETS
 }
