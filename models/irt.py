@@ -11,7 +11,7 @@ Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
                        Normal(0, 0.5) over the others (solved by no model or by all)
              mu_beta ~ Normal(0, 3 / sqrt(L)),  sigma_beta ~ HalfNormal(2.5)
              beta_m  ~ Normal(mu_beta, sigma_beta)         intercepts
-             (3PL: beta_m ~ Normal(mu_beta, sigma_beta_uninformed) for the questions
+             (beta_m ~ Normal(mu_beta, sigma_beta_uninformed) for the questions
              solved by no model or by all, sigma_beta_uninformed ~ HalfNormal(2.5),
              sampled by their distance from the data's wall: models.item_effects)
              eta_lm  = a_m theta_l + beta_m,   difficulty b_m = -beta_m / a_m
@@ -154,12 +154,16 @@ the simulated 3PL recovery test, so the floors stay i.i.d. Beta(1, 19) (4.5%
 of prior mass above 0.15, mean 0.05: guessing near 0 for free-response
 answers).  The model stays the paper's 3PL, p = c + (1 - c) logistic(a theta
 + beta), theta with mean 0; only the uninformed intercepts' prior scale is
-new.  Rasch and 2PL, which pass without it, keep one scale.
+new.  The Rasch keeps one scale; the 2PL has the own scale too (below).
 That own scale is wide where the one-sided questions fill both tails (32
 on Reasoning Gym hard), and their intercepts are sampled by their distance
 from the wall their data put up (:func:`models.item_effects.wall_intercepts`,
 the same posterior): full-size Reasoning Gym hard 3PL 2,096 s, step size
-0.062, 63 steps per draw, R-hat 1.0126 -> 848 s, 0.127, 31, 1.0085.
+0.062, 63 steps per draw, R-hat 1.0126 -> 848 s, 0.127, 31, 1.0085.  An own
+scale alone had doubled the 2PL's steps (31 -> 63: the same wall); with the
+walls the full-size LiveCodeBench 2PL went from min bulk ESS 740, R-hat
+1.0093 (one scale, 99 s) to 1,487, 1.0079 (118 s), 31 steps each, so the
+2PL has both.
 
 Empirical prior from R0 (opt-in, ``use_R0=True``).  Prior outcomes such as one
 greedy decode per question are modelled as a second, shifted examinee:
@@ -592,7 +596,7 @@ def item_response(
         With the collapse: build the twin that scores every cell at the reported
         difficulties (log-likelihood and predictive draws), not the sampled density.
     walls : bool
-        3PL: sample the one-sided questions' intercepts from their walls
+        2PL/3PL: sample the one-sided questions' intercepts from their walls
         (:func:`models.item_effects.wall_intercepts`; False: plainly non-centred).
     """
     n_of = {"k": n, "k0": None if k0 is None else np.full(k0.shape, n0)}
@@ -633,8 +637,8 @@ def item_response(
             a = pm.Deterministic("a", pt.exp(log_a), dims="question")
             mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
             # 3PL: the uninformed questions' intercepts get their own scale (module docstring)
-            walls = Walls(a, theta, wall_models(k, n)) if kind == "3pl" and walls else None
-            beta = pooled("beta", mu_beta, "sigma_beta", split, kind == "3pl", walls=walls)
+            walls = Walls(a, theta, wall_models(k, n)) if walls else None
+            beta = pooled("beta", mu_beta, "sigma_beta", split, True, walls=walls)
             pm.Deterministic("b", -beta / a, dims="question")
 
             def logit(ability):

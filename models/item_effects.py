@@ -2,8 +2,8 @@
 
 :func:`pooled` draws difficulties (Rasch) or intercepts (2PL, 3PL) i.i.d. from
 Normal(location, scale): informed questions centred, one-sided ones (solved by
-no model, or by every model in every trial) non-centred, or, for the 3PL,
-measured from the wall their data put up (:func:`wall_intercepts`).  Used by
+no model, or by every model in every trial) non-centred, or, for the 2PL and
+3PL, measured from the wall their data put up (:func:`wall_intercepts`).  Used by
 :func:`models.irt.item_response`; the one-sided Rasch difficulties can also be
 integrated out (:mod:`models.one_sided`).
 """
@@ -21,7 +21,7 @@ __all__ = ["Walls", "pooled", "wall_intercepts", "wall_models"]
 
 
 class Walls(NamedTuple):
-    """What a one-sided 3PL intercept's wall depends on: slopes a (M,) and abilities (L,)."""
+    """What a one-sided 2PL/3PL intercept's wall depends on: slopes a (M,) and abilities (L,)."""
 
     slope: TensorVariable
     ability: TensorVariable
@@ -37,7 +37,7 @@ def wall_models(k: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 def wall_intercepts(raw, location, scale, side, walls: Walls):
-    """One-sided 3PL intercepts as their distance from the wall, and that map's log density.
+    """One-sided 2PL/3PL intercepts as their distance from the wall, and that map's log density.
 
     A question no model solves needs a_m theta_l + beta_m well below 0 for
     every model, which the best model's ability bounds: its intercept's
@@ -95,7 +95,7 @@ def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool =
     questions are which.
 
     ``uninformed_scale``: the uninformed questions get their own scale
-    ``{scale_name}_uninformed`` ~ HalfNormal(2.5) (the 3PL; :mod:`models.irt`).
+    ``{scale_name}_uninformed`` ~ HalfNormal(2.5) (the 2PL and 3PL; :mod:`models.irt`).
     ``walls``: with ``uninformed_scale``, the one-sided questions' z is
     measured from their wall (:func:`wall_intercepts`; the Potential
     ``one_sided_{name}`` carries that map's density).

@@ -1,5 +1,6 @@
 """The 3PL's priors (issue 9, third round): the uninformed questions' intercepts have their
-own scale; checked with the floors and the likelihood against scipy at random points.
+own scale (the 2PL's too, since the sixth round, with the walls); checked with the floors
+and the likelihood against scipy at random points.
 """
 
 from __future__ import annotations
@@ -33,14 +34,14 @@ def evaluate(model, names, point):
     return dict(zip(names, values, strict=True))
 
 
-def plain_3pl(binary, walls=False):
-    """The 3PL as :func:`irt.build` makes it, with the one-sided intercepts plainly
+def plain_3pl(binary, walls=False, kind="3pl"):
+    """The 3PL (or 2PL) as :func:`irt.build` makes it, with the one-sided intercepts plainly
     non-centred (``walls=False``) or measured from their walls."""
     k, n = binary.sum(-1), np.full(binary.shape[:2], binary.shape[2])
     coords = {"llm": [f"m{i}" for i in range(k.shape[0])],
               "question": [f"q{i}" for i in range(k.shape[1])]}
-    return irt.item_response(k, n, kind="3pl", coords=coords, likelihood="beta_binomial",
-                             walls=walls)
+    return irt.item_response(k, n, kind=kind, coords=coords,
+                             likelihood=irt.DEFAULT_LIKELIHOOD[kind], walls=walls)
 
 
 def test_3pl_uninformed_intercepts_use_their_own_scale(binary):
@@ -58,9 +59,8 @@ def test_3pl_uninformed_intercepts_use_their_own_scale(binary):
     assert logp == pytest.approx(stats.halfnorm(scale=2.5).logpdf(got["sigma_beta_uninformed"]))
 
 
-@pytest.mark.parametrize("kind", ["rasch", "2pl"])
-def test_rasch_and_2pl_keep_one_scale(binary, kind):
-    names = {v.name for v in irt.build(binary, kind=kind).free_RVs}
+def test_rasch_keeps_one_scale(binary):
+    names = {v.name for v in irt.build(binary, kind="rasch").free_RVs}
     assert not any(name.endswith("_uninformed") and name.startswith("sigma") for name in names)
 
 
@@ -104,13 +104,14 @@ def test_a_fixed_floor_has_no_floor_parameters(binary):
     assert isinstance(model, pm.Model)
 
 
-def test_one_sided_intercepts_from_their_walls_are_a_change_of_variables(binary):
-    """The 3PL samples a one-sided question's intercept by its distance from the wall, v.
+@pytest.mark.parametrize("kind", ["2pl", "3pl"])
+def test_one_sided_intercepts_from_their_walls_are_a_change_of_variables(binary, kind):
+    """The 2PL and 3PL sample a one-sided question's intercept by its distance from the wall, v.
 
     The density of (v, rest) must be the plainly non-centred model's density of (z, rest)
     at z(v) times |dz/dv| = logistic(-v) + 1 / s, and beta the same function of z.
     """
-    walled, plain = plain_3pl(binary, walls=True), plain_3pl(binary)
+    walled, plain = plain_3pl(binary, True, kind), plain_3pl(binary, False, kind)
     for seed in range(4):
         point = random_point(walled, seed=10 + seed)
         point["beta_raw"] = point["beta_raw"] * 3.0  # deep past and far from the walls
@@ -127,10 +128,11 @@ def test_one_sided_intercepts_from_their_walls_are_a_change_of_variables(binary)
             plain.compile_logp()(old_point) + jacobian, rel=1e-11)
 
 
-def test_wall_map_is_increasing_onto_the_line_and_puts_the_wall_at_the_reference(binary):
+@pytest.mark.parametrize("kind", ["2pl", "3pl"])
+def test_wall_map_is_increasing_onto_the_line_and_puts_the_wall_at_the_reference(binary, kind):
     """z - z_w = side h(v), h(v) = -softplus(-v) + v / s: the best model's logit for a question
     nobody solves is s h(v) (the worst model's, for one everybody solves, -s h(v))."""
-    model = irt.build(binary, kind="3pl")
+    model = irt.build(binary, kind=kind)
     point = random_point(model, seed=21)
     ks = binary.sum(-1).sum(-1)
     best, worst = int(np.argmax(ks)), int(np.argmin(ks))
