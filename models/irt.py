@@ -637,8 +637,8 @@ def item_response(
             a = pm.Deterministic("a", pt.exp(log_a), dims="question")
             mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
             # 3PL: the uninformed questions' intercepts get their own scale (module docstring)
-            walls = Walls(a, theta, wall_models(k, n)) if walls else None
-            beta = pooled("beta", mu_beta, "sigma_beta", split, True, walls=walls)
+            wall_frame = Walls(a, theta, wall_models(k, n)) if walls else None
+            beta = pooled("beta", mu_beta, "sigma_beta", split, True, walls=wall_frame)
             pm.Deterministic("b", -beta / a, dims="question")
 
             def logit(ability):

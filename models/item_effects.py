@@ -61,8 +61,9 @@ def wall_intercepts(raw, location, scale, side, walls: Walls):
     -> beta is a bijection; the density of v is phi(z) h'(v) with h'(v) =
     logistic(-v) + 1 / s, the same joint posterior of beta and the rest.
 
-    Returns (z, log density of v) per question, for the questions with
-    ``side`` != 0 (elsewhere z = raw and the density is 0).
+    Returns z per question and the log density of v relative to raw's own
+    N(0, 1) prior, log phi(z) + log h'(v) - log phi(v), for the questions with
+    ``side`` != 0 (elsewhere z = raw and the term is 0).
     """
     best, worst = _wall_rows(walls.models)
     reference = pt.where(side > 0, pt.dot(best, walls.ability), pt.dot(worst, walls.ability))
@@ -70,7 +71,7 @@ def wall_intercepts(raw, location, scale, side, walls: Walls):
     h = -pt.softplus(-raw) + raw / scale
     one_sided = pt.neq(side, 0)
     z = pt.where(one_sided, z_wall + side * h, raw)
-    log_density = -0.5 * z**2 + pt.log(pt.sigmoid(-raw) + 1.0 / scale)
+    log_density = 0.5 * (raw**2 - z**2) + pt.log(pt.sigmoid(-raw) + 1.0 / scale)
     return z, pt.where(one_sided, log_density, 0.0)
 
 
@@ -117,10 +118,7 @@ def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool =
         outside = pt.where(split.data("informed") > 0, scale, own)
         if walls is not None:
             z, log_density = wall_intercepts(raw, location, own, split.data("side"), walls)
-            # raw's own N(0, 1) density is replaced by the map's on the one-sided questions
-            one_sided = pt.neq(split.data("side"), 0)
-            pm.Potential(f"one_sided_{name}",
-                         (log_density + pt.where(one_sided, 0.5 * raw**2, 0.0)).sum())
+            pm.Potential(f"one_sided_{name}", log_density.sum())
     plain = pt.where(centred, raw, location + outside * z)
     if uninformed is None:
         return pm.Deterministic(name, plain, dims="question")
