@@ -150,8 +150,13 @@ def every_kth_question(data: bayesrank.ResponseData, k: int) -> bayesrank.Respon
 # -- measurement ---------------------------------------------------------------------------
 
 def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int,
-            backend: str = "numba") -> dict:
-    """Compile with nutpie's ``backend``, sample 4 chains, and summarise convergence and speed."""
+            backend: str | None = None, numba_at_scale: bool = False) -> dict:
+    """Compile with nutpie's ``backend``, sample 4 chains, and summarise convergence and speed.
+
+    ``backend`` None: the one :func:`bayesrank.fit` picks for ``model`` (whose spec
+    says ``numba_at_scale``).
+    """
+    backend = backend or nutpie_backend(model, numba_at_scale)
     names = [v.name for v in model.free_RVs] + [v.name for v in model.deterministics]
     options = {"backend": "jax", "gradient_backend": "jax"} if backend == "jax" else {}
     t0 = time.perf_counter()
@@ -169,6 +174,7 @@ def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int,
     slowest = min(bulk, key=bulk.get)
     stats = idata.sample_stats
     return {
+        "backend": backend,
         "compile_s": t1 - t0,
         "wall_s": t2 - t0,
         "r_hat": rhat,
@@ -202,16 +208,16 @@ def main() -> None:
             spec = MODELS[name]
             # new: today's model with the back end bayesrank.fit picks; old: the model
             # before issue 9 with nutpie's Numba build, the default then
-            builds = [("new", spec.target_accept, lambda d=data, s=spec: s.build(d),
-                       nutpie_backend())]
+            builds = [("new", spec.target_accept, lambda d=data, s=spec: s.build(d), None)]
             if name in CHANGED and not args.no_peer:
                 builds.append(("old", PREVIOUS_TARGET_ACCEPT[name],
                                lambda d=data, n=name: previous_irt(d, n), "numba"))
             for version, target_accept, build, backend in builds:
                 row = {"data": set_name, "shape": "x".join(map(str, data.R.shape)),
-                       "model": name, "version": version, "backend": backend}
+                       "model": name, "version": version}
                 row.update(measure(build(), target_accept=target_accept,
-                                   draws=args.draws, seed=args.seed, backend=backend))
+                                   draws=args.draws, seed=args.seed, backend=backend,
+                                   numba_at_scale=spec.numba_at_scale))
                 rows.append(row)
                 print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in row.items()), flush=True)

@@ -1,8 +1,9 @@
 """nutpie's two CPU back ends on the real sets: JAX (XLA) against Numba, default fits.
 
 ``bayesrank.fit(data, model, random_seed=0)`` with every default, once with
-``NUTPIE_BACKEND = "jax"`` and right after it with ``"numba"`` (the peer, the
-default before), on the real data sets of ``../shared/data``.  Each row records
+``NUTPIE_BACKEND = "jax"`` and right after it with ``"numba"`` (each the other's
+peer), on the real data sets of ``../shared/data``; ``auto_picks`` is the one
+``NUTPIE_BACKEND = "auto"`` (the default) compiles that model with.  Each row records
 wall time (the whole call), nutpie's compile and sampling seconds, leapfrog steps
 per draw, seconds per log-density-and-gradient evaluation (sampling seconds x
 parallel chains / all leapfrog steps), the worst R-hat, the smallest bulk and tail
@@ -25,6 +26,7 @@ import warnings
 from pathlib import Path
 
 import pandas as pd
+from bayesrank.models import get_model
 
 import bayesrank
 from bayesrank.datatree import group
@@ -73,8 +75,12 @@ def main() -> None:
     rows = []
     for spec in args.fits.split(","):
         name, model = spec.split(":")
+        backends.NUTPIE_BACKEND = "auto"
+        spec = get_model(model)
+        auto = backends.nutpie_backend(spec.build(sets[name]), spec.numba_at_scale)
         for backend in ("jax", "numba"):
-            row = {"data": name, "model": model, **one_fit(sets[name], model, backend)}
+            row = {"data": name, "model": model, "auto_picks": auto,
+                   **one_fit(sets[name], model, backend)}
             rows.append(row)
             print(row, flush=True)
     table = pd.DataFrame(rows)

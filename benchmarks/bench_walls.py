@@ -26,8 +26,6 @@ import pandas as pd
 from bayesrank.models import MODELS, irt
 from bench_models_real import OUT, every_kth_question, load_real_sets, measure
 
-from bayesrank.inference.backends import nutpie_backend
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -50,7 +48,7 @@ def main() -> None:
         row = {"data": args.set, "shape": "x".join(map(str, data.R.shape)),
                "one-sided intercepts": version}
         row.update(measure(model, target_accept=spec.target_accept, draws=args.draws,
-                           seed=args.seed, backend=nutpie_backend()))
+                           seed=args.seed))
         rows.append(row)
         print(row, flush=True)
     table = pd.DataFrame(rows)

@@ -242,3 +242,48 @@ def test_progress_bar_only_for_people(monkeypatch):
     assert default_progressbar() is False
     monkeypatch.setattr(sys, "stderr", Stream(True))  # a terminal
     assert default_progressbar() is True
+
+
+def test_nutpie_compiles_large_binomial_irt_with_numba_and_the_rest_with_jax(monkeypatch):
+    from bayesrank.models import get_model
+
+    import bayesrank.inference.backends as sampling
+
+    pytest.importorskip("jax")
+    data = small_data(seed=5, L=4, M=6, N=5)
+    rasch = get_model("rasch").build(data)
+    assert sampling.observed_size(rasch) == data.L * data.M  # binomial counts, not trials
+    pairs = get_model("bradley_terry").build(data)
+    assert sampling.observed_size(pairs) == data.L * (data.L - 1) // 2
+    assert [n for n in ("rasch", "2pl", "3pl", "bradley_terry", "davidson", "davidson_luce")
+            if get_model(n).numba_at_scale] == ["rasch", "2pl"]
+    monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "auto")
+    monkeypatch.setattr(sampling, "NUMBA_MIN_OBSERVED", data.L * data.M)
+    assert sampling.nutpie_backend(rasch, numba_at_scale=True) == "numba"
+    assert sampling.nutpie_backend(rasch, numba_at_scale=False) == "jax"
+    assert sampling.nutpie_backend(pairs, numba_at_scale=True) == "jax"  # too few values
+    monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "jax")
+    assert sampling.nutpie_backend(rasch, numba_at_scale=True) == "jax"
+    monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "numba")
+    assert sampling.nutpie_backend(pairs) == "numba"
+
+    # fit() picks by the model's spec, and both builds sample the same density: the same
+    # posterior from the same seed
+    monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "auto")
+    picked = []
+    real = sampling.nutpie_backend
+
+    def recording(*args):
+        picked.append(real(*args))
+        return picked[-1]
+
+    monkeypatch.setattr(sampling, "nutpie_backend", recording)
+    numba_post = fit(data, "rasch", sampler="nutpie", random_seed=4, **QUICK)
+    monkeypatch.setattr(sampling, "NUMBA_MIN_OBSERVED", data.L * data.M + 1)
+    jax_post = fit(data, "rasch", sampler="nutpie", random_seed=4, **QUICK)
+    assert picked == ["numba", "jax"]
+    np.testing.assert_allclose(
+        numba_post.idata.posterior["theta"].mean(("chain", "draw")).to_numpy(),
+        jax_post.idata.posterior["theta"].mean(("chain", "draw")).to_numpy(),
+        atol=0.05,
+    )

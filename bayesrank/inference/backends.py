@@ -21,6 +21,9 @@ from typing import Any
 import numpy as np
 import pymc as pm
 import xarray as xr
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import ancestors
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
@@ -90,17 +93,41 @@ def _keep_model_vars(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
 #: Which nutpie back end compiles the log-density: "auto", "jax" or "numba".
 NUTPIE_BACKEND = os.environ.get("BAYESRANK_NUTPIE_BACKEND", "auto")
 
+#: "auto" compiles with Numba on a CPU from this many observed values (response cells).
+NUMBA_MIN_OBSERVED = 10_000
 
-def nutpie_backend() -> str:
-    """The back end nutpie compiles with: ``NUTPIE_BACKEND``, where "auto" means JAX on a CPU.
 
-    With "auto", JAX (XLA) when jax is installed and its default device is the CPU,
-    else Numba.  Measured on the real sets (docs/samplers.md, "nutpie: JAX or Numba"):
-    nutpie's Numba path compiles a C callback on every fit, uncached (10-120 s on
-    2 loaded cores), where XLA compiles in 1-4 s; per gradient XLA was 1.3-1.8x faster
-    on the large IRT models and slower on the small pairwise ones, and every default fit
-    measured took less wall time with JAX.  On a GPU JAX would run each gradient
-    there, which was not measured; Numba is kept.
+def observed_size(model: pm.Model) -> int:
+    """How many observed values ``model`` scores: per observed variable, its largest data array."""
+    total = 0
+    for rv in model.observed_RVs:
+        value = model.rvs_to_values[rv]
+        sizes = [
+            np.size(v.get_value(borrow=True) if isinstance(v, SharedVariable) else v.data)
+            for v in ancestors([value])
+            if isinstance(v, SharedVariable | Constant) and v.ndim == value.ndim
+        ]
+        total += max(sizes, default=0)
+    return int(total)
+
+
+def nutpie_backend(model: pm.Model | None = None, numba_at_scale: bool = False) -> str:
+    """The back end nutpie compiles ``model`` with: ``NUTPIE_BACKEND``, "auto" by measurement.
+
+    With "auto": Numba where jax is missing or its default device is not the CPU;
+    on a CPU, Numba for a model that runs faster there at scale
+    (``numba_at_scale``: the binomial Rasch and 2PL, ``ModelSpec.numba_at_scale``)
+    with at least ``NUMBA_MIN_OBSERVED`` observed values, JAX (XLA) for the
+    others.  Measured on an idle 2-core machine (docs/samplers.md, "nutpie: JAX
+    or Numba"): nutpie calls a JAX log-density from Python for every gradient,
+    about 1 ms a call on the 15 x 713 x 10 Rasch against 0.47 ms for the Numba
+    function, and only the Numba chains run free of Python's interpreter lock;
+    but nutpie compiles a Numba model anew on every fit (13-80 s, no disk cache)
+    against 1-4 s for JAX.  Default fits of the real Rasch and 2PL with 10,000 or
+    more cells took 1.14-1.65x less wall time with Numba (the ZeroEval Rasch 5%
+    more); the 3PL (beta-binomial cells) 1.4x more on ZeroEval, the Davidson-Luce
+    on LiveCodeBench (7 leapfrog steps a draw) 1.1x more, and every smaller model
+    about the same or more.
     """
     choice = NUTPIE_BACKEND
     if choice not in ("auto", "jax", "numba"):
@@ -111,14 +138,18 @@ def nutpie_backend() -> str:
         return "numba"
     import jax
 
-    return "jax" if jax.default_backend() == "cpu" else "numba"
+    if jax.default_backend() != "cpu":
+        return "numba"
+    large = numba_at_scale and model is not None and observed_size(model) >= NUMBA_MIN_OBSERVED
+    return "numba" if large else "jax"
 
 
-def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_accept, key=None):
+def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_accept, key=None,
+                   numba_at_scale=False):
     import nutpie
 
     t0 = time.perf_counter()
-    backend = nutpie_backend()
+    backend = nutpie_backend(model, numba_at_scale)
     options = {"backend": "jax", "gradient_backend": "jax"} if backend == "jax" else {}
     # nutpie's JAX build bakes pm.Data in as constants (no with_data): compiled anew each
     # time, which costs 1-4 s
@@ -295,6 +326,7 @@ def sample(
     log_likelihood: tuple[str, ...] = (),
     key: Hashable | None = None,
     exact_draws: Callable[..., dict[str, dict[str, np.ndarray]]] | None = None,
+    numba_at_scale: bool = False,
 ) -> tuple[xr.DataTree, dict[str, float]]:
     """Draw from the posterior of ``model`` with ``sampler``.
 
@@ -308,7 +340,8 @@ def sample(
     model's own exact sampler, used by ``sampler="conjugate"``: it returns the
     ``posterior`` group's arrays and, when asked, the ``log_likelihood`` group's
     (in closed form from the same draws, so :func:`fit` needs no
-    :func:`pymc.compute_log_likelihood` pass).
+    :func:`pymc.compute_log_likelihood` pass).  ``numba_at_scale``: see
+    :func:`nutpie_backend`.
     """
     require(sampler)
     kwargs = dict(
@@ -320,7 +353,7 @@ def sample(
         target_accept=target_accept,
     )
     if sampler == "nutpie":
-        return _sample_nutpie(model, **kwargs, key=key)
+        return _sample_nutpie(model, **kwargs, key=key, numba_at_scale=numba_at_scale)
     if sampler == "pymc":
         return _sample_pymc(model, **kwargs)
     if sampler == "conjugate":
