@@ -76,8 +76,8 @@ def main() -> None:
     for spec in args.fits.split(","):
         name, model = spec.split(":")
         backends.NUTPIE_BACKEND = "auto"
-        spec = get_model(model)
-        auto = backends.nutpie_backend(spec.build(sets[name]), spec.numba_at_scale)
+        model_spec = get_model(model)
+        auto = backends.nutpie_backend(model_spec.build(sets[name]), model_spec.numba_at_scale)
         for backend in ("jax", "numba"):
             row = {"data": name, "model": model, "auto_picks": auto,
                    **one_fit(sets[name], model, backend)}
