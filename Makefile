@@ -29,7 +29,7 @@ demo: $(STAMP)
 
 ## test: the whole test suite
 test: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --durations=15
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
 
 ## test-real: every model fitted with defaults to every real set in ../shared (about 90 minutes)
 test-real: $(STAMP)
