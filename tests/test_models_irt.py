@@ -13,7 +13,7 @@ from scipy import stats
 
 import bayesrank
 from bayesrank import DataError, ResponseData, kendall_tau
-from bayesrank.inference.fitting import fit
+from bayesrank.inference.fitting import fit, fit_many
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:arviz")
 
@@ -36,21 +36,23 @@ def draws_of(post, name: str) -> np.ndarray:
 
 # -- simulation-based calibration ---------------------------------------------------------
 
-@pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 def test_rasch_simulation_based_calibration():
     """Ranks of the true theta and b among posterior draws are uniform (Talts et al. 2018).
 
-    40 datasets of 4 models x 6 questions x 5 trials drawn from the model's own
-    prior; nutpie reuses one compiled model for all of them.  The same fits give
-    the 90%-interval coverage of every ability.
+    120 datasets of 4 models x 6 questions x 5 trials drawn from the model's own
+    prior, fitted in one vectorised NumPyro batch (``fit_many``: one compiled
+    program for all of them; nutpie's per-gradient Python call made 40 one-by-one
+    fits take 4-5 minutes).  The same fits give the 90%-interval coverage of
+    every ability.
     """
     rng = np.random.default_rng(2024)
-    L, M, N, reps, thin = 4, 6, 5, 40, 3
+    L, M, N, reps, thin = 4, 6, 5, 120, 3
+    truth = [rasch_prior_draw(rng, L, M) for _ in range(reps)]
+    tensors = [simulate_irt(rng, theta, b, N)[0] for theta, b in truth]
+    posts = fit_many(tensors, "rasch", sampler="numpyro", draws=600, tune=400, chains=2,
+                     random_seed=0, log_likelihood=False, warn=False)
     ranks, hits, divergent = [], [], 0
-    for r in range(reps):
-        theta, b = rasch_prior_draw(rng, L, M)
-        R, _ = simulate_irt(rng, theta, b, N)
-        post = fit(R, "rasch", draws=600, tune=400, chains=2, random_seed=r, log_likelihood=False)
+    for (theta, b), post in zip(truth, posts, strict=True):
         divergent += post.diagnostics.attrs["divergences"]
         th = draws_of(post, "theta")[::thin]
         bb = draws_of(post, "b")[::thin]
@@ -176,16 +178,22 @@ def test_beta_binomial_log_likelihood_is_scipys_pmf():
 
 @pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 def test_binomial_3pl_is_multimodal_where_the_default_converges():
-    """Bundled example, aime24: the default 3PL passes every check; binomial chains disagree.
+    """Bundled example, aime24, 4 chains x 500 draws each: the default 3PL's chains agree,
+    the binomial 3PL's do not.
 
-    (Before the abilities carried the location, the binomial chains sat in modes with
-    R-hat 1.5-2.1; with it they still disagree beyond the 1.01 check.)"""
+    At equal length the default's worst R-hat is within ordinary Monte Carlo error
+    (1.009 measured) with no divergences, the binomial's far beyond it (1.57, with
+    divergences).  Before the abilities carried the location the binomial chains sat
+    in modes with R-hat 1.5-2.1 at full length; with it they still end above the
+    1.01 check at the default 1,000 draws (1.012 measured), and the default passes.
+    """
     data = bayesrank.datasets.example("aime24")
-    default = fit(data, "3pl", random_seed=0)
-    assert default.diagnostics["passed"].all(), default.diagnostics
+    run = dict(draws=500, tune=500, random_seed=0, log_likelihood=False)
+    default = fit(data, "3pl", **run)
+    assert default.diagnostics["r_hat"].max() < 1.02, default.diagnostics
     assert default.diagnostics.attrs["divergences"] == 0
-    binomial = fit(data, "3pl", likelihood="binomial", random_seed=0)
-    assert binomial.diagnostics["r_hat"].max() > 1.01
+    binomial = fit(data, "3pl", likelihood="binomial", **run)
+    assert binomial.diagnostics["r_hat"].max() > 1.1
     assert not binomial.diagnostics["passed"].all()
 
 
