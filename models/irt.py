@@ -200,7 +200,7 @@ from ._common import (
     positive_scale,
     response_data,
 )
-from .item_effects import Walls, pooled, wall_models
+from .item_effects import Walls, pooled, solve_rates, wall_models
 from .one_sided import (
     COLLAPSE_MIN_QUESTIONS,
     collapsed_difficulties,
@@ -499,9 +499,8 @@ def ability_pivot(k: np.ndarray, n: np.ndarray) -> int:
     the pivot is the model with the most trials at a rate nearest 1/2 (the
     first such model on ties).
     """
-    trials = n.sum(axis=1).astype(float)
-    rate = k.sum(axis=1) / np.maximum(trials, 1.0)
-    return int(np.argmax(trials * rate * (1.0 - rate)))
+    rate = solve_rates(k, n)
+    return int(np.argmax(n.sum(axis=1) * rate * (1.0 - rate)))
 
 
 def _abilities(k: np.ndarray, n: np.ndarray, scale: float):

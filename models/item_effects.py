@@ -17,7 +17,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-__all__ = ["Walls", "pooled", "wall_intercepts", "wall_models"]
+__all__ = ["Walls", "pooled", "solve_rates", "wall_intercepts", "wall_models"]
 
 
 class Walls(NamedTuple):
@@ -28,9 +28,14 @@ class Walls(NamedTuple):
     models: np.ndarray  # (2, L) one-hot: the best model (row 0), the worst (row 1)
 
 
+def solve_rates(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Each model's overall solve rate sum_m k_lm / sum_m n_lm (0 for a model without trials)."""
+    return k.sum(axis=1) / np.maximum(n.sum(axis=1), 1)
+
+
 def wall_models(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     """One-hot rows of the models with the highest and the lowest solve rate, (2, L)."""
-    rate = k.sum(axis=1) / np.maximum(n.sum(axis=1), 1)
+    rate = solve_rates(k, n)
     L = k.shape[0]
     return np.stack([np.arange(L) == np.argmax(rate), np.arange(L) == np.argmin(rate)]).astype(
         float)
