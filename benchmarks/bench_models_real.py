@@ -44,7 +44,7 @@ from bayesrank.models import MODELS, irt
 from bayesrank.models._common import coords_of
 
 import bayesrank
-from bayesrank.inference.backends import nutpie_backend
+from bayesrank.inference.backends import nutpie_backend, nutpie_pytensor_model
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 OUT = Path(__file__).resolve().parents[1] / "bench-results"
@@ -150,20 +150,25 @@ def every_kth_question(data: bayesrank.ResponseData, k: int) -> bayesrank.Respon
 # -- measurement ---------------------------------------------------------------------------
 
 def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int,
-            backend: str | None = None, numba_at_scale: bool = False) -> dict:
+            backend: str | None = None, numba_at_scale: bool = False,
+            pytensor_when_small: bool = False) -> dict:
     """Compile with nutpie's ``backend``, sample 4 chains, and summarise convergence and speed.
 
     ``backend`` None: the one :func:`bayesrank.fit` picks for ``model`` (whose spec
-    says ``numba_at_scale``).
+    says ``numba_at_scale`` and ``pytensor_when_small``).
     """
-    backend = backend or nutpie_backend(model, numba_at_scale)
+    backend = backend or nutpie_backend(model, numba_at_scale, pytensor_when_small)
     names = [v.name for v in model.free_RVs] + [v.name for v in model.deterministics]
     options = {"backend": "jax", "gradient_backend": "jax"} if backend == "jax" else {}
     t0 = time.perf_counter()
-    compiled = nutpie.compile_pymc_model(model, var_names=names, **options)
+    if backend == "pytensor":
+        compiled = nutpie_pytensor_model(model, names)
+    else:
+        compiled = nutpie.compile_pymc_model(model, var_names=names, **options)
     t1 = time.perf_counter()
     idata = nutpie.sample(
-        compiled, draws=draws, tune=draws, chains=4, cores=2, seed=seed,
+        compiled, draws=draws, tune=draws, chains=4, cores=1 if backend == "pytensor" else 2,
+        seed=seed,
         progress_bar=False, target_accept=target_accept,
     )
     t2 = time.perf_counter()
@@ -217,7 +222,8 @@ def main() -> None:
                        "model": name, "version": version}
                 row.update(measure(build(), target_accept=target_accept,
                                    draws=args.draws, seed=args.seed, backend=backend,
-                                   numba_at_scale=spec.numba_at_scale))
+                                   numba_at_scale=spec.numba_at_scale,
+                                   pytensor_when_small=spec.pytensor_when_small))
                 rows.append(row)
                 print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in row.items()), flush=True)

@@ -1,17 +1,20 @@
-"""nutpie's two CPU back ends on the real sets: JAX (XLA) against Numba, default fits.
+"""nutpie's CPU back ends on the real sets: PyTensor's function, JAX (XLA), Numba; default fits.
 
-``bayesrank.fit(data, model, random_seed=0)`` with every default, once with
-``NUTPIE_BACKEND = "jax"`` and right after it with ``"numba"`` (each the other's
-peer), on the real data sets of ``../shared/data``; ``auto_picks`` is the one
+``bayesrank.fit(data, model, random_seed=0)`` with every default, once per back end
+(``NUTPIE_BACKEND = "pytensor"``, ``"jax"``, ``"numba"`` or those of ``--backends``),
+one right after the other (each the others' peer), on the real data sets of
+``../shared/data``; ``auto_picks`` is the one
 ``NUTPIE_BACKEND = "auto"`` (the default) compiles that model with.  Each row records
 wall time (the whole call), nutpie's compile and sampling seconds, leapfrog steps
 per draw, seconds per log-density-and-gradient evaluation (sampling seconds x
 parallel chains / all leapfrog steps), the worst R-hat, the smallest bulk and tail
 ESS and min-ESS per wall second.  nutpie's Numba path compiles a C callback
 around the PyTensor functions on every call (not cached on disk); XLA compiles
-the log-density in one program.
+the log-density in one program; "pytensor" calls PyTensor's own compiled function
+(Numba kernels, cached on disk) from Python, all chains on one thread.
 
-Run: ``python benchmarks/bench_nutpie_backend.py [--fits lcb_repair:rasch,...]``;
+Run: ``python benchmarks/bench_nutpie_backend.py [--fits lcb_repair:rasch,...]
+[--backends pytensor,jax]``;
 the table is printed and written to ``bench-results/bench_nutpie_backend.csv``.
 The machine's other jobs share its cores: compare the two rows of a pair only.
 """
@@ -51,7 +54,7 @@ def one_fit(data: bayesrank.ResponseData, model: str, backend: str) -> dict:
     diagnostics = post.diagnostics
     steps = group(post.idata, "sample_stats")["n_steps"]
     chains = steps.sizes["chain"]
-    parallel = min(chains, os.cpu_count() or 1)
+    parallel = 1 if backend == "pytensor" else min(chains, os.cpu_count() or 1)
     per_draw = float(steps.mean())
     sample_s = post.timings["sample"]
     min_ess = float(diagnostics["ess_bulk"].min())
@@ -70,6 +73,8 @@ def one_fit(data: bayesrank.ResponseData, model: str, backend: str) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fits", default=DEFAULT_FITS, help="comma-separated set:model pairs")
+    parser.add_argument("--backends", default="pytensor,jax,numba",
+                        help="comma-separated nutpie back ends to compare")
     args = parser.parse_args()
     sets = load_real_sets()
     rows = []
@@ -78,7 +83,7 @@ def main() -> None:
         backends.NUTPIE_BACKEND = "auto"
         model_spec = get_model(model)
         auto = backends.nutpie_backend(model_spec.build(sets[name]), model_spec.numba_at_scale)
-        for backend in ("jax", "numba"):
+        for backend in args.backends.split(","):
             row = {"data": name, "model": model, "auto_picks": auto,
                    **one_fit(sets[name], model, backend)}
             rows.append(row)

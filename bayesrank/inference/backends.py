@@ -90,8 +90,13 @@ def _keep_model_vars(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
     return with_groups(idata, posterior=posterior[keep])
 
 
-#: Which nutpie back end compiles the log-density: "auto", "jax" or "numba".
+#: Which nutpie back end compiles the log-density: "auto", "pytensor", "jax" or "numba".
 NUTPIE_BACKEND = os.environ.get("BAYESRANK_NUTPIE_BACKEND", "auto")
+
+#: Below this many observed values (response cells) a model is small: nutpie's "auto" calls
+#: PyTensor's own compiled function for the models whose spec says ``pytensor_when_small``,
+#: and PyMC's sampler runs the chains one after the other in this process.
+PYTENSOR_MAX_OBSERVED = 1_000
 
 #: "auto" compiles with Numba on a CPU from this many observed values (response cells).
 NUMBA_MIN_OBSERVED = 10_000
@@ -111,52 +116,124 @@ def observed_size(model: pm.Model) -> int:
     return int(total)
 
 
-def nutpie_backend(model: pm.Model | None = None, numba_at_scale: bool = False) -> str:
+def nutpie_backend(model: pm.Model | None = None, numba_at_scale: bool = False,
+                   pytensor_when_small: bool = False) -> str:
     """The back end nutpie compiles ``model`` with: ``NUTPIE_BACKEND``, "auto" by measurement.
 
-    With "auto": Numba where jax is missing or its default device is not the CPU;
-    on a CPU, Numba for a model that runs faster there at scale
-    (``numba_at_scale``: the binomial Rasch and 2PL, ``ModelSpec.numba_at_scale``)
-    with at least ``NUMBA_MIN_OBSERVED`` observed values, JAX (XLA) for the
-    others.  Measured on an idle 2-core machine (docs/samplers.md, "nutpie: JAX
-    or Numba"): nutpie calls a JAX log-density from Python for every gradient,
-    about 1 ms a call on the 15 x 713 x 10 Rasch against 0.47 ms for the Numba
-    function, and only the Numba chains run free of Python's interpreter lock;
-    but nutpie compiles a Numba model anew on every fit (13-80 s, no disk cache)
-    against 1-4 s for JAX.  Default fits of the real Rasch and 2PL with 10,000 or
-    more cells took 1.14-1.65x less wall time with Numba (the ZeroEval Rasch 5%
-    more); the 3PL (beta-binomial cells) 1.4x more on ZeroEval, the Davidson-Luce
-    on LiveCodeBench (7 leapfrog steps a draw) 1.1x more, and every smaller model
-    about the same or more.
+    With "auto": "pytensor" (:func:`nutpie_pytensor_model`, PyTensor's own
+    compiled function called from Python) for a model whose spec says
+    ``pytensor_when_small`` (IRT, Bradley-Terry) with fewer than
+    ``PYTENSOR_MAX_OBSERVED`` observed values; Numba where jax is missing or
+    its default device is not the CPU; on a CPU Numba for a model that runs
+    faster there at scale (``numba_at_scale``: the binomial Rasch and 2PL) with
+    at least ``NUMBA_MIN_OBSERVED`` observed values, and JAX (XLA) for the rest.
+    Measured (docs/samplers.md, "nutpie: JAX or Numba" and "PyTensor's function
+    for small models"): nutpie calls a JAX log-density from Python for every
+    gradient, about 1 ms a call on the 15 x 713 x 10 Rasch against 0.47 ms for
+    the Numba function, and only nutpie's Numba chains run free of Python's
+    interpreter lock, but nutpie compiles a Numba model anew on every fit
+    (13-80 s, no disk cache) against 1-4 s for JAX.  PyTensor's own function
+    compiles in 1-5 s (its kernels are cached on disk) and is called with less
+    overhead: default fits of the real sets' IRT and Bradley-Terry models with
+    105-240 values took 1.3-1.6x less wall time than with JAX, but its chains
+    share the interpreter lock, and the Davidson and Davidson-Luce models
+    (315-12,510 values), whose cells cost more, and Bradley-Terry on 703
+    values were as fast or faster with JAX.
     """
     choice = NUTPIE_BACKEND
-    if choice not in ("auto", "jax", "numba"):
-        raise ValueError(f"NUTPIE_BACKEND must be 'auto', 'jax' or 'numba', got {choice!r}")
+    if choice not in ("auto", "pytensor", "jax", "numba"):
+        raise ValueError(
+            f"NUTPIE_BACKEND must be 'auto', 'pytensor', 'jax' or 'numba', got {choice!r}")
     if choice != "auto":
         return choice
+    size = None if model is None else observed_size(model)
+    if pytensor_when_small and size is not None and size < PYTENSOR_MAX_OBSERVED:
+        return "pytensor"
     if find_spec("jax") is None:
         return "numba"
     import jax
 
     if jax.default_backend() != "cpu":
         return "numba"
-    large = numba_at_scale and model is not None and observed_size(model) >= NUMBA_MIN_OBSERVED
+    large = numba_at_scale and size is not None and size >= NUMBA_MIN_OBSERVED
     return "numba" if large else "jax"
 
 
+def nutpie_pytensor_model(model: pm.Model, var_names: list[str]):
+    """nutpie's model around PyTensor's compiled log-density-and-gradient (its default mode).
+
+    nutpie's Numba build wraps PyTensor's functions in a C callback and compiles
+    it anew on every fit; its JAX build costs 0.1-0.3 ms per call from Python.
+    PyTensor's own function (Numba kernels cached on disk) is called from Python
+    too, at 0.01-0.06 ms on small models.  nutpie's helpers build the flat
+    parameter vector, the initial points and the trace's extra variables as for
+    its other back ends.  Each chain gets its own copy of the functions (their
+    output buffers are reused between calls); the chains run on one thread,
+    since every call holds Python's interpreter lock.
+    """
+    from nutpie.compile_pymc import _make_functions, _prepare_dims_and_coords
+    from nutpie.compiled_pyfunc import from_pyfunc
+    from pymc.initial_point import make_initial_point_fn
+
+    initial_point = make_initial_point_fn(
+        model=model, jitter_rvs=set(model.free_RVs), default_strategy="support_point",
+        return_transformed=True,
+    )
+    n_dim, _, logp_fn, expand_fn, initial_flat, shape_info, reparameterized = _make_functions(
+        model, mode=None, compute_grad=True, join_expanded=False,
+        pymc_initial_point_fn=initial_point, var_names=var_names,
+    )
+    names, _, shapes = shape_info
+
+    def own_copy(fn):
+        fn = fn.copy()
+        fn.trust_input = True
+        return fn
+
+    def make_logp():
+        fn = own_copy(logp_fn)
+
+        def logp(x):
+            value, grad = fn(x)
+            return float(value), np.array(grad, dtype="float64")
+
+        return logp
+
+    def make_expand(seed1, seed2, chain):
+        fn = own_copy(expand_fn)
+
+        def expand(x):
+            return {name: np.array(v, dtype="float64").reshape(shape)
+                    for name, v, shape in zip(names, fn(x), shapes, strict=True)}
+
+        return expand
+
+    dims, coords = _prepare_dims_and_coords(model, shape_info, reparameterized)
+    return from_pyfunc(
+        ndim=n_dim, make_logp_fn=make_logp, make_expand_fn=make_expand,
+        make_initial_point_fn=initial_flat, expanded_dtypes=[np.dtype("float64")] * len(names),
+        expanded_shapes=shapes, expanded_names=names, dims=dims, coords=coords,
+        reparameterized_names=reparameterized,
+    )
+
+
 def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_accept, key=None,
-                   numba_at_scale=False):
+                   numba_at_scale=False, pytensor_when_small=False):
     import nutpie
 
     t0 = time.perf_counter()
-    backend = nutpie_backend(model, numba_at_scale)
-    options = {"backend": "jax", "gradient_backend": "jax"} if backend == "jax" else {}
-    # nutpie's JAX build bakes pm.Data in as constants (no with_data): compiled anew each
-    # time, which costs 1-4 s
-    compiled, reused = cached(
-        None if key is None or backend == "jax" else ("nutpie", key),
-        lambda: nutpie.compile_pymc_model(model, var_names=model_var_names(model), **options),
-    )
+    backend = nutpie_backend(model, numba_at_scale, pytensor_when_small)
+    names = model_var_names(model)
+    if backend == "pytensor":
+        compiled, reused = nutpie_pytensor_model(model, names), False
+    else:
+        options = {"backend": "jax", "gradient_backend": "jax"} if backend == "jax" else {}
+        # nutpie's JAX build bakes pm.Data in as constants (no with_data): compiled anew each
+        # time, which costs 1-4 s
+        compiled, reused = cached(
+            None if key is None or backend == "jax" else ("nutpie", key),
+            lambda: nutpie.compile_pymc_model(model, var_names=names, **options),
+        )
     if reused:
         compiled = compiled.with_data(
             **{v.name: v.get_value(borrow=True) for v in model.data_vars}
@@ -167,7 +244,7 @@ def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_acce
         draws=draws,
         tune=tune,
         chains=chains,
-        cores=min(chains, os.cpu_count() or 1),
+        cores=1 if backend == "pytensor" else min(chains, os.cpu_count() or 1),
         seed=seed,
         progress_bar=progressbar,
         save_warmup=False,
@@ -186,6 +263,10 @@ def _sample_pymc(model, *, draws, tune, chains, seed, progressbar, target_accept
     # PyMC compiles inside pm.sample; compiling the log-density and its gradient
     # first fills PyTensor's on-disk cache, so "compile" is measured here and
     # pm.sample's own compilation becomes a cache hit.
+    # Chains in worker processes cost a process start each (forkserver: about 15 s for two
+    # chains of a 4 x 6 Rasch, against 6 s for both in this process, the same draws), which
+    # only a long sampling pays back
+    small = observed_size(model) < PYTENSOR_MAX_OBSERVED
     t0 = time.perf_counter()
     model.compile_logp()
     model.compile_dlogp()
@@ -196,7 +277,7 @@ def _sample_pymc(model, *, draws, tune, chains, seed, progressbar, target_accept
             draws=draws,
             tune=tune,
             chains=chains,
-            cores=min(chains, os.cpu_count() or 1),
+            cores=1 if small else min(chains, os.cpu_count() or 1),
             init="jitter+adapt_diag",
             target_accept=target_accept,
             random_seed=seed,
@@ -327,6 +408,7 @@ def sample(
     key: Hashable | None = None,
     exact_draws: Callable[..., dict[str, dict[str, np.ndarray]]] | None = None,
     numba_at_scale: bool = False,
+    pytensor_when_small: bool = False,
 ) -> tuple[xr.DataTree, dict[str, float]]:
     """Draw from the posterior of ``model`` with ``sampler``.
 
@@ -340,8 +422,8 @@ def sample(
     model's own exact sampler, used by ``sampler="conjugate"``: it returns the
     ``posterior`` group's arrays and, when asked, the ``log_likelihood`` group's
     (in closed form from the same draws, so :func:`fit` needs no
-    :func:`pymc.compute_log_likelihood` pass).  ``numba_at_scale``: see
-    :func:`nutpie_backend`.
+    :func:`pymc.compute_log_likelihood` pass).  ``numba_at_scale`` and
+    ``pytensor_when_small``: see :func:`nutpie_backend`.
     """
     require(sampler)
     kwargs = dict(
@@ -353,7 +435,8 @@ def sample(
         target_accept=target_accept,
     )
     if sampler == "nutpie":
-        return _sample_nutpie(model, **kwargs, key=key, numba_at_scale=numba_at_scale)
+        return _sample_nutpie(model, **kwargs, key=key, numba_at_scale=numba_at_scale,
+                              pytensor_when_small=pytensor_when_small)
     if sampler == "pymc":
         return _sample_pymc(model, **kwargs)
     if sampler == "conjugate":
