@@ -150,14 +150,13 @@ def every_kth_question(data: bayesrank.ResponseData, k: int) -> bayesrank.Respon
 # -- measurement ---------------------------------------------------------------------------
 
 def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int,
-            backend: str | None = None, numba_at_scale: bool = False,
-            pytensor_when_small: bool = False) -> dict:
+            backend: str | None = None, numba_at_scale: bool = False) -> dict:
     """Compile with nutpie's ``backend``, sample 4 chains, and summarise convergence and speed.
 
     ``backend`` None: the one :func:`bayesrank.fit` picks for ``model`` (whose spec
-    says ``numba_at_scale`` and ``pytensor_when_small``).
+    says ``numba_at_scale``).
     """
-    backend = backend or nutpie_backend(model, numba_at_scale, pytensor_when_small)
+    backend = backend or nutpie_backend(model, numba_at_scale)
     names = [v.name for v in model.free_RVs] + [v.name for v in model.deterministics]
     options = {"backend": "jax", "gradient_backend": "jax"} if backend == "jax" else {}
     t0 = time.perf_counter()
@@ -222,8 +221,7 @@ def main() -> None:
                        "model": name, "version": version}
                 row.update(measure(build(), target_accept=target_accept,
                                    draws=args.draws, seed=args.seed, backend=backend,
-                                   numba_at_scale=spec.numba_at_scale,
-                                   pytensor_when_small=spec.pytensor_when_small))
+                                   numba_at_scale=spec.numba_at_scale))
                 rows.append(row)
                 print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in row.items()), flush=True)

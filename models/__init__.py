@@ -60,9 +60,6 @@ class ModelSpec:
     # nutpie compiles large fits with Numba (inference.backends.nutpie_backend): measured
     # faster for the binomial Rasch and 2PL only
     numba_at_scale: bool = False
-    # and small ones by calling PyTensor's own function: measured faster for the IRT models
-    # and Bradley-Terry, not for the Davidson models, whose cells cost more
-    pytensor_when_small: bool = True
 
     def build(self, data: Any, **options: Any) -> pm.Model:
         return self.builder(data, **{**self.defaults, **options})
@@ -80,12 +77,11 @@ def _spec(
     batchable: bool = True,
     target_accept: float = 0.8,
     numba_at_scale: bool = False,
-    pytensor_when_small: bool = True,
     **defaults: Any,
 ) -> ModelSpec:
     return ModelSpec(
         name, builder, description, MappingProxyType(defaults), batchable, target_accept,
-        numba_at_scale=numba_at_scale, pytensor_when_small=pytensor_when_small,
+        numba_at_scale=numba_at_scale,
     )
 
 
@@ -111,7 +107,6 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
                 "davidson",
                 bradley_terry.build,
                 "Bayesian Bradley-Terry with Davidson ties",
-                pytensor_when_small=False,
                 ties="davidson",
             ),
             _spec(
@@ -119,7 +114,6 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
                 davidson_luce.build,
                 "Davidson-Luce on setwise events",
                 batchable=False,  # the event list differs from dataset to dataset
-                pytensor_when_small=False,
             ),
         )
     }

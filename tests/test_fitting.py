@@ -245,7 +245,7 @@ def test_progress_bar_only_for_people(monkeypatch):
 
 
 def test_nutpie_backend_by_model_size_and_every_backend_samples_one_posterior(monkeypatch):
-    """Small models: PyTensor's own function; large binomial IRT: Numba; other large: JAX."""
+    """Large binomial IRT: Numba; the rest: JAX; PyTensor's own function when asked."""
     from bayesrank.models import get_model
 
     import bayesrank.inference.backends as sampling
@@ -256,29 +256,23 @@ def test_nutpie_backend_by_model_size_and_every_backend_samples_one_posterior(mo
     assert sampling.observed_size(rasch) == data.L * data.M  # binomial counts, not trials
     pairs = get_model("bradley_terry").build(data)
     assert sampling.observed_size(pairs) == data.L * (data.L - 1) // 2
-    names = ("rasch", "2pl", "3pl", "bradley_terry", "davidson", "davidson_luce")
-    assert [n for n in names if get_model(n).numba_at_scale] == ["rasch", "2pl"]
-    assert [n for n in names if not get_model(n).pytensor_when_small] == [
-        "davidson", "davidson_luce"]
+    assert [n for n in ("rasch", "2pl", "3pl", "bradley_terry", "davidson", "davidson_luce")
+            if get_model(n).numba_at_scale] == ["rasch", "2pl"]
     monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "auto")
-    assert sampling.nutpie_backend(rasch, True, pytensor_when_small=True) == "pytensor"  # small
-    assert sampling.nutpie_backend(pairs, pytensor_when_small=False) == "jax"
-    monkeypatch.setattr(sampling, "PYTENSOR_MAX_OBSERVED", data.L * data.M)
     monkeypatch.setattr(sampling, "NUMBA_MIN_OBSERVED", data.L * data.M)
-    assert sampling.nutpie_backend(rasch, True, pytensor_when_small=True) == "numba"
-    assert sampling.nutpie_backend(rasch, False, pytensor_when_small=True) == "jax"
-    # too few values for Numba, few enough for PyTensor's function
-    assert sampling.nutpie_backend(pairs, True, pytensor_when_small=True) == "pytensor"
+    assert sampling.nutpie_backend(rasch, numba_at_scale=True) == "numba"
+    assert sampling.nutpie_backend(rasch, numba_at_scale=False) == "jax"
+    assert sampling.nutpie_backend(pairs, numba_at_scale=True) == "jax"  # too few values
     for choice in ("jax", "numba", "pytensor"):
         monkeypatch.setattr(sampling, "NUTPIE_BACKEND", choice)
-        assert sampling.nutpie_backend(rasch, True, pytensor_when_small=True) == choice
+        assert sampling.nutpie_backend(rasch, numba_at_scale=True) == choice
         assert sampling.nutpie_backend(pairs) == choice
     monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "cython")
     with pytest.raises(ValueError, match="'auto', 'pytensor', 'jax' or 'numba'"):
         sampling.nutpie_backend(rasch)
 
-    # fit() picks by size and the model's spec, and every build samples the same density:
-    # the same posterior from the same seed
+    # fit() picks by the model's spec, and every build samples the same density: the same
+    # posterior from the same seed
     monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "auto")
     picked = []
     real = sampling.nutpie_backend
@@ -289,13 +283,12 @@ def test_nutpie_backend_by_model_size_and_every_backend_samples_one_posterior(mo
 
     monkeypatch.setattr(sampling, "nutpie_backend", recording)
     means = []
-    for threshold in (data.L * data.M, data.L * data.M + 1):
-        monkeypatch.setattr(sampling, "PYTENSOR_MAX_OBSERVED", threshold)
+    for threshold, choice in ((data.L * data.M, "auto"), (data.L * data.M + 1, "auto"),
+                              (data.L * data.M + 1, "pytensor")):
+        monkeypatch.setattr(sampling, "NUMBA_MIN_OBSERVED", threshold)
+        monkeypatch.setattr(sampling, "NUTPIE_BACKEND", choice)
         post = fit(data, "rasch", sampler="nutpie", random_seed=4, **QUICK)
         means.append(post.idata.posterior["theta"].mean(("chain", "draw")).to_numpy())
-    monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "jax")
-    post = fit(data, "rasch", sampler="nutpie", random_seed=4, **QUICK)
-    means.append(post.idata.posterior["theta"].mean(("chain", "draw")).to_numpy())
-    assert picked == ["numba", "pytensor", "jax"]
+    assert picked == ["numba", "jax", "pytensor"]
     np.testing.assert_allclose(means[1], means[0], atol=0.05)
     np.testing.assert_allclose(means[2], means[0], atol=0.05)

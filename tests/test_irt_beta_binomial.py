@@ -10,11 +10,17 @@ from bayesrank.models.irt import _beta_binomial_logp
 from scipy import special, stats
 
 
+def trial_counts(n):
+    """0, 1, ..., max n: the counts the normaliser is evaluated at (then picked per cell)."""
+    return pt.as_tensor(np.arange(n.max() + 1.0))
+
+
 def logpmf_without_binomial_coefficient(k, n, p, phi):
     log_steps = np.log(np.arange(1.0, n.max()))
     value = _beta_binomial_logp(
         pt.as_tensor(k), pt.as_tensor(n), pt.as_tensor(np.log(p)), pt.as_tensor(np.log1p(-p)),
         pt.as_tensor(-np.log(phi)), pt.as_tensor(0.0), log_steps=pt.as_tensor(log_steps),
+        levels=trial_counts(n),
     )
     return value.eval()
 
@@ -61,6 +67,7 @@ def test_many_trials_use_the_gammaln_form_with_the_same_density():
         gamma_form = _beta_binomial_logp_gamma(
             pt.as_tensor(k), pt.as_tensor(n), pt.as_tensor(np.log(p)),
             pt.as_tensor(np.log1p(-p)), pt.as_tensor(-np.log(phi)), pt.as_tensor(0.0),
+            levels=trial_counts(n),
         ).eval()
         np.testing.assert_allclose(gamma_form, logpmf_without_binomial_coefficient(k, n, p, phi),
                                    rtol=1e-10, atol=1e-10)

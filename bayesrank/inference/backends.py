@@ -93,10 +93,9 @@ def _keep_model_vars(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
 #: Which nutpie back end compiles the log-density: "auto", "pytensor", "jax" or "numba".
 NUTPIE_BACKEND = os.environ.get("BAYESRANK_NUTPIE_BACKEND", "auto")
 
-#: Below this many observed values (response cells) a model is small: nutpie's "auto" calls
-#: PyTensor's own compiled function for the models whose spec says ``pytensor_when_small``,
-#: and PyMC's sampler runs the chains one after the other in this process.
-PYTENSOR_MAX_OBSERVED = 1_000
+#: Below this many observed values (response cells) PyMC's sampler runs the chains one after
+#: the other in this process (:func:`_sample_pymc`).
+IN_PROCESS_MAX_OBSERVED = 1_000
 
 #: "auto" compiles with Numba on a CPU from this many observed values (response cells).
 NUMBA_MIN_OBSERVED = 10_000
@@ -116,29 +115,27 @@ def observed_size(model: pm.Model) -> int:
     return int(total)
 
 
-def nutpie_backend(model: pm.Model | None = None, numba_at_scale: bool = False,
-                   pytensor_when_small: bool = False) -> str:
+def nutpie_backend(model: pm.Model | None = None, numba_at_scale: bool = False) -> str:
     """The back end nutpie compiles ``model`` with: ``NUTPIE_BACKEND``, "auto" by measurement.
 
-    With "auto": "pytensor" (:func:`nutpie_pytensor_model`, PyTensor's own
-    compiled function called from Python) for a model whose spec says
-    ``pytensor_when_small`` (IRT, Bradley-Terry) with fewer than
-    ``PYTENSOR_MAX_OBSERVED`` observed values; Numba where jax is missing or
-    its default device is not the CPU; on a CPU Numba for a model that runs
-    faster there at scale (``numba_at_scale``: the binomial Rasch and 2PL) with
-    at least ``NUMBA_MIN_OBSERVED`` observed values, and JAX (XLA) for the rest.
-    Measured (docs/samplers.md, "nutpie: JAX or Numba" and "PyTensor's function
-    for small models"): nutpie calls a JAX log-density from Python for every
-    gradient, about 1 ms a call on the 15 x 713 x 10 Rasch against 0.47 ms for
-    the Numba function, and only nutpie's Numba chains run free of Python's
-    interpreter lock, but nutpie compiles a Numba model anew on every fit
-    (13-80 s, no disk cache) against 1-4 s for JAX.  PyTensor's own function
-    compiles in 1-5 s (its kernels are cached on disk) and is called with less
-    overhead: default fits of the real sets' IRT and Bradley-Terry models with
-    105-240 values took 1.3-1.6x less wall time than with JAX, but its chains
-    share the interpreter lock, and the Davidson and Davidson-Luce models
-    (315-12,510 values), whose cells cost more, and Bradley-Terry on 703
-    values were as fast or faster with JAX.
+    With "auto": Numba where jax is missing or its default device is not the CPU;
+    on a CPU, Numba for a model that runs faster there at scale
+    (``numba_at_scale``: the binomial Rasch and 2PL, ``ModelSpec.numba_at_scale``)
+    with at least ``NUMBA_MIN_OBSERVED`` observed values, JAX (XLA) for the
+    others.  Measured on an idle 2-core machine (docs/samplers.md, "nutpie: JAX
+    or Numba"): nutpie calls a JAX log-density from Python for every gradient,
+    about 1 ms a call on the 15 x 713 x 10 Rasch against 0.47 ms for the Numba
+    function, and only the Numba chains run free of Python's interpreter lock;
+    but nutpie compiles a Numba model anew on every fit (13-80 s, no disk cache)
+    against 1-4 s for JAX.  Default fits of the real Rasch and 2PL with 10,000 or
+    more cells took 1.14-1.65x less wall time with Numba (the ZeroEval Rasch 5%
+    more); the 3PL (beta-binomial cells) 1.4x more on ZeroEval, the Davidson-Luce
+    on LiveCodeBench (7 leapfrog steps a draw) 1.1x more, and every smaller model
+    about the same or more.  "pytensor" (:func:`nutpie_pytensor_model`) is chosen
+    by hand only: with a warm PyTensor cache it fitted the small IRT and
+    Bradley-Terry models 1.3-1.6x faster than JAX, but on a fresh machine its
+    Numba compile of every new graph cost more than that (docs/samplers.md,
+    "PyTensor's function for small models").
     """
     choice = NUTPIE_BACKEND
     if choice not in ("auto", "pytensor", "jax", "numba"):
@@ -146,16 +143,13 @@ def nutpie_backend(model: pm.Model | None = None, numba_at_scale: bool = False,
             f"NUTPIE_BACKEND must be 'auto', 'pytensor', 'jax' or 'numba', got {choice!r}")
     if choice != "auto":
         return choice
-    size = None if model is None else observed_size(model)
-    if pytensor_when_small and size is not None and size < PYTENSOR_MAX_OBSERVED:
-        return "pytensor"
     if find_spec("jax") is None:
         return "numba"
     import jax
 
     if jax.default_backend() != "cpu":
         return "numba"
-    large = numba_at_scale and size is not None and size >= NUMBA_MIN_OBSERVED
+    large = numba_at_scale and model is not None and observed_size(model) >= NUMBA_MIN_OBSERVED
     return "numba" if large else "jax"
 
 
@@ -165,9 +159,11 @@ def nutpie_pytensor_model(model: pm.Model, var_names: list[str]):
     nutpie's Numba build wraps PyTensor's functions in a C callback and compiles
     it anew on every fit; its JAX build costs 0.1-0.3 ms per call from Python.
     PyTensor's own function (Numba kernels cached on disk) is called from Python
-    too, at 0.01-0.06 ms on small models.  nutpie's helpers build the flat
-    parameter vector, the initial points and the trace's extra variables as for
-    its other back ends.  Each chain gets its own copy of the functions (their
+    too, at 0.01-0.06 ms on small models.  nutpie's helpers (private ones,
+    ``_make_functions`` and ``_prepare_dims_and_coords``, hence the pin on
+    nutpie's minor versions; ``tests/test_fitting.py`` fits through them) build
+    the flat parameter vector, the initial points and the trace's extra
+    variables as for its other back ends.  Each chain gets its own copy of the functions (their
     output buffers are reused between calls); the chains run on one thread,
     since every call holds Python's interpreter lock.
     """
@@ -218,11 +214,11 @@ def nutpie_pytensor_model(model: pm.Model, var_names: list[str]):
 
 
 def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_accept, key=None,
-                   numba_at_scale=False, pytensor_when_small=False):
+                   numba_at_scale=False):
     import nutpie
 
     t0 = time.perf_counter()
-    backend = nutpie_backend(model, numba_at_scale, pytensor_when_small)
+    backend = nutpie_backend(model, numba_at_scale)
     names = model_var_names(model)
     if backend == "pytensor":
         compiled, reused = nutpie_pytensor_model(model, names), False
@@ -266,7 +262,7 @@ def _sample_pymc(model, *, draws, tune, chains, seed, progressbar, target_accept
     # Chains in worker processes cost a process start each (forkserver: about 15 s for two
     # chains of a 4 x 6 Rasch, against 6 s for both in this process, the same draws), which
     # only a long sampling pays back
-    small = observed_size(model) < PYTENSOR_MAX_OBSERVED
+    small = observed_size(model) < IN_PROCESS_MAX_OBSERVED
     t0 = time.perf_counter()
     model.compile_logp()
     model.compile_dlogp()
@@ -408,7 +404,6 @@ def sample(
     key: Hashable | None = None,
     exact_draws: Callable[..., dict[str, dict[str, np.ndarray]]] | None = None,
     numba_at_scale: bool = False,
-    pytensor_when_small: bool = False,
 ) -> tuple[xr.DataTree, dict[str, float]]:
     """Draw from the posterior of ``model`` with ``sampler``.
 
@@ -422,8 +417,8 @@ def sample(
     model's own exact sampler, used by ``sampler="conjugate"``: it returns the
     ``posterior`` group's arrays and, when asked, the ``log_likelihood`` group's
     (in closed form from the same draws, so :func:`fit` needs no
-    :func:`pymc.compute_log_likelihood` pass).  ``numba_at_scale`` and
-    ``pytensor_when_small``: see :func:`nutpie_backend`.
+    :func:`pymc.compute_log_likelihood` pass).  ``numba_at_scale``: see
+    :func:`nutpie_backend`.
     """
     require(sampler)
     kwargs = dict(
@@ -435,8 +430,7 @@ def sample(
         target_accept=target_accept,
     )
     if sampler == "nutpie":
-        return _sample_nutpie(model, **kwargs, key=key, numba_at_scale=numba_at_scale,
-                              pytensor_when_small=pytensor_when_small)
+        return _sample_nutpie(model, **kwargs, key=key, numba_at_scale=numba_at_scale)
     if sampler == "pymc":
         return _sample_pymc(model, **kwargs)
     if sampler == "conjugate":

@@ -274,7 +274,6 @@ def fit(
             key=structure_key(pymc_model, _tag(spec, model_options)),
             exact_draws=spec.exact_draws,
             numba_at_scale=spec.numba_at_scale,
-            pytensor_when_small=spec.pytensor_when_small,
         )
     _require_all_draws(idata, int(draws))
     if log_likelihood and not has_group(idata, "log_likelihood"):
