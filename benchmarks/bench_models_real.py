@@ -44,7 +44,7 @@ from bayesrank.models import MODELS, irt
 from bayesrank.models._common import coords_of
 
 import bayesrank
-from bayesrank.inference.backends import nutpie_backend, nutpie_pytensor_model
+from bayesrank.inference.backends import compile_for_nutpie, nutpie_backend, nutpie_cores
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 OUT = Path(__file__).resolve().parents[1] / "bench-results"
@@ -158,15 +158,11 @@ def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int,
     """
     backend = backend or nutpie_backend(model, numba_at_scale)
     names = [v.name for v in model.free_RVs] + [v.name for v in model.deterministics]
-    options = {"backend": "jax", "gradient_backend": "jax"} if backend == "jax" else {}
     t0 = time.perf_counter()
-    if backend == "pytensor":
-        compiled = nutpie_pytensor_model(model, names)
-    else:
-        compiled = nutpie.compile_pymc_model(model, var_names=names, **options)
+    compiled = compile_for_nutpie(model, backend, names)
     t1 = time.perf_counter()
     idata = nutpie.sample(
-        compiled, draws=draws, tune=draws, chains=4, cores=1 if backend == "pytensor" else 2,
+        compiled, draws=draws, tune=draws, chains=4, cores=nutpie_cores(backend, 4),
         seed=seed,
         progress_bar=False, target_accept=target_accept,
     )

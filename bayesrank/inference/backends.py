@@ -213,23 +213,33 @@ def nutpie_pytensor_model(model: pm.Model, var_names: list[str]):
     )
 
 
+def compile_for_nutpie(model: pm.Model, backend: str, var_names: list[str]):
+    """nutpie's compiled model of ``model`` with ``backend`` ("pytensor", "jax" or "numba")."""
+    if backend == "pytensor":
+        return nutpie_pytensor_model(model, var_names)
+    import nutpie
+
+    options = {"backend": "jax", "gradient_backend": "jax"} if backend == "jax" else {}
+    return nutpie.compile_pymc_model(model, var_names=var_names, **options)
+
+
+def nutpie_cores(backend: str, chains: int) -> int:
+    """Threads for nutpie's chains: one for "pytensor", whose calls hold the GIL."""
+    return 1 if backend == "pytensor" else min(chains, os.cpu_count() or 1)
+
+
 def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_accept, key=None,
                    numba_at_scale=False):
     import nutpie
 
     t0 = time.perf_counter()
     backend = nutpie_backend(model, numba_at_scale)
-    names = model_var_names(model)
-    if backend == "pytensor":
-        compiled, reused = nutpie_pytensor_model(model, names), False
-    else:
-        options = {"backend": "jax", "gradient_backend": "jax"} if backend == "jax" else {}
-        # nutpie's JAX build bakes pm.Data in as constants (no with_data): compiled anew each
-        # time, which costs 1-4 s
-        compiled, reused = cached(
-            None if key is None or backend == "jax" else ("nutpie", key),
-            lambda: nutpie.compile_pymc_model(model, var_names=names, **options),
-        )
+    # nutpie's JAX build bakes pm.Data in as constants (no with_data) and the PyTensor one
+    # reads this model's data: both are compiled anew each time (1-5 s)
+    compiled, reused = cached(
+        None if key is None or backend in ("jax", "pytensor") else ("nutpie", key),
+        lambda: compile_for_nutpie(model, backend, model_var_names(model)),
+    )
     if reused:
         compiled = compiled.with_data(
             **{v.name: v.get_value(borrow=True) for v in model.data_vars}
@@ -240,7 +250,7 @@ def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_acce
         draws=draws,
         tune=tune,
         chains=chains,
-        cores=1 if backend == "pytensor" else min(chains, os.cpu_count() or 1),
+        cores=nutpie_cores(backend, chains),
         seed=seed,
         progress_bar=progressbar,
         save_warmup=False,
