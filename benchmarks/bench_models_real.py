@@ -44,7 +44,8 @@ from bayesrank.models import MODELS, irt
 from bayesrank.models._common import coords_of
 
 import bayesrank
-from bayesrank.inference.backends import compile_for_nutpie, nutpie_backend, nutpie_cores
+from bayesrank.inference.backends import nutpie_backend
+from bayesrank.inference.nutpie_models import compile_for_nutpie, nutpie_cores
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 OUT = Path(__file__).resolve().parents[1] / "bench-results"
@@ -150,13 +151,13 @@ def every_kth_question(data: bayesrank.ResponseData, k: int) -> bayesrank.Respon
 # -- measurement ---------------------------------------------------------------------------
 
 def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int,
-            backend: str | None = None, numba_at_scale: bool = False) -> dict:
+            backend: str | None = None, jax_at_scale: bool = False) -> dict:
     """Compile with nutpie's ``backend``, sample 4 chains, and summarise convergence and speed.
 
     ``backend`` None: the one :func:`bayesrank.fit` picks for ``model`` (whose spec
-    says ``numba_at_scale``).
+    says ``jax_at_scale``).
     """
-    backend = backend or nutpie_backend(model, numba_at_scale)
+    backend = backend or nutpie_backend(model, jax_at_scale, 4 * 2 * draws)
     names = [v.name for v in model.free_RVs] + [v.name for v in model.deterministics]
     t0 = time.perf_counter()
     compiled = compile_for_nutpie(model, backend, names)
@@ -217,7 +218,7 @@ def main() -> None:
                        "model": name, "version": version}
                 row.update(measure(build(), target_accept=target_accept,
                                    draws=args.draws, seed=args.seed, backend=backend,
-                                   numba_at_scale=spec.numba_at_scale))
+                                   jax_at_scale=spec.jax_at_scale))
                 rows.append(row)
                 print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in row.items()), flush=True)

@@ -57,9 +57,9 @@ class ModelSpec:
     batchable: bool = True  # all data live in pm.Data containers of data-independent shape
     target_accept: float = 0.8  # NUTS adaptation target used when fit() is given none
     exact_draws: Callable[..., dict] | None = None  # exact posterior sampler ("conjugate")
-    # nutpie compiles large fits with Numba (inference.backends.nutpie_backend): measured
-    # faster for the binomial Rasch and 2PL only
-    numba_at_scale: bool = False
+    # nutpie compiles large fits with JAX (inference.backends.nutpie_backend): measured
+    # faster there for the beta-binomial 3PL only
+    jax_at_scale: bool = False
 
     def build(self, data: Any, **options: Any) -> pm.Model:
         return self.builder(data, **{**self.defaults, **options})
@@ -76,12 +76,12 @@ def _spec(
     description: str,
     batchable: bool = True,
     target_accept: float = 0.8,
-    numba_at_scale: bool = False,
+    jax_at_scale: bool = False,
     **defaults: Any,
 ) -> ModelSpec:
     return ModelSpec(
         name, builder, description, MappingProxyType(defaults), batchable, target_accept,
-        numba_at_scale=numba_at_scale,
+        jax_at_scale=jax_at_scale,
     )
 
 
@@ -93,14 +93,13 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
                 "bayes", bayes.build, "Bayes@N Dirichlet-multinomial (closed form exists)",
                 MappingProxyType({}), exact_draws=bayes.conjugate_draws,
             ),
-            _spec("rasch", partial(irt.build, kind="rasch"), "hierarchical Rasch (1PL)",
-                  numba_at_scale=True),
-            _spec("2pl", partial(irt.build, kind="2pl"), "hierarchical 2PL IRT",
-                  numba_at_scale=True),
+            _spec("rasch", partial(irt.build, kind="rasch"), "hierarchical Rasch (1PL)"),
+            _spec("2pl", partial(irt.build, kind="2pl"), "hierarchical 2PL IRT"),
             _spec(
                 "3pl",
                 partial(irt.build, kind="3pl"),
                 "hierarchical 3PL IRT (beta-binomial: over-dispersed cells)",
+                jax_at_scale=True,
             ),
             _spec("bradley_terry", bradley_terry.build, "Bayesian Bradley-Terry on pairwise wins"),
             _spec(

@@ -244,8 +244,10 @@ def test_progress_bar_only_for_people(monkeypatch):
     assert default_progressbar() is True
 
 
-def test_nutpie_backend_by_model_size_and_every_backend_samples_one_posterior(monkeypatch):
-    """Large binomial IRT: Numba; the rest: JAX; PyTensor's own function when asked."""
+def test_nutpie_backend_by_run_length_and_size_and_every_backend_samples_one_posterior(
+        monkeypatch):
+    """Numba for default-length runs and large models, JAX for short runs of small ones and
+    for the 3PL at scale; PyTensor's own function when asked."""
     from bayesrank.models import get_model
 
     import bayesrank.inference.backends as sampling
@@ -257,22 +259,25 @@ def test_nutpie_backend_by_model_size_and_every_backend_samples_one_posterior(mo
     pairs = get_model("bradley_terry").build(data)
     assert sampling.observed_size(pairs) == data.L * (data.L - 1) // 2
     assert [n for n in ("rasch", "2pl", "3pl", "bradley_terry", "davidson", "davidson_luce")
-            if get_model(n).numba_at_scale] == ["rasch", "2pl"]
+            if get_model(n).jax_at_scale] == ["3pl"]
     monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "auto")
-    monkeypatch.setattr(sampling, "NUMBA_MIN_OBSERVED", data.L * data.M)
-    assert sampling.nutpie_backend(rasch, numba_at_scale=True) == "numba"
-    assert sampling.nutpie_backend(rasch, numba_at_scale=False) == "jax"
-    assert sampling.nutpie_backend(pairs, numba_at_scale=True) == "jax"  # too few values
+    monkeypatch.setattr(sampling, "SCALE_OBSERVED", data.L * data.M)
+    long_run, short_run = sampling.NUMBA_MIN_ITERATIONS, sampling.NUMBA_MIN_ITERATIONS - 1
+    assert sampling.nutpie_backend(rasch, False, short_run) == "numba"  # at scale
+    assert sampling.nutpie_backend(rasch, True, long_run) == "jax"  # 3PL-like at scale
+    assert sampling.nutpie_backend(pairs, True, long_run) == "numba"  # small, long run
+    assert sampling.nutpie_backend(pairs, False, short_run) == "jax"  # small, short run
+    assert sampling.nutpie_backend(pairs) == "numba"  # a default fit's length
     for choice in ("jax", "numba", "pytensor"):
         monkeypatch.setattr(sampling, "NUTPIE_BACKEND", choice)
-        assert sampling.nutpie_backend(rasch, numba_at_scale=True) == choice
-        assert sampling.nutpie_backend(pairs) == choice
+        assert sampling.nutpie_backend(rasch, True, long_run) == choice
+        assert sampling.nutpie_backend(pairs, False, short_run) == choice
     monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "cython")
     with pytest.raises(ValueError, match="'auto', 'pytensor', 'jax' or 'numba'"):
         sampling.nutpie_backend(rasch)
 
-    # fit() picks by the model's spec, and every build samples the same density: the same
-    # posterior from the same seed
+    # fit() picks by the run's length and the model's size, and every build samples the
+    # same density: the same posterior from the same seed
     monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "auto")
     picked = []
     real = sampling.nutpie_backend
@@ -285,7 +290,7 @@ def test_nutpie_backend_by_model_size_and_every_backend_samples_one_posterior(mo
     means = []
     for threshold, choice in ((data.L * data.M, "auto"), (data.L * data.M + 1, "auto"),
                               (data.L * data.M + 1, "pytensor")):
-        monkeypatch.setattr(sampling, "NUMBA_MIN_OBSERVED", threshold)
+        monkeypatch.setattr(sampling, "SCALE_OBSERVED", threshold)
         monkeypatch.setattr(sampling, "NUTPIE_BACKEND", choice)
         post = fit(data, "rasch", sampler="nutpie", random_seed=4, **QUICK)
         means.append(post.idata.posterior["theta"].mean(("chain", "draw")).to_numpy())

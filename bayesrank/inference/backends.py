@@ -32,6 +32,7 @@ from bayesrank.datatree import from_arrays, group, with_groups, without_groups
 from bayesrank.errors import DataError, MissingDependencyError
 from bayesrank.inference.cache import cached
 from bayesrank.inference.jax_nuts import jaxify, run_nuts
+from bayesrank.inference.nutpie_models import compile_for_nutpie, nutpie_cores
 
 __all__ = ["SAMPLERS", "default_progressbar", "require", "sample", "sample_batch"]
 
@@ -97,8 +98,11 @@ NUTPIE_BACKEND = os.environ.get("BAYESRANK_NUTPIE_BACKEND", "auto")
 #: the other in this process (:func:`_sample_pymc`).
 IN_PROCESS_MAX_OBSERVED = 1_000
 
-#: "auto" compiles with Numba on a CPU from this many observed values (response cells).
-NUMBA_MIN_OBSERVED = 10_000
+#: "auto": a model with this many observed values (response cells) is "at scale".
+SCALE_OBSERVED = 10_000
+
+#: "auto" compiles with Numba on a CPU from this many NUTS iterations (chains x (tune + draws)).
+NUMBA_MIN_ITERATIONS = 4_000
 
 
 def observed_size(model: pm.Model) -> int:
@@ -115,27 +119,27 @@ def observed_size(model: pm.Model) -> int:
     return int(total)
 
 
-def nutpie_backend(model: pm.Model | None = None, numba_at_scale: bool = False) -> str:
+def nutpie_backend(model: pm.Model | None = None, jax_at_scale: bool = False,
+                   iterations: int = NUMBA_MIN_ITERATIONS) -> str:
     """The back end nutpie compiles ``model`` with: ``NUTPIE_BACKEND``, "auto" by measurement.
 
-    With "auto": Numba where jax is missing or its default device is not the CPU;
-    on a CPU, Numba for a model that runs faster there at scale
-    (``numba_at_scale``: the binomial Rasch and 2PL, ``ModelSpec.numba_at_scale``)
-    with at least ``NUMBA_MIN_OBSERVED`` observed values, JAX (XLA) for the
-    others.  Measured on an idle 2-core machine (docs/samplers.md, "nutpie: JAX
-    or Numba"): nutpie calls a JAX log-density from Python for every gradient,
-    about 1 ms a call on the 15 x 713 x 10 Rasch against 0.47 ms for the Numba
-    function, and only the Numba chains run free of Python's interpreter lock;
-    but nutpie compiles a Numba model anew on every fit (13-80 s, no disk cache)
-    against 1-4 s for JAX.  Default fits of the real Rasch and 2PL with 10,000 or
-    more cells took 1.14-1.65x less wall time with Numba (the ZeroEval Rasch 5%
-    more); the 3PL (beta-binomial cells) 1.4x more on ZeroEval, the Davidson-Luce
-    on LiveCodeBench (7 leapfrog steps a draw) 1.1x more, and every smaller model
-    about the same or more.  "pytensor" (:func:`nutpie_pytensor_model`) is chosen
-    by hand only: with a warm PyTensor cache it fitted the small IRT and
-    Bradley-Terry models 1.3-1.6x faster than JAX, but on a fresh machine its
-    Numba compile of every new graph cost more than that (docs/samplers.md,
-    "PyTensor's function for small models").
+    With "auto": Numba (:func:`.nutpie_models.nutpie_numba_model`) where jax is missing
+    or its default device is not the CPU.  On a CPU, JAX (XLA) for a model whose spec
+    says ``jax_at_scale`` (the beta-binomial 3PL, ``ModelSpec.jax_at_scale``) with at
+    least ``SCALE_OBSERVED`` observed values; otherwise Numba for any model at scale or
+    any run of at least ``NUMBA_MIN_ITERATIONS`` NUTS iterations (``iterations``: chains
+    x (tune + draws); the default fit has 8,000), JAX for short runs of small models.
+
+    Why (docs/samplers.md, "nutpie's Numba model in seconds"): nutpie calls a JAX
+    log-density from Python for every gradient, 0.1-1 ms a call of overhead even on a
+    16-model Bradley-Terry, while the Numba callback runs without Python and its chains
+    in parallel (0.09-0.14 ms a gradient there); default fits of the real sets took
+    2-3x less wall time with Numba.  Its cost is the compile: 2-15 s with PyTensor's
+    on-disk cache warm, 5-50 s for a graph (model and data shape) new to the machine,
+    against 1-3 s for JAX, which a short run does not pay back.  The 3PL's beta-binomial
+    cells cost more per gradient in Numba than in XLA (15.4 against 11.6 ms on
+    ZeroEval), which decides at scale.  "pytensor"
+    (:func:`.nutpie_models.nutpie_pytensor_model`) is chosen by hand only.
     """
     choice = NUTPIE_BACKEND
     if choice not in ("auto", "pytensor", "jax", "numba"):
@@ -149,91 +153,18 @@ def nutpie_backend(model: pm.Model | None = None, numba_at_scale: bool = False) 
 
     if jax.default_backend() != "cpu":
         return "numba"
-    large = numba_at_scale and model is not None and observed_size(model) >= NUMBA_MIN_OBSERVED
-    return "numba" if large else "jax"
-
-
-def nutpie_pytensor_model(model: pm.Model, var_names: list[str]):
-    """nutpie's model around PyTensor's compiled log-density-and-gradient (its default mode).
-
-    nutpie's Numba build wraps PyTensor's functions in a C callback and compiles
-    it anew on every fit; its JAX build costs 0.1-0.3 ms per call from Python.
-    PyTensor's own function (Numba kernels cached on disk) is called from Python
-    too, at 0.01-0.06 ms on small models.  nutpie's helpers (private ones,
-    ``_make_functions`` and ``_prepare_dims_and_coords``, hence the pin on
-    nutpie's minor versions; ``tests/test_fitting.py`` fits through them) build
-    the flat parameter vector, the initial points and the trace's extra
-    variables as for its other back ends.  Each chain gets its own copy of the functions (their
-    output buffers are reused between calls); the chains run on one thread,
-    since every call holds Python's interpreter lock.
-    """
-    from nutpie.compile_pymc import _make_functions, _prepare_dims_and_coords
-    from nutpie.compiled_pyfunc import from_pyfunc
-    from pymc.initial_point import make_initial_point_fn
-
-    initial_point = make_initial_point_fn(
-        model=model, jitter_rvs=set(model.free_RVs), default_strategy="support_point",
-        return_transformed=True,
-    )
-    n_dim, _, logp_fn, expand_fn, initial_flat, shape_info, reparameterized = _make_functions(
-        model, mode=None, compute_grad=True, join_expanded=False,
-        pymc_initial_point_fn=initial_point, var_names=var_names,
-    )
-    names, _, shapes = shape_info
-
-    def own_copy(fn):
-        fn = fn.copy()
-        fn.trust_input = True
-        return fn
-
-    def make_logp():
-        fn = own_copy(logp_fn)
-
-        def logp(x):
-            value, grad = fn(x)
-            return float(value), np.array(grad, dtype="float64")
-
-        return logp
-
-    def make_expand(seed1, seed2, chain):
-        fn = own_copy(expand_fn)
-
-        def expand(x):
-            return {name: np.array(v, dtype="float64").reshape(shape)
-                    for name, v, shape in zip(names, fn(x), shapes, strict=True)}
-
-        return expand
-
-    dims, coords = _prepare_dims_and_coords(model, shape_info, reparameterized)
-    return from_pyfunc(
-        ndim=n_dim, make_logp_fn=make_logp, make_expand_fn=make_expand,
-        make_initial_point_fn=initial_flat, expanded_dtypes=[np.dtype("float64")] * len(names),
-        expanded_shapes=shapes, expanded_names=names, dims=dims, coords=coords,
-        reparameterized_names=reparameterized,
-    )
-
-
-def compile_for_nutpie(model: pm.Model, backend: str, var_names: list[str]):
-    """nutpie's compiled model of ``model`` with ``backend`` ("pytensor", "jax" or "numba")."""
-    if backend == "pytensor":
-        return nutpie_pytensor_model(model, var_names)
-    import nutpie
-
-    options = {"backend": "jax", "gradient_backend": "jax"} if backend == "jax" else {}
-    return nutpie.compile_pymc_model(model, var_names=var_names, **options)
-
-
-def nutpie_cores(backend: str, chains: int) -> int:
-    """Threads for nutpie's chains: one for "pytensor", whose calls hold the GIL."""
-    return 1 if backend == "pytensor" else min(chains, os.cpu_count() or 1)
+    large = model is not None and observed_size(model) >= SCALE_OBSERVED
+    if large and jax_at_scale:
+        return "jax"
+    return "numba" if large or iterations >= NUMBA_MIN_ITERATIONS else "jax"
 
 
 def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_accept, key=None,
-                   numba_at_scale=False):
+                   jax_at_scale=False):
     import nutpie
 
     t0 = time.perf_counter()
-    backend = nutpie_backend(model, numba_at_scale)
+    backend = nutpie_backend(model, jax_at_scale, chains * (tune + draws))
     # nutpie's JAX build bakes pm.Data in as constants (no with_data) and the PyTensor one
     # reads this model's data: both are compiled anew each time (1-5 s)
     compiled, reused = cached(
@@ -413,7 +344,7 @@ def sample(
     log_likelihood: tuple[str, ...] = (),
     key: Hashable | None = None,
     exact_draws: Callable[..., dict[str, dict[str, np.ndarray]]] | None = None,
-    numba_at_scale: bool = False,
+    jax_at_scale: bool = False,
 ) -> tuple[xr.DataTree, dict[str, float]]:
     """Draw from the posterior of ``model`` with ``sampler``.
 
@@ -427,7 +358,7 @@ def sample(
     model's own exact sampler, used by ``sampler="conjugate"``: it returns the
     ``posterior`` group's arrays and, when asked, the ``log_likelihood`` group's
     (in closed form from the same draws, so :func:`fit` needs no
-    :func:`pymc.compute_log_likelihood` pass).  ``numba_at_scale``: see
+    :func:`pymc.compute_log_likelihood` pass).  ``jax_at_scale``: see
     :func:`nutpie_backend`.
     """
     require(sampler)
@@ -440,7 +371,7 @@ def sample(
         target_accept=target_accept,
     )
     if sampler == "nutpie":
-        return _sample_nutpie(model, **kwargs, key=key, numba_at_scale=numba_at_scale)
+        return _sample_nutpie(model, **kwargs, key=key, jax_at_scale=jax_at_scale)
     if sampler == "pymc":
         return _sample_pymc(model, **kwargs)
     if sampler == "conjugate":

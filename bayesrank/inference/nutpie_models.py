@@ -1,0 +1,258 @@
+"""nutpie's compiled models around PyTensor's own compiled log-density and gradient.
+
+PyTensor 3 compiles a model's log-density and gradient with Numba and keeps the whole
+function in its on-disk cache, so a model compiled once on a machine loads in about a
+second afterwards.  Two ways to hand that function to nutpie's Rust sampler:
+
+- :func:`nutpie_numba_model`: a small Numba C callback (``cfunc``) that reads the data
+  arrays through a table of addresses and calls PyTensor's function.  The sampler calls it
+  without Python, so the chains run in parallel.  nutpie's own Numba build wraps the same
+  function in a callback that reads the data from a record by field name, which Numba
+  compiles anew on every fit (13-80 s; profiled: type inference and lowering of string
+  and record overloads, not the model); this callback compiles in 1-4 s.
+- :func:`nutpie_pytensor_model`: PyTensor's function called from Python for every
+  gradient (nutpie's ``from_pyfunc``); no callback to compile, but the calls hold Python's
+  interpreter lock, so its chains run on one thread.
+
+Both use two of nutpie's private helpers (``_make_functions``, which builds the flat
+parameter vector, initial points and the trace's extra variables as for nutpie's other
+back ends, and ``_prepare_dims_and_coords``), hence the pin on nutpie's minor versions;
+``tests/test_fitting.py`` fits through both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import threading
+
+import numpy as np
+import pymc as pm
+
+__all__ = ["compile_for_nutpie", "nutpie_cores", "nutpie_numba_model", "nutpie_pytensor_model"]
+
+
+def one_at_a_time(initial_point):
+    """``initial_point(seed)`` behind a lock.
+
+    nutpie's chains ask for their initial points from several threads at once, and a
+    PyTensor function's output storage is shared between calls: unguarded, 115 of 1,200
+    concurrent calls from 4 threads returned an initial value None (nutpie: "Failed to
+    initialize point"; seen once in a default fit under load).
+    """
+    lock = threading.Lock()
+
+    def guarded(seed):
+        with lock:
+            return initial_point(seed)
+
+    return guarded
+
+
+def _functions(model: pm.Model, var_names: list[str], mode: str | None, join_expanded: bool):
+    """nutpie's ``_make_functions`` with PyMC's jittered initial points."""
+    from nutpie.compile_pymc import _make_functions
+    from pymc.initial_point import make_initial_point_fn
+
+    initial_point = make_initial_point_fn(
+        model=model, jitter_rvs=set(model.free_RVs), default_strategy="support_point",
+        return_transformed=True,
+    )
+    n_dim, n_expanded, logp_fn, expand_fn, initial_flat, shape_info, reparameterized = (
+        _make_functions(
+            model, mode=mode, compute_grad=True, join_expanded=join_expanded,
+            pymc_initial_point_fn=initial_point, var_names=var_names,
+        ))
+    return (n_dim, n_expanded, logp_fn, expand_fn, one_at_a_time(initial_flat), shape_info,
+            reparameterized)
+
+
+def _callback_source(kind: str, n_shared: int, offset: int) -> str:
+    """Source of the C callback nutpie calls: log-density and gradient, or the expansion.
+
+    The data arrays are rebuilt from the address table ``user_data_`` (entries ``offset``
+    onwards) with their shapes and dtypes fixed at compile time (``SHAPE{i}``, ``DTYPE{i}``).
+    Return codes as nutpie's: 0 fine, 3 non-finite gradient, 4 non-finite log-density.
+    """
+    data = "".join(
+        f"    s{i} = carray(as_pointer(table[{offset + i}]), SHAPE{i}, DTYPE{i})\n"
+        for i in range(n_shared))
+    args = "".join(f", s{i}" for i in range(n_shared))
+    if kind == "logp":
+        return (
+            "def callback(dim, x_, out_, logp_, user_data_):\n"
+            "    if dim != N_DIM:\n        return -1\n"
+            "    table = carray(user_data_, (N_TABLE,), np.int64)\n" + data +
+            "    x = carray(x_, (N_DIM,))\n    out = carray(out_, (N_DIM,))\n"
+            f"    value, grad = fn(x{args})\n"
+            "    logp = carray(logp_, (1,))\n    logp[0] = value[()]\n"
+            "    for i in range(N_DIM):\n        out[i] = grad[i]\n"
+            "    for i in range(N_DIM):\n        if not isfinite(grad[i]):\n            return 3\n"
+            "    return 0 if isfinite(logp[0]) else 4\n")
+    return (
+        "def callback(dim, expanded, x_, out_, user_data_):\n"
+        "    if dim != N_DIM or expanded != N_OUT:\n        return -1\n"
+        "    table = carray(user_data_, (N_TABLE,), np.int64)\n" + data +
+        "    x = carray(x_, (N_DIM,))\n    out = carray(out_, (N_OUT,))\n"
+        f"    (values,) = fn(x{args})\n"
+        "    for i in range(N_OUT):\n        out[i] = values[i]\n    return 0\n")
+
+
+def _callback(kind: str, fn, arrays: list[np.ndarray], offset: int, n_table: int,
+              n_dim: int, n_out: int):
+    """Compile the C callback of ``kind`` ("logp" or "expand") around PyTensor's ``fn``."""
+    import math
+
+    import numba
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def as_pointer(typingctx, address):
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], cgutils.voidptr_t)
+
+        return types.voidptr(address), codegen
+
+    env = {"np": np, "carray": numba.carray, "as_pointer": as_pointer, "isfinite": math.isfinite,
+           "fn": fn, "N_DIM": n_dim, "N_OUT": n_out, "N_TABLE": max(n_table, 1)}
+    for i, a in enumerate(arrays):
+        env[f"SHAPE{i}"], env[f"DTYPE{i}"] = tuple(int(d) for d in a.shape), a.dtype
+    exec(compile(_callback_source(kind, len(arrays), offset), f"<bayesrank {kind}>", "exec"), env)
+    double = types.CPointer(types.double)
+    signature = (
+        types.int64(types.uint64, double, double, double, types.voidptr) if kind == "logp" else
+        types.int64(types.uint64, types.uint64, double, double, types.voidptr))
+    return numba.cfunc(signature)(env["callback"])
+
+
+def _address_table(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.array([a.ctypes.data for a in arrays] or [0], dtype=np.int64)
+
+
+def nutpie_numba_model(model: pm.Model, var_names: list[str]):
+    """nutpie's Numba model of ``model`` through small C callbacks (module docstring).
+
+    The data arrays' shapes are compiled into the callbacks: ``with_data`` takes arrays of
+    the same shapes and dtypes only (as :func:`bayesrank.inference.cache.structure_key`
+    guarantees for a reused model).
+    """
+    from nutpie.compile_pymc import _prepare_dims_and_coords
+
+    n_dim, n_expanded, logp_fn, expand_fn, initial_flat, shape_info, reparameterized = (
+        _functions(model, var_names, "NUMBA", join_expanded=True))
+    shared = {}
+    for var in (*logp_fn.get_shared(), *expand_fn.get_shared()):
+        shared.setdefault(var.name, (var, np.ascontiguousarray(var.get_value(borrow=True))))
+    logp_names = [v.name for v in logp_fn.get_shared()]
+    names = logp_names + [v.name for v in expand_fn.get_shared()]
+    arrays = [shared[name][1] for name in names]
+    split = len(logp_names)
+    logp_c = _callback("logp", logp_fn.vm.jit_fn, arrays[:split], 0, len(names), n_dim, n_expanded)
+    expand_c = _callback("expand", expand_fn.vm.jit_fn, arrays[split:], split, len(names), n_dim,
+                         n_expanded)
+    dims, coords = _prepare_dims_and_coords(model, shape_info, reparameterized)
+    return _addressed_model_class()(
+        _n_dim=n_dim, dims=dims, _coords=coords,
+        _shapes={name: tuple(shape) for name, _, shape in zip(*shape_info, strict=True)},
+        compiled_logp_func=logp_c, compiled_expand_func=expand_c,
+        initial_point_func=initial_flat,
+        shared_data={name: shared[name][1] for name in shared},
+        shared_var_keys={shared[name][0]: name for name in shared},
+        user_data=_address_table(arrays), n_expanded=n_expanded, shape_info=shape_info,
+        logp_func=logp_fn, expand_func=expand_fn, table_names=tuple(names),
+    )
+
+
+@functools.cache
+def _addressed_model_class():
+    """nutpie's compiled PyMC model whose ``user_data`` is a table of data addresses."""
+    from nutpie.compile_pymc import CompiledPyMCModel
+
+    @dataclasses.dataclass(frozen=True)
+    class AddressedModel(CompiledPyMCModel):
+        table_names: tuple[str, ...] = ()  # the data behind each table entry, in order
+
+        def with_data(self, **updates):
+            data = dict(self.shared_data)
+            for name, value in updates.items():
+                if name not in data:
+                    raise KeyError(f"unknown data variable {name!r}")
+                old = data[name]
+                new = np.array(value, dtype=old.dtype, order="C", copy=True)
+                if new.shape != old.shape:
+                    raise ValueError(
+                        f"data {name!r} has shape {new.shape}; this compiled model takes "
+                        f"{old.shape} only")
+                data[name] = new
+            table = _address_table([data[name] for name in self.table_names])
+            return dataclasses.replace(self, shared_data=data, user_data=table)
+
+    return AddressedModel
+
+
+def nutpie_pytensor_model(model: pm.Model, var_names: list[str]):
+    """nutpie's model around PyTensor's compiled log-density-and-gradient, called from Python.
+
+    Each chain gets its own copy of the functions (their output buffers are reused
+    between calls); the chains run on one thread, since every call holds Python's
+    interpreter lock.
+    """
+    from nutpie.compile_pymc import _prepare_dims_and_coords
+    from nutpie.compiled_pyfunc import from_pyfunc
+
+    n_dim, _, logp_fn, expand_fn, initial_flat, shape_info, reparameterized = _functions(
+        model, var_names, None, join_expanded=False)
+    names, _, shapes = shape_info
+
+    def own_copy(fn):
+        fn = fn.copy()
+        fn.trust_input = True
+        return fn
+
+    def make_logp():
+        fn = own_copy(logp_fn)
+
+        def logp(x):
+            value, grad = fn(x)
+            return float(value), np.array(grad, dtype="float64")
+
+        return logp
+
+    def make_expand(seed1, seed2, chain):
+        fn = own_copy(expand_fn)
+
+        def expand(x):
+            return {name: np.array(v, dtype="float64").reshape(shape)
+                    for name, v, shape in zip(names, fn(x), shapes, strict=True)}
+
+        return expand
+
+    dims, coords = _prepare_dims_and_coords(model, shape_info, reparameterized)
+    return from_pyfunc(
+        ndim=n_dim, make_logp_fn=make_logp, make_expand_fn=make_expand,
+        make_initial_point_fn=initial_flat, expanded_dtypes=[np.dtype("float64")] * len(names),
+        expanded_shapes=shapes, expanded_names=names, dims=dims, coords=coords,
+        reparameterized_names=reparameterized,
+    )
+
+
+def compile_for_nutpie(model: pm.Model, backend: str, var_names: list[str]):
+    """nutpie's compiled model of ``model`` with ``backend`` ("numba", "pytensor" or "jax")."""
+    if backend == "numba":
+        return nutpie_numba_model(model, var_names)
+    if backend == "pytensor":
+        return nutpie_pytensor_model(model, var_names)
+    import nutpie
+
+    compiled = nutpie.compile_pymc_model(model, var_names=var_names, backend="jax",
+                                         gradient_backend="jax")
+    return dataclasses.replace(
+        compiled, _make_initial_points=one_at_a_time(compiled._make_initial_points))
+
+
+def nutpie_cores(backend: str, chains: int) -> int:
+    """Threads for nutpie's chains: one for "pytensor", whose calls hold the GIL."""
+    return 1 if backend == "pytensor" else min(chains, os.cpu_count() or 1)
