@@ -131,12 +131,13 @@ def nutpie_backend(model: pm.Model | None = None, jax_at_scale: bool = False,
     x (tune + draws); the default fit has 8,000), JAX for short runs of small models.
 
     Why (docs/samplers.md, "nutpie's Numba model in seconds"): nutpie calls a JAX
-    log-density from Python for every gradient, 0.1-1 ms a call of overhead even on a
-    16-model Bradley-Terry, while the Numba callback runs without Python and its chains
-    in parallel (0.09-0.14 ms a gradient there); default fits of the real sets took
-    2-3x less wall time with Numba.  Its cost is the compile: 2-15 s with PyTensor's
-    on-disk cache warm, 5-50 s for a graph (model and data shape) new to the machine,
-    against 1-3 s for JAX, which a short run does not pay back.  The 3PL's beta-binomial
+    log-density from Python for every gradient (1.1-1.6 ms of wall time a gradient on
+    the AIME and LiveCodeBench Bradley-Terry, chains sharing the interpreter lock),
+    while the Numba callback runs without Python and its chains in parallel (0.09-0.14
+    ms there); default fits of the real sets took 1.5-5.8x less wall time with Numba.
+    Its cost is the compile: 2-15 s with PyTensor's on-disk cache warm, 5-50 s for a
+    graph (model and data shape) new to the machine, against 1-3 s for JAX, which a
+    short run does not pay back.  The 3PL's beta-binomial
     cells cost more per gradient in Numba than in XLA (15.4 against 11.6 ms on
     ZeroEval), which decides at scale.  "pytensor"
     (:func:`.nutpie_models.nutpie_pytensor_model`) is chosen by hand only.

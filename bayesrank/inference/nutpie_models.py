@@ -9,7 +9,9 @@ second afterwards.  Two ways to hand that function to nutpie's Rust sampler:
   without Python, so the chains run in parallel.  nutpie's own Numba build wraps the same
   function in a callback that reads the data from a record by field name, which Numba
   compiles anew on every fit (13-80 s; profiled: type inference and lowering of string
-  and record overloads, not the model); this callback compiles in 1-4 s.
+  and record overloads, not the model).  With this callback a model compiles in 2-15 s
+  with PyTensor's cache warm (5-50 s for a graph, model and data shape, new to the
+  machine).
 - :func:`nutpie_pytensor_model`: PyTensor's function called from Python for every
   gradient (nutpie's ``from_pyfunc``); no callback to compile, but the calls hold Python's
   interpreter lock, so its chains run on one thread.
