@@ -44,7 +44,7 @@ from bayesrank.models import MODELS, irt
 from bayesrank.models._common import coords_of
 
 import bayesrank
-from bayesrank.inference.backends import nutpie_backend
+from bayesrank.inference.backends import model_var_names, nutpie_backend
 from bayesrank.inference.nutpie_models import compile_for_nutpie, nutpie_cores
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -158,7 +158,7 @@ def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int,
     says ``jax_at_scale``).
     """
     backend = backend or nutpie_backend(model, jax_at_scale, 4 * 2 * draws)
-    names = [v.name for v in model.free_RVs] + [v.name for v in model.deterministics]
+    names = model_var_names(model)
     t0 = time.perf_counter()
     compiled = compile_for_nutpie(model, backend, names)
     t1 = time.perf_counter()

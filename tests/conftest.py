@@ -17,28 +17,6 @@ def shared_dir() -> Path:
     return SHARED
 
 
-@pytest.fixture(scope="session", autouse=True)
-def jax_builds_for_nutpie():
-    """nutpie compiles with JAX in these tests, not with the Numba callback "auto" picks
-    for default-length fits.
-
-    Both sample the same density (``tests/test_nutpie_models.py``: the callback's draws
-    equal PyTensor's function's bit for bit; ``tests/test_fitting.py``: Numba and JAX
-    give one posterior), and the tests of the choice set it themselves.  Numba compiles
-    each new graph (model and data shape) once per machine, 5-50 s, which the suite's
-    many small variants pay on a fresh CI machine: 23 min 53 s of pytest with "auto"
-    (half of it beside another fit on the 2 cores) against 21 min 32 s with JAX the
-    session before.  ``tests/test_models_real.py`` (the real sets with every default)
-    keeps "auto".
-    """
-    from bayesrank.inference import backends
-
-    saved = backends.NUTPIE_BACKEND
-    backends.NUTPIE_BACKEND = "jax"
-    yield
-    backends.NUTPIE_BACKEND = saved
-
-
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests sharing a module-scoped fixture run on one xdist worker (``--dist loadgroup``).

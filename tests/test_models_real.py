@@ -53,17 +53,6 @@ FULL_SIZE = {("rasch", "lcb_repair"), ("3pl", "lcb_repair"), ("3pl", "zeroeval_m
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def default_nutpie_build():
-    """Every default, the back end's choice included (the suite pins JAX, conftest.py)."""
-    from bayesrank.inference import backends
-
-    saved = backends.NUTPIE_BACKEND
-    backends.NUTPIE_BACKEND = "auto"
-    yield
-    backends.NUTPIE_BACKEND = saved
-
-
 @pytest.fixture(scope="module")
 def real_sets(shared_dir: Path) -> dict[str, bayesrank.ResponseData]:
     return load_real_sets(shared_dir / "data")

@@ -9,6 +9,7 @@ from bayesrank.models import get_model
 from bayesrank import ResponseData
 
 nutpie = pytest.importorskip("nutpie")
+from bayesrank.inference.backends import model_var_names  # noqa: E402
 from bayesrank.inference.nutpie_models import (  # noqa: E402
     compile_for_nutpie,
     nutpie_numba_model,
@@ -23,16 +24,12 @@ def _data(seed: int) -> ResponseData:
     return ResponseData(R)
 
 
-def _names(model) -> list[str]:
-    return [v.name for v in model.free_RVs] + [v.name for v in model.deterministics]
-
-
 def test_c_callbacks_sample_exactly_what_pythons_calls_of_the_same_function_sample():
     """Same function, same seed: the callbacks' draws equal, bit for bit, the draws through
     PyTensor's function called from Python (nutpie_pytensor_model, an independent path:
     no address table, no callback)."""
     model = get_model("rasch").build(_data(0))
-    names = _names(model)
+    names = model_var_names(model)
     assert len(model.data_vars) >= 2  # several data arrays read through the table
     via_c = nutpie.sample(nutpie_numba_model(model, names), **RUN).posterior
     via_python = nutpie.sample(nutpie_pytensor_model(model, names), **{**RUN, "cores": 1}).posterior
@@ -44,7 +41,7 @@ def test_swapped_data_of_the_same_shape_is_read_and_other_shapes_are_refused():
     """``with_data`` (reuse across data sets of one shape) samples the new data's posterior,
     the very draws of a model compiled for that data; another shape is an error."""
     first, second = (get_model("bradley_terry").build(_data(s)) for s in (1, 2))
-    names = _names(first)
+    names = model_var_names(first)
     compiled = compile_for_nutpie(first, "numba", names)
     swapped = compiled.with_data(
         **{v.name: v.get_value() for v in second.data_vars})
@@ -70,7 +67,7 @@ def test_initial_points_asked_from_several_threads_at_once_are_all_whole():
     from bayesrank.inference.nutpie_models import _functions
 
     model = get_model("bradley_terry").build(_data(3))
-    n_dim, *_, initial_point, _, _ = _functions(model, _names(model), "NUMBA", True)
+    n_dim, *_, initial_point, _, _ = _functions(model, model_var_names(model), "NUMBA", True)
     failures, points = [], []
 
     def ask(thread: int) -> None:
