@@ -19,7 +19,7 @@ second afterwards.  Two ways to hand that function to nutpie's Rust sampler:
 Both use two of nutpie's private helpers (``_make_functions``, which builds the flat
 parameter vector, initial points and the trace's extra variables as for nutpie's other
 back ends, and ``_prepare_dims_and_coords``), hence the pin on nutpie's minor versions;
-``tests/test_fitting.py`` fits through both.
+``tests/test_fitting.py`` and ``tests/test_nutpie_models.py`` sample through both.
 """
 
 from __future__ import annotations
@@ -137,8 +137,8 @@ def _address_table(arrays: list[np.ndarray]) -> np.ndarray:
 def nutpie_numba_model(model: pm.Model, var_names: list[str]):
     """nutpie's Numba model of ``model`` through small C callbacks (module docstring).
 
-    The data arrays' shapes are compiled into the callbacks: ``with_data`` takes arrays of
-    the same shapes and dtypes only (as :func:`bayesrank.inference.cache.structure_key`
+    The data arrays' shapes and dtypes are compiled into the callbacks: ``with_data`` takes
+    arrays of the same shapes and dtypes only (as :func:`bayesrank.inference.cache.structure_key`
     guarantees for a reused model).
     """
     from nutpie.compile_pymc import _prepare_dims_and_coords
@@ -182,12 +182,11 @@ def _addressed_model_class():
             for name, value in updates.items():
                 if name not in data:
                     raise KeyError(f"unknown data variable {name!r}")
-                old = data[name]
-                new = np.array(value, dtype=old.dtype, order="C", copy=True)
-                if new.shape != old.shape:
+                old, new = data[name], np.array(value, order="C", copy=True)
+                if new.shape != old.shape or new.dtype != old.dtype:
                     raise ValueError(
-                        f"data {name!r} has shape {new.shape}; this compiled model takes "
-                        f"{old.shape} only")
+                        f"data {name!r} is {new.dtype} of shape {new.shape}; this compiled "
+                        f"model takes {old.dtype} of shape {old.shape} only")
                 data[name] = new
             table = _address_table([data[name] for name in self.table_names])
             return dataclasses.replace(self, shared_data=data, user_data=table)
