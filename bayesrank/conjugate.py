@@ -24,7 +24,6 @@ outcomes (Bayes_R0@N, identifier ``bayes_greedy``); an array replaces them.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ import numpy as np
 
 from bayesrank.data import ResponseData, as_response_data
 from bayesrank.errors import DataError
+from bayesrank.threads import worker_threads
 
 __all__ = [
     "bayes_at_n",
@@ -255,12 +255,6 @@ def _block_log_likelihood(
     return out
 
 
-def _workers() -> int:
-    """Threads for the blocks: numpy draws and ufuncs release the GIL."""
-    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else os.cpu_count() or 1))
-
-
 @dataclass(frozen=True)
 class DeferredArray:
     """An array made only when first asked for: its ``shape``, ``dtype`` and ``make()``."""
@@ -309,7 +303,7 @@ class ExactDraws:
 
     def _map(self, task) -> list:
         """``task(j)`` for every block, in block order (threads when there are cores)."""
-        workers = _workers()
+        workers = worker_threads()  # numpy draws and ufuncs release the GIL
         if workers == 1 or len(self._blocks) < 2:
             return [task(j) for j in range(len(self._blocks))]
         with ThreadPoolExecutor(workers) as pool:

@@ -19,7 +19,7 @@ MAX_LINES = 800
 
 # layers, lowest first: a module may import its own layer and the ones below
 LAYERS = [
-    ("bayesrank.errors", "bayesrank.checks", "bayesrank.datatree"),
+    ("bayesrank.errors", "bayesrank.checks", "bayesrank.datatree", "bayesrank.threads"),
     ("bayesrank.data", "bayesrank.datasets"),
     ("bayesrank.ranking", "bayesrank.conjugate"),
     ("bayesrank.baselines", "bayesrank.registry", "bayesrank.models"),

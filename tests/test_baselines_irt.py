@@ -32,6 +32,9 @@ from scipy.special import expit, logit, logsumexp
 import bayesrank
 from bayesrank import ResponseData, datasets
 from bayesrank.baselines import irt
+from bayesrank.baselines.irt import _xpl_kernel as xpl_kernel
+from bayesrank.baselines.irt._newton import Hessian, Terms
+from bayesrank.baselines.irt.xpl_batch import kernel_config
 from bayesrank.errors import DataError, NotIdentifiedError
 from bayesrank.ranking import kendall_tau, scores_to_ranks
 
@@ -552,10 +555,14 @@ def test_newton_steps_equal_a_dense_constrained_solve(L, M, model):
     lay = irt._Layout(model, 1.0 if model != "1pl" else None, 0.01, 0.1, 0.5, None)
     q = lay.n_item_params
     k = rng.binomial(5, 0.5, size=(L, M)).astype(float)
-    t = irt._xpl_terms(
-        rng.normal(size=L) * 0.3, rng.normal(size=(M, q)) * 0.3, k, np.full((L, M), 5.0), lay, 1.0
-    )
-    H = t.curvature()[1]
+    theta, v, items = rng.normal(size=L) * 0.3, rng.normal(size=(M, q)) * 0.3, np.arange(M)
+    cfg = kernel_config(lay)
+    a, dc, d2c, cells = xpl_kernel.cell_derivatives(theta, v, k, np.full((L, M), 5.0), items, cfg)
+    g_u, g_v = xpl_kernel.gradient(theta, v, items, cfg, 1.0, a, dc, cells)
+    uu, uv, vv = xpl_kernel.hessian(theta, items, cfg, 1.0, a, dc, d2c, cells, False,
+                                    np.ones(M, dtype=bool))  # Fisher: positive semi-definite
+    H = Hessian(np.diag(uu), uv, vv)
+    t = Terms(0.0, lambda: (g_u, g_v, None))
     E = np.zeros((M, q, 1))
     E[:, 0, 0] = 1.0  # the step keeps sum(b) fixed
     du, dv = irt._newton_step(t, H, E)

@@ -157,7 +157,7 @@ def test_draws_do_not_depend_on_the_number_of_threads(monkeypatch):
     counts = three_categories().reductions.category_counts
     runs = []
     for workers in (1, 3):
-        monkeypatch.setattr(conjugate, "_workers", lambda w=workers: w)
+        monkeypatch.setattr(conjugate, "worker_threads", lambda w=workers: w)
         runs.append(exact_draws(nu, np.array([0.0, 0.4, 1.0]), draws=50, chains=2, seed=9,
                                 counts=counts))
     for name in ("p", "theta", "log_likelihood"):

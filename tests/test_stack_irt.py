@@ -16,13 +16,6 @@ from hypothesis import strategies as st
 
 import bayesrank as br
 from bayesrank import ResponseData
-from bayesrank.baselines.irt._lockstep import (
-    CONVERGED,
-    FLAT_STEPS,
-    STALLED,
-    BatchHessian,
-    lockstep_newton,
-)
 from bayesrank.registry import get_method
 from bayesrank.study._core import safe_ranks
 from bayesrank.study.batched import DrawStack, batched_scores, competition_ranks, rank_stack
@@ -160,47 +153,3 @@ def test_unsupported_options_fall_back_to_the_per_draw_path():
     assert RULES["dynamic_irt"](stack, variant="growth") is None
     graded = ResponseData(np.minimum(np.arange(24).reshape(2, 3, 4) % 3, 2))
     assert RULES["rasch_2pl"](DrawStack.from_data(graded, [np.array([0])])) is None
-
-
-def _quadratic_lockstep(curvature: float, u0: float, max_iter: int = 500):
-    """Newton on f(u) = u^2 / 2 (one person, one held item) told the curvature ``curvature``.
-
-    With a curvature kappa > 1 every full step is accepted and shrinks u by (1 - 1/kappa):
-    a linearly converging iteration whose gains and decrements are worked out by hand.
-    """
-    def value(idx, u, v):
-        return 0.5 * u[:, 0] ** 2
-
-    def derivatives(idx, u, v):
-        b = len(idx)
-        H = BatchHessian(np.full((b, 1), curvature), np.zeros((b, 1, 1, 1)),
-                         np.ones((b, 1, 1, 1)))
-        return u.copy(), np.zeros((b, 1, 1)), (H,), np.ones((b, 1), dtype=bool)
-
-    return lockstep_newton(value, derivatives, np.array([[u0]]), np.zeros((1, 1, 1)),
-                           np.ones((1, 1), dtype=bool), (), max_iter)
-
-
-def test_lockstep_stops_a_crawl_whose_objective_no_longer_changes():
-    """Gains below 1e-14 (L-BFGS-B's ftol in the paper's code) for 20 steps end the problem.
-
-    u0 = 5e-7 and kappa = 100: each step gains u^2 (1 - 0.99^2) / 2 < 2.5e-15 while the
-    decrement u^2 / 100 stays above 1e-16 for log(5) / log(1 / 0.99) ~ 160 steps, so only
-    the flat-objective rule stops it, after exactly 20 steps, at u0 * 0.99^20.
-    """
-    res = _quadratic_lockstep(100.0, 5e-7)
-    assert res.status[0] == STALLED
-    assert res.n_iter[0] == FLAT_STEPS == 20
-    np.testing.assert_allclose(res.u[0, 0], 5e-7 * 0.99**20, rtol=1e-12)
-
-
-def test_lockstep_converges_as_before_where_the_objective_still_improves():
-    """Exact curvature: one Newton step to u = 0 (CONVERGED).  kappa = 2 from u0 = 1 halves u
-    per step: its gains 0.375 * 4^-k fall below 1e-14 at k = 23, only five steps before the
-    decrement 4^-k / 2 < 1e-16 ends it (k = 27, seen at iteration 28), so it converges."""
-    exact = _quadratic_lockstep(1.0, 1.0)
-    assert exact.status[0] == CONVERGED and exact.u[0, 0] == 0.0
-    halving = _quadratic_lockstep(2.0, 1.0)
-    assert halving.status[0] == CONVERGED
-    # u_k = 2^-k; decrement 2^-2k / 2 < 1e-16 first at k = 27, checked at iteration k + 1
-    assert halving.n_iter[0] == 28

@@ -41,8 +41,9 @@ guessing a weak model's ability can run off to ``-inf``: both raise
 always finite).
 
 Layout: :mod:`._common` (counts, informative items, :class:`IrtFit`), :mod:`._newton`
-(the block-structured Newton solver) and :mod:`._lockstep` (the same solver over a batch
-of problems, each stopping on its own), then one module per estimator.  The xPL and MML
+(the block-structured Newton solver, for the growth model) and :mod:`._xpl_kernel` (the
+xPL objective and its Newton stages, compiled, one problem at a time), then one module
+per estimator.  The xPL and MML
 fits are written over a leading batch axis (:mod:`.xpl_batch`,
 :func:`.mml.fit_rasch_mml_batch`); the single-fit functions call them with one problem,
 so the study's stacked rules (:mod:`bayesrank.study.stack_irt`) reproduce them exactly.
@@ -62,7 +63,6 @@ from bayesrank.baselines.irt.mml import (
 )
 from bayesrank.baselines.irt.xpl import (  # the private names are used by the tests
     _Layout,  # noqa: F401
-    _xpl_terms,  # noqa: F401
     fit_irt,
     rasch,
     rasch_2pl,

@@ -5,7 +5,8 @@ parameters ``v`` (M, q).  Persons interact only through items, so the item block
 Hessian is block-diagonal and a Newton step eliminates it with a Schur complement
 (O(P^2 M q^2)) instead of factoring the full matrix; linear constraints (centred
 difficulties) enter as Lagrange multipliers and bounds by projection.  Used by the growth
-model (:mod:`.dynamic`); the JML/MAP xPL fits run its batched twin, :mod:`._lockstep`.
+model (:mod:`.dynamic`); the JML/MAP xPL fits solve the same system in compiled form
+(:func:`._xpl_kernel.newton_step`).
 """
 
 from __future__ import annotations

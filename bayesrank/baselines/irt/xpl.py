@@ -8,7 +8,7 @@ Paper App. "Item Response Theory (IRT) Methods", Alg. "Binomial xPL IRT": with
 
 (``a = 1, c = 0``: Rasch; ``c = 0``: 2PL), :func:`fit_irt` minimises the negative
 log-likelihood plus a Gaussian ability prior (MAP) and weak ridges on ``log a`` and on the
-guessing logit, with centred difficulties, by Newton's method (:mod:`._newton`).  The
+guessing logit, with centred difficulties, by Newton's method (:mod:`._xpl_kernel`).  The
 ranking rules :func:`rasch`, :func:`rasch_2pl` and :func:`rasch_3pl` are ML with
 ``prior=None`` and MAP with a prior variance (the paper's ``*_map`` identifiers use 1.0).
 """
@@ -30,15 +30,7 @@ from bayesrank.baselines.irt._common import (
     binomial_counts,
     boundary_difficulty,
 )
-from bayesrank.baselines.irt._lockstep import BatchHessian
-from bayesrank.baselines.irt._newton import Hessian, Terms
-from bayesrank.baselines.irt.xpl_batch import (
-    LOG_A_BOUND,
-    Layout,
-    fit_xpl_batch,
-    xpl_derivatives,
-    xpl_value,
-)
+from bayesrank.baselines.irt.xpl_batch import LOG_A_BOUND, Layout, fit_xpl_batch
 from bayesrank.checks import check_choice, check_finite, check_in_interval, check_int
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
@@ -47,32 +39,6 @@ from bayesrank.ranking import ranking_method
 __all__ = ["fit_irt", "rasch", "rasch_2pl", "rasch_3pl"]
 
 _Layout = Layout  # the tests build layouts under this name
-
-
-def _xpl_terms(theta, v, k, n, lay: Layout, scale: float) -> Terms:
-    """One problem's objective as :class:`._newton.Terms` (the batched terms with B = 1).
-
-    The curvatures are the observed Hessian, then (where some items' observed blocks
-    are indefinite) the mixed one, then the Fisher information; see
-    :func:`.xpl_batch.xpl_derivatives`.
-    """
-    one = (theta[None], v[None], k[None], n[None])
-    scales = np.array([float(scale)])
-    value = float(xpl_value(*one, lay, scales)[0])
-
-    def derivatives():
-        g_u, g_v, hessians, bad = xpl_derivatives(
-            *one, np.ones((1, v.shape[0]), dtype=bool), lay, scales)
-        some_bad = bad[0].any() and not bad[0].all()
-        kept = hessians if some_bad else (hessians[0], hessians[2])
-
-        def curvature() -> tuple[Hessian, ...]:
-            built = (h if isinstance(h, BatchHessian) else h(np.arange(1)) for h in kept)
-            return tuple(Hessian(np.diag(h.uu[0]), h.uv[0], h.vv[0]) for h in built)
-
-        return g_u[0], g_v[0], curvature
-
-    return Terms(value, derivatives)
 
 
 def fit_irt(

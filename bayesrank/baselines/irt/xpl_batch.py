@@ -1,11 +1,11 @@
 """Joint-ML / MAP 1PL, 2PL and 3PL fits of a batch of count matrices at once.
 
-The numeric core of :func:`.xpl.fit_irt` (paper App. "Item Response Theory (IRT)
-Methods", Alg. "Binomial xPL IRT"), written over a leading batch axis: B count matrices
-``k, n`` (B, L, M) are fitted together by :func:`._lockstep.lockstep_newton`, each with its
-own informative items, stopping rule and errors.  :func:`.xpl.fit_irt` is this fit with
-B = 1 and the study's stacked rules (:mod:`bayesrank.study.stack_irt`) call it on every
-draw of a stack, so both run the same arithmetic per problem and give identical abilities.
+:func:`.xpl.fit_irt` (paper App. "Item Response Theory (IRT) Methods", Alg. "Binomial xPL
+IRT") over a leading batch axis: B count matrices ``k, n`` (B, L, M) are fitted by the
+compiled stages of :mod:`._xpl_kernel`, each problem with its own informative items,
+stopping rule and errors.  :func:`.xpl.fit_irt` is this fit with B = 1 and the study's
+stacked rules (:mod:`bayesrank.study.stack_irt`) call it on every draw of a stack, so
+both run the same arithmetic per problem and give identical abilities.
 
 Uninformative items of a problem (solved by every model or by none) stay in its arrays
 with zero counts, which add exactly nothing to the objective; they are held out of the
@@ -14,27 +14,27 @@ Newton steps and of the centring ``sum_m b_m = 0``.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-from scipy.special import expit, log_expit
 
 from bayesrank.baselines._optim import check_ford_condition
+from bayesrank.baselines.irt import _xpl_kernel
 from bayesrank.baselines.irt._common import IrtModel, logit
-from bayesrank.baselines.irt._lockstep import (
-    DIVERGED_STATUS,
-    MAX_ITER,
-    BatchHessian,
-    lockstep_newton,
-)
 from bayesrank.baselines.irt._newton import divergence_error
+from bayesrank.baselines.irt._xpl_kernel import DIVERGED_STATUS, MAX_ITER
 from bayesrank.errors import NotIdentifiedError
+from bayesrank.threads import worker_threads
 
-__all__ = ["GUESSING_STARTS", "LOG_A_BOUND", "Layout", "XplBatchFit", "fit_xpl_batch",
-           "xpl_derivatives", "xpl_value"]
+__all__ = ["GUESSING_STARTS", "LOG_A_BOUND", "Layout", "StageResult", "XplBatchFit",
+           "fit_xpl_batch", "kernel_config"]
 
 # 3PL guessing logits tried as starts: the paper's c = 0.25 and c = 0.5 sigmoid(-3) ~ 0.024
 GUESSING_STARTS = (0.0, -3.0)
+# a thread for at least this many problems (one problem takes 0.1-10 ms)
+_PROBLEMS_PER_THREAD = 8
 # |log a| <= 8 (as in scorio 0.2.3): an item at the bound acts as a step function of ability
 LOG_A_BOUND = 8.0
 
@@ -74,152 +74,6 @@ class Layout:
         return f"{self.model.upper()} {'MAP' if self.prior_var is not None else 'joint ML'}"
 
 
-def _cells(theta, v, lay: Layout):
-    """``log a``, ``a`` (B, M), ``eta``, ``log sigma(eta)`` (B, L, M), and 3PL ``c``, ``log p``."""
-    b = v[..., 0]
-    log_a = v[..., 1] if lay.has_a else np.zeros_like(b)
-    a = np.exp(log_a)
-    eta = a[:, None, :] * (theta[:, :, None] - b[:, None, :])
-    log_sig = log_expit(eta)
-    c = log_p = None
-    if lay.model == "3pl":
-        c = lay.upper * expit(v[..., 2]) if lay.free_c else np.full(b.shape, float(lay.fixed_c))
-        with np.errstate(divide="ignore"):
-            log_c = np.log(c)  # -inf for c = 0: logaddexp then gives the 2PL term
-        log_p = np.logaddexp(log_c[:, None, :], np.log1p(-c)[:, None, :] + log_sig)
-    return log_a, a, eta, log_sig, c, log_p
-
-
-def xpl_value(theta, v, k, n, lay: Layout, scale) -> np.ndarray:
-    """Negative log posterior of B problems divided by their ``scale``, shape (B,).
-
-    ``-sum_lm [k log p + (n - k) log(1 - p)] + |theta|^2 / (2 prior_var)
-    + reg_a |log a|^2 + reg_c |gamma|^2`` (see :func:`.xpl.fit_irt`).
-    """
-    log_a, a, eta, log_sig, c, log_p = _cells(theta, v, lay)
-    if lay.model == "3pl":
-        log_q = np.log1p(-c)[:, None, :] + log_expit(-eta)
-        value = -np.sum(k * log_p + (n - k) * log_q, axis=(1, 2))
-    else:
-        value = np.sum(n * (eta - log_sig) - k * eta, axis=(1, 2))  # softplus(eta) - k eta
-    if lay.prior_var is not None:
-        value = value + 0.5 * (theta * theta).sum(axis=1) / lay.prior_var
-    if lay.has_a:
-        value = value + lay.reg_a * (log_a * log_a).sum(axis=1)
-    if lay.free_c:
-        value = value + lay.reg_c * (v[..., 2] * v[..., 2]).sum(axis=1)
-    return value / scale
-
-
-def xpl_derivatives(theta, v, k, n, keep, lay: Layout, scale):
-    """Gradient and curvatures of :func:`xpl_value` for B problems.
-
-    Per cell, with ``eta = a (theta - b)``, ``p = c + (1 - c) sigma(eta)`` and
-    ``s = (1 - c) sigma / p``, the loss ``-k log p - (n - k) log(1 - p)`` has
-
-    - ``l_eta = (n - k) sigma - k s (1 - sigma)``,
-      ``l_c = -k (1 - sigma) / p + (n - k) / (1 - c)``;
-    - ``l_eta_eta = (n - k) sigma (1 - sigma)``
-      ``- k [s (1 - sigma)(1 - 2 sigma) - s^2 (1 - sigma)^2]``,
-      ``l_eta_c = k sigma (1 - sigma) / p^2``,
-      ``l_cc = k (1 - sigma)^2 / p^2 + (n - k) / (1 - c)^2``;
-
-    expected values (Fisher): ``n s sigma (1 - sigma)``, ``n sigma (1 - sigma) / p``,
-    ``n (1 - sigma) / (p (1 - c))``.  Parameters enter through ``eta`` (theta: a; b: -a;
-    log a: eta) and ``c = upper * sigmoid(gamma)``; the chain rule assembles the block
-    Hessians and the penalty Hessians are added exactly.
-
-    Returns ``(g_u (B, L), g_v (B, M, q), (observed, mixed, fisher), bad (B, M))``:
-    ``mixed`` takes the Fisher block on the informative items whose observed block is
-    not positive definite (``bad``: near-step items), which keeps Newton's fast
-    convergence on the rest.
-    """
-    log_a, a, eta, log_sig, c, log_p = _cells(theta, v, lay)
-    B, L = theta.shape
-    M, q = v.shape[1], lay.n_item_params
-    a_ = a[:, None, :]
-    sig = np.exp(log_sig)
-    s1 = sig * (1.0 - sig)
-    if lay.model == "3pl":
-        c_ = c[:, None, :]
-        share = np.exp(np.log1p(-c_) + log_sig - log_p)  # (1 - c) sigma / p
-        q1 = share * (1.0 - sig)
-        g_eta = (n - k) * sig - k * q1
-        A_obs = (n - k) * s1 - k * (q1 * (1.0 - 2.0 * sig) - q1**2)
-    else:
-        g_eta = n * sig - k
-        A_obs = n * s1
-    d_eta = [np.broadcast_to(-a_, eta.shape)] + ([eta] if lay.has_a else [])
-    g_v = np.zeros((B, M, q))
-    for i, de in enumerate(d_eta):
-        g_v[..., i] = (g_eta * de).sum(axis=1)
-    g_u = (g_eta * a_).sum(axis=2)
-    if lay.prior_var is not None:
-        g_u = g_u + theta / lay.prior_var
-    if lay.has_a:
-        g_v[..., 1] += 2.0 * lay.reg_a * log_a
-    cell_obs = (0.0, 0.0)
-    if lay.free_c:
-        unit = expit(v[..., 2])
-        dc = (lay.upper * unit * (1.0 - unit))[:, None, :]
-        d2c = dc * (1.0 - 2.0 * unit[:, None, :])
-        p = np.exp(log_p)
-        g_c = -k * (1.0 - sig) / p + (n - k) / (1.0 - c_)
-        g_v[..., 2] = (g_c * dc).sum(axis=1) + 2.0 * lay.reg_c * v[..., 2]
-        cell_obs = (k * s1 / p**2, k * (1.0 - sig) ** 2 / p**2 + (n - k) / (1.0 - c_) ** 2)
-
-    def assemble(rows, A, cell, observed: bool) -> BatchHessian:
-        """The Hessian of problems ``rows`` from per-cell curvatures of those rows."""
-        a_r, g_r = a_[rows], g_eta[rows]
-        de = [d[rows] for d in d_eta]
-        uu = (A * a_r * a_r).sum(axis=2)
-        if lay.prior_var is not None:
-            uu = uu + 1.0 / lay.prior_var
-        uv = np.zeros((A.shape[0], L, M, q))
-        vv = np.zeros((A.shape[0], M, q, q))
-        for i, ei in enumerate(de):
-            uv[..., i] = A * a_r * ei + (g_r * a_r if observed and i == 1 else 0.0)
-            for j in range(i + 1):
-                h = A * ei * de[j]
-                if observed and i == 1:  # d2 eta / (db dlog a) = -a, d2 eta / dlog a^2 = eta
-                    h = h + g_r * (-a_r if j == 0 else de[1])
-                vv[..., i, j] = vv[..., j, i] = h.sum(axis=1)
-        if lay.free_c:
-            X, Y = cell
-            dc_r = dc[rows]
-            uv[..., 2] = X * a_r * dc_r
-            for j, ej in enumerate(de):
-                vv[..., 2, j] = vv[..., j, 2] = (X * ej * dc_r).sum(axis=1)
-            h = Y * dc_r * dc_r + (g_c[rows] * d2c[rows] if observed else 0.0)
-            vv[..., 2, 2] = h.sum(axis=1) + 2.0 * lay.reg_c
-        if lay.has_a:
-            vv[..., 1, 1] += 2.0 * lay.reg_a
-        s = scale[rows][:, None]
-        return BatchHessian(uu / s, uv / s[..., None, None], vv / s[..., None, None])
-
-    def fisher(rows) -> BatchHessian:
-        """The expected information of problems ``rows``, assembled only where it is tried."""
-        n_r = n[rows]
-        if lay.model != "3pl":
-            return assemble(rows, n_r * s1[rows], None, False)
-        s1_r, p_r, c_r = s1[rows], p[rows] if lay.free_c else None, c_[rows]
-        cell = (n_r * s1_r / p_r, n_r * (1.0 - sig[rows]) / (p_r * (1.0 - c_r))) if (
-            lay.free_c) else None
-        return assemble(rows, n_r * share[rows] * s1_r, cell, False)
-
-    def mixed(rows) -> BatchHessian:
-        """Fisher blocks on the items of ``rows`` flagged ``bad``, observed ones elsewhere."""
-        fis, obs_r, bad_r = fisher(rows), obs.take(rows), bad[rows]
-        return BatchHessian(obs_r.uu, np.where(bad_r[:, None, :, None], fis.uv, obs_r.uv),
-                            np.where(bad_r[..., None, None], fis.vv, obs_r.vv))
-
-    obs = assemble(slice(None), A_obs, cell_obs, True)
-    bad = np.zeros(keep.shape, dtype=bool)  # only informative items can be bad
-    bad[keep] = np.linalg.eigvalsh(obs.vv[keep])[..., 0] <= 0
-    s = scale[:, None]
-    return g_u / s, g_v / s[..., None], (obs, mixed, fisher), bad
-
-
 @dataclass
 class XplBatchFit:
     """Fits of B problems: abilities, item parameters (full item axis), errors, warnings."""
@@ -241,25 +95,43 @@ def _initial_location(k, n, keep):
     return theta - centre[:, None], np.where(keep, b - centre[:, None], 0.0)
 
 
-def _curvatures(g_u, g_v, hessians, bad):
-    """The derivatives for :func:`._lockstep.lockstep_newton`: which curvatures to try.
+class StageResult(NamedTuple):
+    """Final iterate, objective, iterations and status (``_xpl_kernel.CONVERGED``, ...)."""
 
-    Without bad items the mixed Hessian is the observed one, so trying it again could
-    only fail the same way: those problems go straight on to the Fisher information.
+    u: np.ndarray  # (B, L)
+    v: np.ndarray  # (B, M, q)
+    value: np.ndarray  # (B,)
+    n_iter: np.ndarray  # (B,)
+    status: np.ndarray  # (B,)
+
+
+def kernel_config(lay: Layout) -> np.ndarray:
+    """The layout as :mod:`._xpl_kernel` reads it (see :func:`._xpl_kernel.value`)."""
+    return np.array([np.nan if lay.prior_var is None else lay.prior_var, lay.reg_a, lay.reg_c,
+                     lay.upper, np.nan if lay.fixed_c is None else lay.fixed_c,
+                     {"1pl": 1, "2pl": 2, "3pl": 3}[lay.model], lay.has_a, lay.scale_free,
+                     lay.free_c, LOG_A_BOUND], dtype=float)
+
+
+def _stage(lay: Layout, k, n, keep, scale, theta, v, max_iter) -> StageResult:
+    """One Newton stage of the xPL objective for every problem given (rows of k, n, ...).
+
+    Each problem runs :func:`._xpl_kernel.stage` alone (compiled, without the GIL), so the
+    problems are split over threads; a problem's result does not depend on the split.
     """
-    usable = np.ones((bad.shape[0], len(hessians)), dtype=bool)
-    usable[:, 1] = bad.any(axis=1)
-    return g_u, g_v, hessians, usable
-
-
-def _stage(lay: Layout, k, n, keep, scale, theta, v, max_iter):
-    """One Newton stage of the xPL objective for every problem given (rows of k, n, ...)."""
-    return lockstep_newton(
-        lambda i, u, w: xpl_value(u, w, k[i], n[i], lay, scale[i]),
-        lambda i, u, w: _curvatures(*xpl_derivatives(u, w, k[i], n[i], keep[i], lay, scale[i])),
-        theta, v, ~keep, (0, 1) if lay.scale_free else (0,), max_iter,
-        bounds={1: LOG_A_BOUND} if lay.has_a else None,
-    )
+    cfg, B = kernel_config(lay), k.shape[0]
+    args = [np.ascontiguousarray(x, dtype=dt) for x, dt in (
+        (k, float), (n, float), (keep, bool), (scale, float), (theta, float), (v, float))]
+    workers = min(worker_threads(), max(1, B // _PROBLEMS_PER_THREAD))
+    blocks = np.array_split(np.arange(B), workers)
+    run = lambda rows: _xpl_kernel.stages(*(x[rows] for x in args), cfg, int(max_iter))  # noqa: E731
+    if workers == 1:
+        parts = [run(blocks[0])]
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            parts = list(pool.map(run, blocks))
+    u, w, value, n_iter, status = (np.concatenate(x) for x in zip(*parts, strict=True))
+    return StageResult(u, w, value, n_iter, status)
 
 
 def fit_xpl_batch(k: np.ndarray, n: np.ndarray, lay: Layout, max_iter: int) -> XplBatchFit:
