@@ -21,12 +21,14 @@ compiled functions, forgets the in-memory compiled model, and then times
 * min-ESS/s: that smallest bulk ESS per wall second;
 * steps: leapfrog steps per draw (mean over chains and draws).
 
-The parameterisations were not changed (they pass at HEAD, see the model
-docstrings), so there is no peer row.  The machine has 2 cores shared with
-other jobs; the load average at each fit is printed with it.
+The peer (``--peer``, Davidson only) is the Davidson likelihood as it was
+before 2026-11-29, PyMC's ``Multinomial`` on ``softmax(logits)`` (log-gamma
+terms and parameter checks at every gradient), timed right after today's
+``multinomial_logits`` in the same run.  The machine has 2 cores, possibly shared
+with other jobs; the load average at each fit is printed with it.
 
 Run: ``python benchmarks/bench_pairwise_real.py [--sets lcb_repair,simulated_43x400x10]
-[--models bradley_terry,davidson,davidson_luce] [--no-warmup]``.  Rows are appended to
+[--models bradley_terry,davidson,davidson_luce] [--no-warmup] [--peer]``.  Rows are appended to
 ``bench-results/bench_pairwise_real.csv`` as they finish.
 """
 
@@ -41,7 +43,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bayesrank.models import get_model
+import pymc as pm
+import pytensor.tensor as pt
+from bayesrank.models import bradley_terry, get_model
 
 import bayesrank
 from bayesrank.inference import backends
@@ -62,6 +66,12 @@ def simulated_43x400x10(seed: int = 0) -> bayesrank.ResponseData:
     p = 1.0 / (1.0 + np.exp(-(theta[:, None] - b[None, :])))
     R = (rng.random((43, 400, 10)) < p[..., None]).astype(np.int8)
     return bayesrank.ResponseData(R)
+
+
+def pymc_multinomial(name, counts, logits, *, dims):
+    """The peer: Davidson's outcomes as PyMC's Multinomial on softmax(logits)."""
+    return pm.Multinomial(name, n=counts.sum(axis=-1), p=pt.special.softmax(logits, axis=-1),
+                          observed=counts, dims=dims)
 
 
 def measure(data: bayesrank.ResponseData, model: str, *, warmup: bool) -> dict:
@@ -103,6 +113,7 @@ def main() -> None:
     parser.add_argument("--sets", default=None, help="comma-separated set names (default all)")
     parser.add_argument("--models", default=",".join(MODEL_NAMES))
     parser.add_argument("--no-warmup", action="store_true", help="time a cold compile")
+    parser.add_argument("--peer", action="store_true", help="also time the previous Davidson")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=UserWarning)
     sets = {"simulated_43x400x10": simulated_43x400x10(), **load_real_sets()}
@@ -113,11 +124,21 @@ def main() -> None:
     for set_name, data in chosen.items():
         for model in args.models.split(","):
             row = {"data": set_name, "shape": "x".join(map(str, data.R.shape)), "model": model}
-            row.update(measure(data, model, warmup=not args.no_warmup))
-            rows.append(row)
-            pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
-            print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                           for k, v in row.items()), flush=True)
+            versions = ["today"] + (["peer"] if args.peer and model == "davidson" else [])
+            for version in versions:
+                if version == "peer":
+                    saved, bradley_terry.multinomial_logits = (
+                        bradley_terry.multinomial_logits, pymc_multinomial)
+                try:
+                    row = {**row, "version": version,
+                           **measure(data, model, warmup=not args.no_warmup)}
+                finally:
+                    if version == "peer":
+                        bradley_terry.multinomial_logits = saved
+                rows.append(row)
+                pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
+                print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                               for k, v in row.items()), flush=True)
     print(pd.DataFrame(rows).to_string(index=False, float_format=lambda x: f"{x:.4g}"))
 
 

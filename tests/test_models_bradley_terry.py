@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from _model_sims import pairwise_data, zero_sum_normal
 from bayesrank.models import bradley_terry
@@ -149,3 +150,37 @@ def test_options_and_errors():
         bradley_terry.build(R, ties="rao_kupper")
     with pytest.raises(ValueError, match="scale"):
         bradley_terry.build(R, scale=-1.0)
+
+
+def test_davidson_likelihood_is_scipys_multinomial_and_draws_follow_it(paired):
+    """The logit multinomial scores each pair with scipy's pmf and draws with its probabilities.
+
+    P(i > j) : P(j > i) : P(i ~ j) = pi_i : pi_j : nu sqrt(pi_i pi_j) at a random point.
+    """
+    from pymc.model.transform.conditioning import remove_value_transforms
+    from pytensor.graph.replace import graph_replace
+
+    data = paired[0]
+    model = remove_value_transforms(bradley_terry.build(data, ties="davidson"))
+    rng = np.random.default_rng(8)
+    theta = zero_sum_normal(rng, 1.0, len(data.models))
+    log_nu = 0.4
+    i, j = bradley_terry.pairs_of(len(data.models))
+    weights = np.stack([theta[i], theta[j], log_nu + (theta[i] + theta[j]) / 2], axis=-1)
+    p = np.exp(weights) / np.exp(weights).sum(-1, keepdims=True)
+    table = model["pair_counts"].get_value()
+    pointwise = model.compile_fn(
+        model.logp(vars=[model["outcomes"]], sum=False)[0],
+        inputs=[model.rvs_to_values[model["theta"]], model.rvs_to_values[model["log_nu"]]],
+        on_unused_input="ignore",
+    )
+    expected = stats.multinomial.logpmf(table, table.sum(-1), p)
+    np.testing.assert_allclose(pointwise({"theta": theta, "log_nu": log_nu}), expected, rtol=1e-10)
+
+    given = {model["theta"]: pt.as_tensor(theta), model["log_nu"]: pt.as_tensor(log_nu)}
+    draws = pm.draw(graph_replace(model["outcomes"], given), draws=4000, random_seed=9)
+    assert draws.shape == (4000, *table.shape)
+    np.testing.assert_array_equal(draws.sum(-1), np.broadcast_to(table.sum(-1), draws.shape[:2]))
+    mean, sd = draws.mean(0), draws.std(0) / np.sqrt(len(draws))
+    z = (mean - table.sum(-1, keepdims=True) * p) / np.maximum(sd, 1e-12)
+    assert np.abs(z).max() < 4.5, z
