@@ -11,6 +11,7 @@ from bayesrank import ResponseData
 nutpie = pytest.importorskip("nutpie")
 from bayesrank.inference.backends import model_var_names  # noqa: E402
 from bayesrank.inference.nutpie_models import (  # noqa: E402
+    _callback_key,
     compile_for_nutpie,
     nutpie_numba_model,
     nutpie_pytensor_model,
@@ -87,3 +88,24 @@ def test_initial_points_asked_from_several_threads_at_once_are_all_whole():
         t.join()
     assert failures == []
     assert len(points) == 600 and all(p.shape == (n_dim,) and np.isfinite(p).all() for p in points)
+
+
+def test_a_callback_compiled_once_loads_from_the_disk_cache_and_samples_the_same_draws():
+    """The second compile of one model loads both callbacks from Numba's on-disk cache
+    (keyed by PyTensor's key of the function, the callback's source and its constants)
+    and samples what the freshly compiled callbacks sampled; another data shape or
+    source has another key."""
+    model = get_model("davidson").build(_data(3))
+    names = model_var_names(model)
+    first = nutpie_numba_model(model, names)
+    again = nutpie_numba_model(get_model("davidson").build(_data(3)), names)
+    assert again.compiled_logp_func.cache_hits == 1
+    assert again.compiled_expand_func.cache_hits == 1
+    a = nutpie.sample(first, **RUN).posterior
+    b = nutpie.sample(again, **RUN).posterior
+    for name in names:
+        np.testing.assert_array_equal(a[name].values, b[name].values)
+    fn = first.logp_func.vm.jit_fn
+    key = _callback_key(fn, "source", {"SHAPE0": (6,)})
+    assert key is not None and key != _callback_key(fn, "source", {"SHAPE0": (10,)})
+    assert key != _callback_key(fn, "other source", {"SHAPE0": (6,)})
