@@ -11,7 +11,8 @@ second afterwards.  Two ways to hand that function to nutpie's Rust sampler:
   compiles anew on every fit (13-80 s; profiled: type inference and lowering of string
   and record overloads, not the model).  With this callback a model compiles in 2-15 s
   with PyTensor's cache warm (5-50 s for a graph, model and data shape, new to the
-  machine).
+  machine); the callbacks are cached on disk too (:func:`_callback_key`), which takes
+  a warm compile to about half a second.
 - :func:`nutpie_pytensor_model`: PyTensor's function called from Python for every
   gradient (nutpie's ``from_pyfunc``); no callback to compile, but the calls hold Python's
   interpreter lock, so its chains run on one thread.
