@@ -294,10 +294,12 @@ def davidson_luce(
         "event": list(range(n_events)),
         "tie_order": [int(t) for t in ties],
     }
+    # per-event arrays enter by index, not as (E, D) or (E, G) one-hot matrices: Numba
+    # refuses to cache a compiled function holding a constant array above 1 MB
     weights = counts.astype(float)
     inverse_size = 1.0 / sizes.astype(float)
-    size_onehot = (sizes[:, None] == np.arange(1, D + 1)).astype(float)  # (E, D)
-    set_onehot = (set_of_event[:, None] == np.arange(len(sets))).astype(float)  # (E, G)
+    size_index = (sizes - 1).astype(np.int64)
+    set_index = set_of_event.astype(np.int64)
 
     def event_logp(value, theta, log_delta):
         # CustomDist hands the parameters over with a leading broadcast batch axis
@@ -305,7 +307,7 @@ def davidson_luce(
         log_delta = pt.specify_shape(pt.reshape(log_delta, (D,)), (D,))
         log_z = log_tie_normalisers(theta, log_delta, sets.astype(float), D)
         log_g = (value @ theta) * inverse_size
-        return weights * (size_onehot @ log_delta + log_g - set_onehot @ log_z)
+        return weights * (log_delta[size_index] + log_g - log_z[set_index])
 
     event_sets = sets[set_of_event].astype(bool)
 
@@ -332,7 +334,7 @@ def davidson_luce(
             logp=event_logp,
             random=event_random,
             signature="(l),(d)->(l)",
-            observed=winners.astype(float),
+            observed=pm.Data("event_winners", winners.astype(float), dims=("event", "llm")),
             dims=("event", "llm"),
         )
     return model
