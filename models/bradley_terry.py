@@ -140,8 +140,9 @@ def _multinomial_logits_draws(n, logits, log_coefficient, size):
 def multinomial_logits(name: str, counts, logits, *, dims: tuple[str, str]):
     """Observed counts ~ Multinomial(n, softmax(logits)) along the last axis.
 
-    The log-pmf log n! - sum_k log x_k! + sum_k x_k log softmax(logits)_k with its
-    data-only first terms computed once (``log_multinomial_coefficient``) instead of
+    ``counts`` is a ``pm.Data`` table (..., K).  The log-pmf log n! - sum_k log x_k! +
+    sum_k x_k log softmax(logits)_k with its data-only first terms computed once
+    (``pm.Data`` ``f"{name}_log_coefficient"``, so swapped data bring theirs) instead of
     at every gradient, and no parameter checks (softmax is a distribution by
     construction): PyMC's ``Multinomial`` on ``p = softmax(logits)`` recomputed the
     log-gamma terms and checks each time, 2.3x the time per log-density and
