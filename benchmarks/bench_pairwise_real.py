@@ -21,11 +21,13 @@ compiled functions, forgets the in-memory compiled model, and then times
 * min-ESS/s: that smallest bulk ESS per wall second;
 * steps: leapfrog steps per draw (mean over chains and draws).
 
-The peer (``--peer``, Davidson only) is the Davidson likelihood as it was
-before 2026-11-29, PyMC's ``Multinomial`` on ``softmax(logits)`` (log-gamma
-terms and parameter checks at every gradient), timed right after today's
-``multinomial_logits`` in the same run.  The machine has 2 cores, possibly shared
-with other jobs; the load average at each fit is printed with it.
+The peer (``--peer``) is the likelihood as it was before 2026-11-29, timed right
+after today's in the same run: for Davidson PyMC's ``Multinomial`` on
+``softmax(logits)`` (log-gamma terms and parameter checks at every gradient) in
+place of ``multinomial_logits``; for the Rasch ``irt.binomial_logit`` at eta = theta
+- b (PyTensor's softplus graph) in place of the ``RaschCells`` Op.  The machine has
+2 cores, possibly shared with other jobs; the load average at each fit is printed
+with it.
 
 Run: ``python benchmarks/bench_pairwise_real.py [--sets lcb_repair,simulated_43x400x10]
 [--models bradley_terry,davidson,davidson_luce] [--no-warmup] [--peer]``.  Rows are appended to
@@ -45,7 +47,7 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
-from bayesrank.models import bradley_terry, get_model
+from bayesrank.models import bradley_terry, get_model, irt
 
 import bayesrank
 from bayesrank.inference import backends
@@ -69,9 +71,19 @@ def simulated_43x400x10(seed: int = 0) -> bayesrank.ResponseData:
 
 
 def pymc_multinomial(name, counts, logits, *, dims):
-    """The peer: Davidson's outcomes as PyMC's Multinomial on softmax(logits)."""
+    """The Davidson peer: the outcomes as PyMC's Multinomial on softmax(logits)."""
     return pm.Multinomial(name, n=counts.sum(axis=-1), p=pt.special.softmax(logits, axis=-1),
                           observed=counts, dims=dims)
+
+
+def softplus_rasch(name, n, ability, difficulty, log_coef, observed, dims):
+    """The Rasch peer: the binomial cells as PyTensor's graph at eta = theta - b."""
+    return irt.binomial_logit(name, n, ability - difficulty, log_coef, observed, dims)
+
+
+#: model -> (module, likelihood builder replaced by the peer, the peer)
+PEERS = {"davidson": (bradley_terry, "multinomial_logits", pymc_multinomial),
+         "rasch": (irt, "binomial_rasch", softplus_rasch)}
 
 
 def measure(data: bayesrank.ResponseData, model: str, *, warmup: bool) -> dict:
@@ -113,7 +125,8 @@ def main() -> None:
     parser.add_argument("--sets", default=None, help="comma-separated set names (default all)")
     parser.add_argument("--models", default=",".join(MODEL_NAMES))
     parser.add_argument("--no-warmup", action="store_true", help="time a cold compile")
-    parser.add_argument("--peer", action="store_true", help="also time the previous Davidson")
+    parser.add_argument("--peer", action="store_true",
+                        help="also time the previous Davidson and Rasch likelihoods")
     args = parser.parse_args()
     warnings.filterwarnings("ignore", category=UserWarning)
     sets = {"simulated_43x400x10": simulated_43x400x10(), **load_real_sets()}
@@ -124,17 +137,18 @@ def main() -> None:
     for set_name, data in chosen.items():
         for model in args.models.split(","):
             row = {"data": set_name, "shape": "x".join(map(str, data.R.shape)), "model": model}
-            versions = ["today"] + (["peer"] if args.peer and model == "davidson" else [])
+            versions = ["today"] + (["peer"] if args.peer and model in PEERS else [])
             for version in versions:
                 if version == "peer":
-                    saved, bradley_terry.multinomial_logits = (
-                        bradley_terry.multinomial_logits, pymc_multinomial)
+                    module, name, peer = PEERS[model]
+                    saved = getattr(module, name)
+                    setattr(module, name, peer)
                 try:
                     row = {**row, "version": version,
                            **measure(data, model, warmup=not args.no_warmup)}
                 finally:
                     if version == "peer":
-                        bradley_terry.multinomial_logits = saved
+                        setattr(module, name, saved)
                 rows.append(row)
                 pd.DataFrame([row]).to_csv(path, mode="a", header=not path.exists(), index=False)
                 print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"

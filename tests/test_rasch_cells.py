@@ -1,0 +1,90 @@
+"""The Rasch cells Op: binomial log-pmf and score against scipy and PyTensor's own graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from bayesrank.models import irt
+from bayesrank.models.rasch_cells import RaschCells, rasch_cells
+from pytensor.compile.mode import Mode
+from scipy import special, stats
+
+MODES = {"numba": "NUMBA", "jax": "JAX", "numpy": Mode(linker="py", optimizer="fast_run")}
+
+
+def _data(rng, L=5, M=9, n=7):
+    k = rng.integers(0, n + 1, (L, M)).astype(float)
+    trials = np.full((L, M), float(n))
+    return k, trials, special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+
+
+def _reference(k, n, theta, b, log_coef):
+    """log C(n, k) + k x - n log(1 + e^x), stable at any x, and its gradient, in NumPy."""
+    x = theta[:, None] - b[None, :]
+    cells = log_coef + k * x - n * np.logaddexp(0.0, x)
+    residual = k - n * special.expit(x)
+    return cells, residual.sum(axis=1), -residual.sum(axis=0)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_cells_and_gradient_match_scipy_and_a_stable_reference(mode):
+    if mode == "jax":
+        pytest.importorskip("jax")
+    rng = np.random.default_rng(0)
+    k, n, log_coef = _data(rng)
+    theta_v, b_v = pt.vector("theta"), pt.vector("b")
+    cells = rasch_cells(k, n, theta_v, b_v, log_coef)
+    fn = pytensor.function([theta_v, b_v], [cells, *pytensor.grad(cells.sum(), [theta_v, b_v])],
+                           mode=MODES[mode])
+    points = [(rng.normal(0, 1.5, 5), rng.normal(0, 2.5, 9)) for _ in range(3)]
+    # far beyond floating point's e^x: the stable fallback (|x| > 700) on some cells
+    points.append((np.array([750.0, -750.0, 0.0, 3.0, -2.0]), np.array(
+        [0.0, 760.0, -760.0, 1.0, 2.0, -1.0, 40.0, -40.0, 0.5])))
+    for theta, b in points:
+        got = fn(theta, b)
+        want = _reference(k, n, theta, b, log_coef)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-9)
+        x = theta[:, None] - b[None, :]
+        moderate = np.abs(x) < 30
+        scipy_cells = stats.binom.logpmf(k, n, special.expit(x))
+        np.testing.assert_allclose(got[0][moderate], scipy_cells[moderate], rtol=1e-10, atol=1e-12)
+
+
+def test_the_residual_output_is_not_differentiable_and_shapes_are_checked():
+    k, n, log_coef = _data(np.random.default_rng(1))
+    theta_v, b_v = pt.vector("theta"), pt.vector("b")
+    _, residual = RaschCells()(k, n, theta_v, b_v, log_coef)
+    with pytest.raises(NotImplementedError, match="residual"):
+        pytensor.grad(residual.sum(), theta_v)
+    with pytest.raises(ValueError, match="RaschCells takes"):
+        RaschCells()(k[0], n, theta_v, b_v, log_coef)
+
+
+def test_the_binomial_rasch_samples_with_the_op_and_scores_as_before():
+    """The Rasch model's likelihood is the Op; its log-density and gradient equal the
+    previous graph's (binomial_logit at eta = theta - b) at random points."""
+    rng = np.random.default_rng(2)
+    R = (rng.random((4, 8, 3)) < 0.5).astype(int)
+    model = irt.build(R, kind="rasch")
+    ops = {type(node.op) for node in pytensor.graph.traversal.applys_between(
+        model.value_vars, [model.logp()])}
+    assert RaschCells in ops
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    saved = irt.binomial_rasch
+    irt.binomial_rasch = lambda name, n, ability, b, log_coef, k, dims: irt.binomial_logit(
+        name, n, ability - b, log_coef, k, dims)
+    try:
+        previous = irt.build(R, kind="rasch")
+    finally:
+        irt.binomial_rasch = saved
+    assert RaschCells not in {type(node.op) for node in pytensor.graph.traversal.applys_between(
+        previous.value_vars, [previous.logp()])}
+    logp_0, dlogp_0 = previous.compile_logp(), previous.compile_dlogp()
+    start = model.initial_point()
+    for _ in range(5):
+        point = {name: rng.normal(0, 2, np.shape(v)) for name, v in start.items()}
+        assert logp(point) == pytest.approx(logp_0(point), rel=1e-12)
+        np.testing.assert_allclose(dlogp(point), dlogp_0(point), rtol=1e-10, atol=1e-10)
