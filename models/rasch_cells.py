@@ -141,7 +141,7 @@ def _register_backends() -> None:
         import jax.numpy as jnp
         from jax.nn import sigmoid
 
-        def softplus(x):  # PyTensor's JAX softplus: the JAX path samples as before this Op
+        def softplus(x):  # PyTensor's JAX softplus: the previous graph's density, same branches
             return jnp.where(x < -37.0, jnp.exp(x), jnp.where(
                 x < 18.0, jnp.log1p(jnp.exp(x)), jnp.where(x < 33.3, x + jnp.exp(-x), x)))
 
