@@ -76,9 +76,9 @@ def pymc_multinomial(name, counts, logits, *, dims):
                           observed=counts, dims=dims)
 
 
-def softplus_rasch(name, n, ability, difficulty, log_coef, observed, dims):
+def softplus_rasch(name, n, ability, difficulty, log_coef, observed, dims, weight=None):
     """The Rasch peer: the binomial cells as PyTensor's graph at eta = theta - b."""
-    return irt.binomial_logit(name, n, ability - difficulty, log_coef, observed, dims)
+    return irt.binomial_logit(name, n, ability - difficulty, log_coef, observed, dims, weight)
 
 
 #: model -> (module, likelihood builder replaced by the peer, the peer)

@@ -680,8 +680,9 @@ def item_response(
                 return beta_binomial(
                     name, observed_n, log_p, log_q, log_delta, log_coef, observed_k, dims
                 )
-            if kind == "rasch" and name == "k" and weight is None:
-                return binomial_rasch(name, observed_n, ability, b, log_coef, observed_k, dims)
+            if kind == "rasch" and name == "k":
+                return binomial_rasch(name, observed_n, ability, b, log_coef, observed_k, dims,
+                                      weight)
             if c is None:
                 return binomial_logit(name, observed_n, eta, log_coef, observed_k, dims,
                                       weight if name == "k" else None)

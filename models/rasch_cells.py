@@ -88,18 +88,26 @@ def _binomial_rasch_logp(value, n, ability, difficulty, log_coef):
     return rasch_cells(value, n, pt.flatten(ability), pt.flatten(difficulty), log_coef)
 
 
-def _binomial_rasch_random(n, ability, difficulty, log_coef, rng=None, size=None):
+def _weighted_binomial_rasch_logp(value, n, ability, difficulty, log_coef, weight):
+    return weight * _binomial_rasch_logp(value, n, ability, difficulty, log_coef)
+
+
+def _binomial_rasch_random(n, ability, difficulty, log_coef, *weight, rng=None, size=None):
     return rng.binomial(n, 1.0 / (1.0 + np.exp(difficulty - ability)), size=size)
 
 
-def binomial_rasch(name, n, ability, difficulty, log_coef, observed, dims):
+def binomial_rasch(name, n, ability, difficulty, log_coef, observed, dims, weight=None):
     """k_lm ~ Binomial(n_lm, logistic(theta_l - b_m)), log C(n, k) precomputed (``log_coef``).
 
     ``ability`` (L, 1), ``difficulty`` (M,): the density of ``irt.binomial_logit`` at
-    eta = theta_l - b_m, its log-pmf and gradient from :class:`RaschCells`.
+    eta = theta_l - b_m, its log-pmf and gradient from :class:`RaschCells`.  ``weight``
+    (0 or 1 per cell) multiplies each cell's log-pmf; draws ignore it
+    (:mod:`models.one_sided`).
     """
+    params = (n, ability, difficulty, log_coef) + (() if weight is None else (weight,))
     return pm.CustomDist(
-        name, n, ability, difficulty, log_coef, logp=_binomial_rasch_logp,
+        name, *params,
+        logp=_binomial_rasch_logp if weight is None else _weighted_binomial_rasch_logp,
         random=_binomial_rasch_random, observed=observed, dims=dims,
     )
 

@@ -63,21 +63,26 @@ def test_the_residual_output_is_not_differentiable_and_shapes_are_checked():
         RaschCells()(k[0], n, theta_v, b_v, log_coef)
 
 
-def test_the_binomial_rasch_samples_with_the_op_and_scores_as_before():
+@pytest.mark.parametrize("collapse", [False, True])
+def test_the_binomial_rasch_samples_with_the_op_and_scores_as_before(collapse):
     """The Rasch model's likelihood is the Op; its log-density and gradient equal the
-    previous graph's (binomial_logit at eta = theta - b) at random points."""
+    previous graph's (binomial_logit at eta = theta - b) at random points, also with
+    the one-sided questions' difficulties integrated out (their cells weighted 0)."""
     rng = np.random.default_rng(2)
     R = (rng.random((4, 8, 3)) < 0.5).astype(int)
-    model = irt.build(R, kind="rasch")
+    R[:, 2], R[:, 5] = 0, 1
+    options = {"kind": "rasch", "collapse_uninformed": collapse}
+    model = irt.build(R, **options)
+    assert ("uninformed_difficulties" in model.named_vars) is collapse
     ops = {type(node.op) for node in pytensor.graph.traversal.applys_between(
         model.value_vars, [model.logp()])}
     assert RaschCells in ops
     logp, dlogp = model.compile_logp(), model.compile_dlogp()
     saved = irt.binomial_rasch
-    irt.binomial_rasch = lambda name, n, ability, b, log_coef, k, dims: irt.binomial_logit(
-        name, n, ability - b, log_coef, k, dims)
+    irt.binomial_rasch = lambda name, n, ability, b, log_coef, k, dims, weight: (
+        irt.binomial_logit(name, n, ability - b, log_coef, k, dims, weight))
     try:
-        previous = irt.build(R, kind="rasch")
+        previous = irt.build(R, **options)
     finally:
         irt.binomial_rasch = saved
     assert RaschCells not in {type(node.op) for node in pytensor.graph.traversal.applys_between(
