@@ -25,6 +25,11 @@ def scoring_model(model):
     return model if twin is None else twin()
 
 
+def logistic_binomial_draws(rng, n, eta, size=None):
+    """Binomial(n, logistic(eta)) draws: the random method of the binomial logit cells."""
+    return rng.binomial(n, 1.0 / (1.0 + np.exp(-eta)), size=size)
+
+
 def response_data(data: Any) -> ResponseData:
     """``data`` as a validated :class:`~bayesrank.ResponseData` (arrays are wrapped)."""
     return as_response_data(data)

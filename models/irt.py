@@ -196,7 +196,14 @@ from scipy.special import gammaln
 
 from bayesrank.data import ResponseData
 
-from ._common import binary_only, check_option, coords_of, positive_scale, response_data
+from ._common import (
+    binary_only,
+    check_option,
+    coords_of,
+    logistic_binomial_draws,
+    positive_scale,
+    response_data,
+)
 from .item_effects import Walls, pooled, solve_rates, wall_models
 from .one_sided import COLLAPSE_MIN_QUESTIONS, collapsed_difficulties, collapsible, scoring_twin
 from .rasch_cells import binomial_rasch
@@ -226,16 +233,13 @@ def _binomial_logit_logp(value, n, eta, log_coef):
     return log_coef + value * eta - n * pt.softplus(eta)
 
 
-def _binomial_logit_random(n, eta, log_coef, rng=None, size=None):
-    return rng.binomial(n, 1.0 / (1.0 + np.exp(-eta)), size=size)
+def _binomial_logit_random(n, eta, log_coef, *weight, rng=None, size=None):
+    return logistic_binomial_draws(rng, n, eta, size)
 
 
 def _weighted_binomial_logit_logp(value, n, eta, log_coef, weight):
     return weight * _binomial_logit_logp(value, n, eta, log_coef)
 
-
-def _weighted_binomial_logit_random(n, eta, log_coef, weight, rng=None, size=None):
-    return _binomial_logit_random(n, eta, log_coef, rng=rng, size=size)
 
 
 def _binomial_p_logp(value, n, p, log_coef):
@@ -348,7 +352,7 @@ def binomial_logit(name, n, eta, log_coef, observed, dims, weight=None):
         )
     return pm.CustomDist(
         name, n, eta, log_coef, weight, logp=_weighted_binomial_logit_logp,
-        random=_weighted_binomial_logit_random, observed=observed, dims=dims,
+        random=_binomial_logit_random, observed=observed, dims=dims,
     )
 
 
@@ -680,9 +684,9 @@ def item_response(
                 return beta_binomial(
                     name, observed_n, log_p, log_q, log_delta, log_coef, observed_k, dims
                 )
-            if kind == "rasch" and name == "k":
+            if kind == "rasch" and dims == CELL:  # every (L, M) table of Rasch cells
                 return binomial_rasch(name, observed_n, ability, b, log_coef, observed_k, dims,
-                                      weight)
+                                      weight if name == "k" else None)
             if c is None:
                 return binomial_logit(name, observed_n, eta, log_coef, observed_k, dims,
                                       weight if name == "k" else None)

@@ -31,6 +31,8 @@ from pytensor.gradient import DisconnectedType, grad_undefined
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
+from ._common import logistic_binomial_draws
+
 __all__ = ["RaschCells", "binomial_rasch", "rasch_cells"]
 
 #: products e^(theta) e^(-b) outside (TINY, HUGE) take the stable fallback
@@ -93,7 +95,7 @@ def _weighted_binomial_rasch_logp(value, n, ability, difficulty, log_coef, weigh
 
 
 def _binomial_rasch_random(n, ability, difficulty, log_coef, *weight, rng=None, size=None):
-    return rng.binomial(n, 1.0 / (1.0 + np.exp(difficulty - ability)), size=size)
+    return logistic_binomial_draws(rng, n, ability - difficulty, size)
 
 
 def binomial_rasch(name, n, ability, difficulty, log_coef, observed, dims, weight=None):

@@ -11,6 +11,8 @@ from bayesrank.models.rasch_cells import RaschCells, rasch_cells
 from pytensor.compile.mode import Mode
 from scipy import special, stats
 
+from bayesrank import ResponseData
+
 MODES = {"numba": "NUMBA", "jax": "JAX", "numpy": Mode(linker="py", optimizer="fast_run")}
 
 
@@ -63,20 +65,24 @@ def test_the_residual_output_is_not_differentiable_and_shapes_are_checked():
         RaschCells()(k[0], n, theta_v, b_v, log_coef)
 
 
-@pytest.mark.parametrize("collapse", [False, True])
-def test_the_binomial_rasch_samples_with_the_op_and_scores_as_before(collapse):
+@pytest.mark.parametrize("variant", ["plain", "collapsed", "prior_runs"])
+def test_the_binomial_rasch_samples_with_the_op_and_scores_as_before(variant):
     """The Rasch model's likelihood is the Op; its log-density and gradient equal the
     previous graph's (binomial_logit at eta = theta - b) at random points, also with
-    the one-sided questions' difficulties integrated out (their cells weighted 0)."""
+    the one-sided questions' difficulties integrated out (their cells weighted 0) and
+    with per-model prior runs R0 (a second table of cells)."""
     rng = np.random.default_rng(2)
     R = (rng.random((4, 8, 3)) < 0.5).astype(int)
     R[:, 2], R[:, 5] = 0, 1
-    options = {"kind": "rasch", "collapse_uninformed": collapse}
+    options = {"kind": "rasch", "collapse_uninformed": variant == "collapsed"}
+    if variant == "prior_runs":
+        R = ResponseData(R, R0=(rng.random((4, 8, 1)) < 0.5).astype(int))
+        options["use_R0"] = True
     model = irt.build(R, **options)
-    assert ("uninformed_difficulties" in model.named_vars) is collapse
-    ops = {type(node.op) for node in pytensor.graph.traversal.applys_between(
-        model.value_vars, [model.logp()])}
-    assert RaschCells in ops
+    assert ("uninformed_difficulties" in model.named_vars) is (variant == "collapsed")
+    ops = [type(node.op) for node in pytensor.graph.traversal.applys_between(
+        model.value_vars, [model.logp()])]
+    assert ops.count(RaschCells) == (2 if variant == "prior_runs" else 1)
     logp, dlogp = model.compile_logp(), model.compile_dlogp()
     saved = irt.binomial_rasch
     irt.binomial_rasch = lambda name, n, ability, b, log_coef, k, dims, weight: (
