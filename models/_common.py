@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,13 @@ def scoring_model(model):
 def logistic_binomial_draws(rng, n, eta, size=None):
     """Binomial(n, logistic(eta)) draws: the random method of the binomial logit cells."""
     return rng.binomial(n, 1.0 / (1.0 + np.exp(-eta)), size=size)
+
+
+def source_version(module_file: str) -> int:
+    """A number that changes with the source of ``module_file``: the version PyTensor adds
+    to an Op's on-disk Numba cache key (type and props only), so an edited kernel is
+    compiled again instead of loaded from the cache."""
+    return int(hashlib.sha256(Path(module_file).read_bytes()).hexdigest()[:12], 16)
 
 
 def response_data(data: Any) -> ResponseData:

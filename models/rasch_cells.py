@@ -31,7 +31,7 @@ from pytensor.gradient import DisconnectedType, grad_undefined
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from ._common import logistic_binomial_draws
+from ._common import logistic_binomial_draws, source_version
 
 __all__ = ["RaschCells", "binomial_rasch", "rasch_cells"]
 
@@ -144,7 +144,7 @@ def _register_backends() -> None:
                     residual[i, j] = k[i, j] - n[i, j] * sigmoid
             return cells, residual
 
-        return rasch_cells_kernel, 1
+        return rasch_cells_kernel, source_version(__file__)
 
     @jax_funcify.register(RaschCells)
     def jax_rasch_cells(op, **kwargs):
