@@ -32,6 +32,7 @@ import argparse
 import csv
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 import arviz as az
@@ -40,7 +41,7 @@ import nutpie
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
-from bayesrank.models import MODELS, irt
+from bayesrank.models import MODELS, beta_binomial, irt
 from bayesrank.models._common import coords_of
 
 import bayesrank
@@ -84,7 +85,7 @@ def load_real_sets(root: Path = DATA) -> dict[str, bayesrank.ResponseData]:
 
 #: The beta-binomial as before issue 9: gammaln differences with a series branch (six
 #: gammaln per cell); the model keeps this form for more than 16 trials per cell.
-previous_beta_binomial_logp = irt._beta_binomial_logp_gamma
+previous_beta_binomial_logp = beta_binomial.beta_binomial_logp_gamma
 
 
 def previous_irt(data: bayesrank.ResponseData, kind: str) -> pm.Model:
@@ -131,9 +132,11 @@ def previous_irt(data: bayesrank.ResponseData, kind: str) -> pm.Model:
             pm.Deterministic("phi", inv_sqrt_phi**-2)
             log_p = pt.logaddexp(pt.log(c), pt.log1p(-c) - pt.softplus(-eta))
             log_q = pt.log1p(-c) - pt.softplus(eta)
+            levels = pm.Data("k_trial_counts", np.arange(np.max(n) + 1.0))
             pm.CustomDist(
                 "k", trials, log_p, log_q, 2.0 * pt.log(inv_sqrt_phi), log_coef,
-                logp=previous_beta_binomial_logp, observed=successes, dims=cell,
+                logp=partial(previous_beta_binomial_logp, levels=levels),
+                observed=successes, dims=cell,
             )
     return model
 
@@ -151,13 +154,12 @@ def every_kth_question(data: bayesrank.ResponseData, k: int) -> bayesrank.Respon
 # -- measurement ---------------------------------------------------------------------------
 
 def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int,
-            backend: str | None = None, jax_at_scale: bool = False) -> dict:
+            backend: str | None = None) -> dict:
     """Compile with nutpie's ``backend``, sample 4 chains, and summarise convergence and speed.
 
-    ``backend`` None: the one :func:`bayesrank.fit` picks for ``model`` (whose spec
-    says ``jax_at_scale``).
+    ``backend`` None: the one :func:`bayesrank.fit` picks for ``model``.
     """
-    backend = backend or nutpie_backend(model, jax_at_scale, 4 * 2 * draws)
+    backend = backend or nutpie_backend(model, 4 * 2 * draws)
     names = model_var_names(model)
     t0 = time.perf_counter()
     compiled = compile_for_nutpie(model, backend, names)
@@ -217,8 +219,7 @@ def main() -> None:
                 row = {"data": set_name, "shape": "x".join(map(str, data.R.shape)),
                        "model": name, "version": version}
                 row.update(measure(build(), target_accept=target_accept,
-                                   draws=args.draws, seed=args.seed, backend=backend,
-                                   jax_at_scale=spec.jax_at_scale))
+                                   draws=args.draws, seed=args.seed, backend=backend))
                 rows.append(row)
                 print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in row.items()), flush=True)

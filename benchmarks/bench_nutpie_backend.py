@@ -82,7 +82,7 @@ def main() -> None:
         name, model = spec.split(":")
         backends.NUTPIE_BACKEND = "auto"
         model_spec = get_model(model)
-        auto = backends.nutpie_backend(model_spec.build(sets[name]), model_spec.jax_at_scale)
+        auto = backends.nutpie_backend(model_spec.build(sets[name]))
         for backend in args.backends.split(","):
             row = {"data": name, "model": model, "auto_picks": auto,
                    **one_fit(sets[name], model, backend)}

@@ -25,7 +25,9 @@ The peer (``--peer``) is the likelihood as it was before 2026-11-29, timed right
 after today's in the same run: for Davidson PyMC's ``Multinomial`` on
 ``softmax(logits)`` (log-gamma terms and parameter checks at every gradient) in
 place of ``multinomial_logits``; for the Rasch ``irt.binomial_logit`` at eta = theta
-- b (PyTensor's softplus graph) in place of the ``RaschCells`` Op.  The machine has
+- b (PyTensor's softplus graph) in place of the ``RaschCells`` Op; for the 3PL the
+beta-binomial's sums over trials as a masked PyTensor graph in place of the
+``BetaBinomialCells`` Op, sampled on JAX as ``bayesrank.fit`` then chose.  The machine has
 2 cores, possibly shared with other jobs; the load average at each fit is printed
 with it.
 
@@ -41,13 +43,14 @@ import os
 import sys
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
-from bayesrank.models import bradley_terry, get_model, irt
+from bayesrank.models import beta_binomial, bradley_terry, get_model, irt
 
 import bayesrank
 from bayesrank.inference import backends
@@ -81,22 +84,61 @@ def softplus_rasch(name, n, ability, difficulty, log_coef, observed, dims, weigh
     return irt.binomial_logit(name, n, ability - difficulty, log_coef, observed, dims, weight)
 
 
-#: model -> (module, likelihood builder replaced by the peer, the peer)
-PEERS = {"davidson": (bradley_terry, "multinomial_logits", pymc_multinomial),
-         "rasch": (irt, "binomial_rasch", softplus_rasch)}
+def _log_rising_steps(count, log_p, log_delta, log_steps):
+    """sum_{i<count} log(p + i delta) under a mask up to the largest count (the 3PL peer)."""
+    head = pt.switch(count > 0, log_p, 0.0)
+    below_count = pt.exp(log_steps) < count[..., None] - 0.5
+    terms = pt.logaddexp(log_p[..., None], log_steps + log_delta)
+    return head + pt.switch(below_count, terms, 0.0).sum(axis=-1)
 
 
-def measure(data: bayesrank.ResponseData, model: str, *, warmup: bool) -> dict:
-    """Time one default fit (after an optional cache-warming fit) and summarise it."""
-    if warmup:  # with the back end the timed (default-length) fit will pick
-        spec = get_model(model)
-        saved = backends.NUTPIE_BACKEND
-        backends.NUTPIE_BACKEND = backends.nutpie_backend(spec.build(data), spec.jax_at_scale)
-        try:
+def _stepped_graph_logp(value, n, eta, c, log_delta, log_coef, *, log_steps, levels):
+    log_p, log_q = beta_binomial.log_curve(eta, c)
+    log_delta = pt.squeeze(log_delta)
+    steps = pt.exp(log_steps)
+    below = pt.cast(steps < levels[:, None] - 0.5, "float64")
+    at_levels = (below * pt.log1p(steps * pt.exp(log_delta))).sum(axis=-1)
+    normaliser = (pt.eq(n[..., None], pt.arange(at_levels.shape[0])) * at_levels).sum(axis=-1)
+    return (log_coef + _log_rising_steps(value, log_p, log_delta, log_steps)
+            + _log_rising_steps(n - value, log_q, log_delta, log_steps) - normaliser)
+
+
+def stepped_graph_beta_binomial(name, n, eta, c, log_delta, log_coef, observed, dims):
+    """The 3PL peer: the beta-binomial's sums over trials as PyTensor's masked graph (one
+    ``logaddexp`` per cell and step up to the largest count), sampled on JAX at scale."""
+    most = int(np.max(n.get_value(), initial=1))
+    levels = pm.Data(f"{name}_trial_counts", np.arange(most + 1.0))
+    log_steps = pm.Data(f"{name}_log_steps", np.log(np.arange(1.0, most)))
+    logp = partial(_stepped_graph_logp, log_steps=log_steps, levels=levels)
+    return pm.CustomDist(name, n, eta, c, log_delta, log_coef, logp=logp,
+                         random=beta_binomial._random, observed=observed, dims=dims)
+
+
+#: model -> (module, likelihood builder replaced by the peer, the peer, the peer's back end)
+PEERS = {"davidson": (bradley_terry, "multinomial_logits", pymc_multinomial, None),
+         "rasch": (irt, "binomial_rasch", softplus_rasch, None),
+         "3pl": (irt, "beta_binomial", stepped_graph_beta_binomial, "jax")}
+
+
+def measure(data: bayesrank.ResponseData, model: str, *, warmup: bool,
+            backend: str | None = None) -> dict:
+    """Time one default fit (after an optional cache-warming fit) and summarise it, on
+    nutpie's ``backend`` (None: the one ``bayesrank.fit`` picks)."""
+    saved = backends.NUTPIE_BACKEND
+    # the warm-up and the timed (default-length) fit on the same back end
+    chosen = backend or backends.nutpie_backend(get_model(model).build(data))
+    backends.NUTPIE_BACKEND = chosen
+    try:
+        if warmup:
             bayesrank.fit(data, model, draws=5, tune=5, chains=1, random_seed=1,
                           progressbar=False)
-        finally:
-            backends.NUTPIE_BACKEND = saved
+        row = _timed_fit(data, model)
+    finally:
+        backends.NUTPIE_BACKEND = saved
+    return {"backend": chosen, **row}
+
+
+def _timed_fit(data: bayesrank.ResponseData, model: str) -> dict:
     clear_cache()
     load = os.getloadavg()[0]
     t0, c0 = time.perf_counter(), time.process_time()
@@ -139,13 +181,14 @@ def main() -> None:
             row = {"data": set_name, "shape": "x".join(map(str, data.R.shape)), "model": model}
             versions = ["today"] + (["peer"] if args.peer and model in PEERS else [])
             for version in versions:
+                backend = None
                 if version == "peer":
-                    module, name, peer = PEERS[model]
+                    module, name, peer, backend = PEERS[model]
                     saved = getattr(module, name)
                     setattr(module, name, peer)
                 try:
                     row = {**row, "version": version,
-                           **measure(data, model, warmup=not args.no_warmup)}
+                           **measure(data, model, warmup=not args.no_warmup, backend=backend)}
                 finally:
                     if version == "peer":
                         setattr(module, name, saved)

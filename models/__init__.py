@@ -57,9 +57,6 @@ class ModelSpec:
     batchable: bool = True  # all data live in pm.Data containers of data-independent shape
     target_accept: float = 0.8  # NUTS adaptation target used when fit() is given none
     exact_draws: Callable[..., dict] | None = None  # exact posterior sampler ("conjugate")
-    # nutpie compiles large fits with JAX (inference.backends.nutpie_backend): measured
-    # faster there for the beta-binomial 3PL only
-    jax_at_scale: bool = False
 
     def build(self, data: Any, **options: Any) -> pm.Model:
         return self.builder(data, **{**self.defaults, **options})
@@ -76,13 +73,10 @@ def _spec(
     description: str,
     batchable: bool = True,
     target_accept: float = 0.8,
-    jax_at_scale: bool = False,
     **defaults: Any,
 ) -> ModelSpec:
     return ModelSpec(
-        name, builder, description, MappingProxyType(defaults), batchable, target_accept,
-        jax_at_scale=jax_at_scale,
-    )
+        name, builder, description, MappingProxyType(defaults), batchable, target_accept)
 
 
 MODELS: Mapping[str, ModelSpec] = MappingProxyType(
@@ -99,7 +93,6 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
                 "3pl",
                 partial(irt.build, kind="3pl"),
                 "hierarchical 3PL IRT (beta-binomial: over-dispersed cells)",
-                jax_at_scale=True,
             ),
             _spec("bradley_terry", bradley_terry.build, "Bayesian Bradley-Terry on pairwise wins"),
             _spec(

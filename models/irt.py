@@ -108,15 +108,10 @@ mean n p, variance n p (1 - p) (n + phi) / (1 + phi), the binomial as phi ->
 infinity.  The prior 1 / sqrt(phi) ~ HalfNormal(1) puts the binomial limit at
 its mode.  The log-pmf is evaluated as sums over the trials,
 sum_{i<k} log(p + i / phi) + sum_{i<n-k} log(q + i / phi) - sum_{i<n} log(1 +
-i / phi) (:func:`log_rising_steps`): exact from heavy over-dispersion to the
-binomial limit, free for one trial per cell (there the beta-binomial is the
-Bernoulli and phi keeps its prior), and 2.5-3x cheaper per gradient than the
-gammaln differences it replaced (3PL, LiveCodeBench 15 x 713 x 10: 24 against
-60-72 ms per logp-and-gradient evaluation, same load).  The sums cost O(n)
-per cell, so above ``MAX_STEPPED_TRIALS`` (16) trials per cell the gammaln
-form :func:`log_rising` is built instead (the same density, tested against
-scipy): at the paper's 80 trials the sums had made the 20 x 30 x 80 example's
-3PL test 4.5x slower (47 s -> 211 s).
+i / phi): exact from heavy over-dispersion to the binomial limit, free for one
+trial per cell (there the beta-binomial is the Bernoulli and phi keeps its
+prior).  Each table of cells is one Op, :mod:`models.beta_binomial` (log-pmf and
+derivatives in one pass; above 16 trials per cell a gammaln form).
 
 The beta-binomial is the 3PL default because the binomial 3PL is multimodal
 on such data: with a floor and a slope per question and cell rates pinned down
@@ -204,6 +199,7 @@ from ._common import (
     positive_scale,
     response_data,
 )
+from .beta_binomial import beta_binomial
 from .item_effects import Walls, pooled, solve_rates, wall_models
 from .one_sided import COLLAPSE_MIN_QUESTIONS, collapsed_difficulties, collapsible, scoring_twin
 from .rasch_cells import binomial_rasch
@@ -216,10 +212,6 @@ KINDS = ("rasch", "2pl", "3pl")
 LIKELIHOODS = ("binomial", "beta_binomial")
 DEFAULT_LIKELIHOOD = {"rasch": "binomial", "2pl": "binomial", "3pl": "beta_binomial"}
 CELL = ("llm", "question")
-#: Most trials per cell for which the beta-binomial sums over trials (cheaper: 2.5-3x per
-#: gradient at 10 trials, LiveCodeBench); above it the gammaln form (O(1) per cell: at 80
-#: trials the sums made the 20 x 30 x 80 example's 3PL fits about 4x slower).
-MAX_STEPPED_TRIALS = 16
 
 
 def log_binomial(k: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -250,92 +242,6 @@ def _binomial_p_random(n, p, log_coef, rng=None, size=None):
     return rng.binomial(n, p, size=size)
 
 
-def log_rising_steps(count, log_p, log_delta, log_steps):
-    """sum_{i<count} log(p + i delta), from log p, log delta and log(1, ..., n_max - 1).
-
-    The beta-binomial's rising factorials Gamma(count + p / delta) / Gamma(p /
-    delta) = prod_{i<count} (p / delta + i), times delta^count (which cancels
-    between numerator and normaliser).  Each term is log p for i = 0 and
-    logaddexp(log p, log i + log delta) after, exact and stable from heavy
-    over-dispersion to the binomial limit delta -> 0, where it is count log p.
-    Costs count - 1 logaddexp per cell and none for one trial.
-    """
-    head = pt.switch(count > 0, log_p, 0.0)
-    below_count = pt.exp(log_steps) < count[..., None] - 0.5  # i < count; exp(log i) ~ i
-    terms = pt.logaddexp(log_p[..., None], log_steps + log_delta)
-    return head + pt.switch(below_count, terms, 0.0).sum(axis=-1)
-
-
-def log_rising(count, log_a):
-    """log Gamma(count + a) - log Gamma(a) = sum_{i<count} log(a + i), for a = exp(log_a).
-
-    The form for many trials per cell (:data:`MAX_STEPPED_TRIALS`).  The gammaln
-    difference cancels catastrophically for a >> count (a ~ 1e12 in the binomial
-    limit), so there the expansion count log a + S1 / a - S2 / (2 a^2) + S3 /
-    (3 a^3) with S_j = sum_{i<count} i^j is used (truncation error < count^5 /
-    (20 a^4)).  Both branches get finite inputs, so neither poisons the other's
-    gradient.
-    """
-    large = log_a > np.log(1e3) + pt.log1p(count)
-    inv_a = pt.exp(-pt.switch(large, log_a, 0.0))
-    s1 = count * (count - 1) / 2
-    s2 = (count - 1) * count * (2 * count - 1) / 6
-    series = count * log_a + inv_a * (s1 - inv_a * (s2 / 2 - inv_a * s1**2 / 3))
-    small_a = pt.exp(pt.switch(large, 0.0, log_a))
-    exact = pt.gammaln(count + small_a) - pt.gammaln(small_a)
-    return pt.switch(large, series, exact)
-
-
-def _per_trial_count(n, at_levels):
-    """A function of the trial count alone, ``at_levels`` (its values at n = 0, ..., max n),
-    picked at each cell's n by a 0/1 mask.  The beta-binomial's normaliser depends on a
-    cell only through n: evaluated per count, not per cell.  (An index gather was slower:
-    its gradient's scatter-add; 0.47 against 0.35 ms per gradient on 20 x 30 x 80, the
-    mask 0.31.)
-    """
-    return (pt.eq(n[..., None], pt.arange(at_levels.shape[0])) * at_levels).sum(axis=-1)
-
-
-def _one_value(log_delta):
-    """The model's one over-dispersion, which reaches a cell's log-pmf with the cells' axes."""
-    if not all(log_delta.type.broadcastable):
-        raise ValueError("the beta-binomial's log delta must be one value for all cells")
-    return pt.squeeze(log_delta)
-
-
-def _beta_binomial_logp_gamma(value, n, log_p, log_q, log_delta, log_coef, *, levels):
-    # alpha = p / delta, beta = q / delta, alpha + beta = 1 / delta
-    normaliser = _per_trial_count(n, log_rising(levels, -_one_value(log_delta)))
-    return (
-        log_coef
-        + log_rising(value, log_p - log_delta)
-        + log_rising(n - value, log_q - log_delta)
-        - normaliser
-    )
-
-
-def _beta_binomial_logp(value, n, log_p, log_q, log_delta, log_coef, *, log_steps, levels):
-    # log-pmf = log C(n, k) + sum_{i<k} log(p + i delta) + sum_{i<n-k} log(q + i delta)
-    #           - sum_{i<n} log(1 + i delta); the last depends on the cell only through n
-    steps = pt.exp(log_steps)
-    below = pt.cast(steps < levels[:, None] - 0.5, "float64")
-    at_levels = (below * pt.log1p(steps * pt.exp(_one_value(log_delta)))).sum(axis=-1)
-    return (
-        log_coef
-        + log_rising_steps(value, log_p, log_delta, log_steps)
-        + log_rising_steps(n - value, log_q, log_delta, log_steps)
-        - _per_trial_count(n, at_levels)
-    )
-
-
-def _beta_binomial_random(n, log_p, log_q, log_delta, log_coef, rng=None, size=None):
-    # from the log-probabilities, so a cell probability that rounds to 1 keeps 1 - p > 0
-    p, q, phi = np.exp(log_p), np.exp(log_q), np.exp(-log_delta)
-    tiny = np.finfo(float).tiny
-    alpha, beta = np.maximum(p * phi, tiny), np.maximum(q * phi, tiny)
-    return rng.binomial(n, rng.beta(alpha, beta, size=size), size=size)
-
-
 def binomial_logit(name, n, eta, log_coef, observed, dims, weight=None):
     """k ~ Binomial(n, logistic(eta)), with the data's log C(n, k) passed in precomputed.
 
@@ -360,34 +266,6 @@ def binomial_probability(name, n, p, log_coef, observed, dims):
     """k ~ Binomial(n, p) with precomputed log C(n, k) (see :func:`binomial_logit`)."""
     return pm.CustomDist(
         name, n, p, log_coef, logp=_binomial_p_logp, random=_binomial_p_random,
-        observed=observed, dims=dims,
-    )
-
-
-def beta_binomial(name, n, log_p, log_q, log_delta, log_coef, observed, dims):
-    """k ~ BetaBinomial(n, p / delta, q / delta) with q = 1 - p: mean n p, over-dispersion delta.
-
-    Takes log p and log q (computed stably from the logit) and log delta =
-    log(1 / phi); exact from heavy over-dispersion to the binomial limit delta
-    -> 0 (:func:`log_rising_steps`).  Precomputed log C(n, k) as in
-    :func:`binomial_logit`.  ``n`` is a ``pm.Data``: the trial counts 1, ...,
-    max(n) - 1 that the rising factorials step through are data too, so a
-    compiled model reused for other data (``structure_key``) only ever sees
-    counts of the same maximum.  The stepped sums cost O(n) per cell, the
-    gammaln form O(1): above :data:`MAX_STEPPED_TRIALS` trials per cell (e.g.
-    the paper's 80) the gammaln form :func:`log_rising` is used (same density).
-    """
-    most = int(np.max(n.get_value(), initial=1))
-    levels = pm.Data(f"{name}_trial_counts", np.arange(most + 1.0))
-    if most > MAX_STEPPED_TRIALS:
-        logp = partial(_beta_binomial_logp_gamma, levels=levels)
-    else:
-        log_steps = pm.Data(f"{name}_log_steps", np.log(np.arange(1.0, most)))
-        logp = partial(_beta_binomial_logp, log_steps=log_steps, levels=levels)
-    return pm.CustomDist(
-        name, n, log_p, log_q, log_delta, log_coef,
-        logp=logp,
-        random=_beta_binomial_random,
         observed=observed, dims=dims,
     )
 
@@ -677,12 +555,9 @@ def item_response(
             coef = log_binomial(k_of[name], n_of[name])
             log_coef = pm.Data(f"{name}_log_binomial", coef, dims=dims)
             if log_delta is not None:
-                log_p, log_q = -pt.softplus(-eta), -pt.softplus(eta)
-                if c is not None:
-                    log_p = pt.logaddexp(pt.log(c), pt.log1p(-c) + log_p)
-                    log_q = pt.log1p(-c) + log_q
+                floor = pt.broadcast_to(0.0 if c is None else c, (k.shape[1],))
                 return beta_binomial(
-                    name, observed_n, log_p, log_q, log_delta, log_coef, observed_k, dims
+                    name, observed_n, eta, floor, log_delta, log_coef, observed_k, dims
                 )
             if kind == "rasch" and dims == CELL:  # every (L, M) table of Rasch cells
                 return binomial_rasch(name, observed_n, ability, b, log_coef, observed_k, dims,

@@ -246,8 +246,8 @@ def test_progress_bar_only_for_people(monkeypatch):
 
 def test_nutpie_backend_by_run_length_and_size_and_every_backend_samples_one_posterior(
         monkeypatch):
-    """Numba for default-length runs and large models, JAX for short runs of small ones and
-    for the 3PL at scale; PyTensor's own function when asked."""
+    """Numba for default-length runs and large models (the 3PL too), JAX for short runs of
+    small ones; PyTensor's own function when asked."""
     from bayesrank.models import get_model
 
     import bayesrank.inference.backends as sampling
@@ -258,20 +258,18 @@ def test_nutpie_backend_by_run_length_and_size_and_every_backend_samples_one_pos
     assert sampling.observed_size(rasch) == data.L * data.M  # binomial counts, not trials
     pairs = get_model("bradley_terry").build(data)
     assert sampling.observed_size(pairs) == data.L * (data.L - 1) // 2
-    assert [n for n in ("rasch", "2pl", "3pl", "bradley_terry", "davidson", "davidson_luce")
-            if get_model(n).jax_at_scale] == ["3pl"]
     monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "auto")
     monkeypatch.setattr(sampling, "SCALE_OBSERVED", data.L * data.M)
     long_run, short_run = sampling.NUMBA_MIN_ITERATIONS, sampling.NUMBA_MIN_ITERATIONS - 1
-    assert sampling.nutpie_backend(rasch, False, short_run) == "numba"  # at scale
-    assert sampling.nutpie_backend(rasch, True, long_run) == "jax"  # 3PL-like at scale
-    assert sampling.nutpie_backend(pairs, True, long_run) == "numba"  # small, long run
-    assert sampling.nutpie_backend(pairs, False, short_run) == "jax"  # small, short run
+    assert sampling.nutpie_backend(rasch, short_run) == "numba"  # at scale
+    assert sampling.nutpie_backend(get_model("3pl").build(data), short_run) == "numba"
+    assert sampling.nutpie_backend(pairs, long_run) == "numba"  # small, long run
+    assert sampling.nutpie_backend(pairs, short_run) == "jax"  # small, short run
     assert sampling.nutpie_backend(pairs) == "numba"  # a default fit's length
     for choice in ("jax", "numba", "pytensor"):
         monkeypatch.setattr(sampling, "NUTPIE_BACKEND", choice)
-        assert sampling.nutpie_backend(rasch, True, long_run) == choice
-        assert sampling.nutpie_backend(pairs, False, short_run) == choice
+        assert sampling.nutpie_backend(rasch, long_run) == choice
+        assert sampling.nutpie_backend(pairs, short_run) == choice
     monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "cython")
     with pytest.raises(ValueError, match="'auto', 'pytensor', 'jax' or 'numba'"):
         sampling.nutpie_backend(rasch)

@@ -565,13 +565,12 @@ def test_pointwise_log_likelihood_is_the_binomial_pmf(rasch_fixed):
 
 def test_beta_binomial_draws_survive_a_probability_that_rounds_to_one():
     """A cell with p = 1 - 1e-20 (p rounds to 1.0) still draws; before, Beta(.., 0) raised."""
-    from bayesrank.models.irt import _beta_binomial_random
+    from bayesrank.models.beta_binomial import _random
 
     rng = np.random.default_rng(0)
     n = np.array([10, 10])
-    log_p = np.array([np.log1p(-1e-20), np.log(0.5)])
-    log_q = np.array([-46.0, np.log(0.5)])  # log(1e-20) and log(0.5)
-    draws = _beta_binomial_random(n, log_p, log_q, np.log(0.5), 0.0, rng=rng, size=(2000, 2))
+    eta = np.array([46.0, 0.0])  # 1 - p = logistic(-46) = 1e-20, and p = 0.5
+    draws = _random(n, eta, np.zeros(2), np.log(0.5), 0.0, rng=rng, size=(2000, 2))
     assert draws.shape == (2000, 2)
     assert (draws[:, 0] == 10).all()  # almost surely every trial succeeds
     assert abs(draws[:, 1].mean() - 5.0) < 0.3

@@ -119,16 +119,15 @@ def observed_size(model: pm.Model) -> int:
     return int(total)
 
 
-def nutpie_backend(model: pm.Model | None = None, jax_at_scale: bool = False,
+def nutpie_backend(model: pm.Model | None = None,
                    iterations: int = NUMBA_MIN_ITERATIONS) -> str:
     """The back end nutpie compiles ``model`` with: ``NUTPIE_BACKEND``, "auto" by measurement.
 
     With "auto": Numba (:func:`.nutpie_models.nutpie_numba_model`) where jax is missing
-    or its default device is not the CPU.  On a CPU, JAX (XLA) for a model whose spec
-    says ``jax_at_scale`` (the beta-binomial 3PL, ``ModelSpec.jax_at_scale``) with at
-    least ``SCALE_OBSERVED`` observed values; otherwise Numba for any model at scale or
-    any run of at least ``NUMBA_MIN_ITERATIONS`` NUTS iterations (``iterations``: chains
-    x (tune + draws); the default fit has 8,000), JAX for short runs of small models.
+    or its default device is not the CPU.  On a CPU, Numba for any model with at least
+    ``SCALE_OBSERVED`` observed values or any run of at least ``NUMBA_MIN_ITERATIONS``
+    NUTS iterations (``iterations``: chains x (tune + draws); the default fit has
+    8,000), JAX for short runs of small models.
 
     Why (docs/samplers.md, "nutpie's Numba model in seconds"): nutpie calls a JAX
     log-density from Python for every gradient (1.1-1.6 ms of wall time a gradient on
@@ -137,9 +136,9 @@ def nutpie_backend(model: pm.Model | None = None, jax_at_scale: bool = False,
     ms there); default fits of the real sets took 1.5-5.8x less wall time with Numba.
     Its cost is the compile: 2-15 s with PyTensor's on-disk cache warm, 5-50 s for a
     graph (model and data shape) new to the machine, against 1-3 s for JAX, which a
-    short run does not pay back.  The 3PL's beta-binomial
-    cells cost more per gradient in Numba than in XLA (15.4 against 11.6 ms on
-    ZeroEval), which decides at scale.  "pytensor"
+    short run does not pay back.  (Until the beta-binomial cells became one Op,
+    ``models.beta_binomial``, the 3PL at scale went to JAX: its cells cost 7.8 ms per
+    gradient in Numba against 4.4 in XLA on 43 x 400 x 10; the Op, 1.1 ms.)  "pytensor"
     (:func:`.nutpie_models.nutpie_pytensor_model`) is chosen by hand only.
     """
     choice = NUTPIE_BACKEND
@@ -155,17 +154,14 @@ def nutpie_backend(model: pm.Model | None = None, jax_at_scale: bool = False,
     if jax.default_backend() != "cpu":
         return "numba"
     large = model is not None and observed_size(model) >= SCALE_OBSERVED
-    if large and jax_at_scale:
-        return "jax"
     return "numba" if large or iterations >= NUMBA_MIN_ITERATIONS else "jax"
 
 
-def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_accept, key=None,
-                   jax_at_scale=False):
+def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_accept, key=None):
     import nutpie
 
     t0 = time.perf_counter()
-    backend = nutpie_backend(model, jax_at_scale, chains * (tune + draws))
+    backend = nutpie_backend(model, chains * (tune + draws))
     # nutpie's JAX build bakes pm.Data in as constants (no with_data) and the PyTensor one
     # reads this model's data: both are compiled anew each time (1-5 s)
     compiled, reused = cached(
@@ -345,7 +341,6 @@ def sample(
     log_likelihood: tuple[str, ...] = (),
     key: Hashable | None = None,
     exact_draws: Callable[..., dict[str, dict[str, np.ndarray]]] | None = None,
-    jax_at_scale: bool = False,
 ) -> tuple[xr.DataTree, dict[str, float]]:
     """Draw from the posterior of ``model`` with ``sampler``.
 
@@ -359,8 +354,7 @@ def sample(
     model's own exact sampler, used by ``sampler="conjugate"``: it returns the
     ``posterior`` group's arrays and, when asked, the ``log_likelihood`` group's
     (in closed form from the same draws, so :func:`fit` needs no
-    :func:`pymc.compute_log_likelihood` pass).  ``jax_at_scale``: see
-    :func:`nutpie_backend`.
+    :func:`pymc.compute_log_likelihood` pass).
     """
     require(sampler)
     kwargs = dict(
@@ -372,7 +366,7 @@ def sample(
         target_accept=target_accept,
     )
     if sampler == "nutpie":
-        return _sample_nutpie(model, **kwargs, key=key, jax_at_scale=jax_at_scale)
+        return _sample_nutpie(model, **kwargs, key=key)
     if sampler == "pymc":
         return _sample_pymc(model, **kwargs)
     if sampler == "conjugate":

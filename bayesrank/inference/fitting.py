@@ -273,7 +273,6 @@ def fit(
             log_likelihood=(observed_var,) if log_likelihood else (),
             key=structure_key(pymc_model, _tag(spec, model_options)),
             exact_draws=spec.exact_draws,
-            jax_at_scale=spec.jax_at_scale,
         )
     _require_all_draws(idata, int(draws))
     if log_likelihood and not has_group(idata, "log_likelihood"):

@@ -1,0 +1,171 @@
+"""The beta-binomial cells (models.beta_binomial): log-pmf and derivatives against scipy and
+the gammaln form, in NumPy, Numba and JAX, from heavy over-dispersion to the binomial limit,
+and the 3PL model's density with the Op against the same model built on the gammaln form."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from bayesrank.models import beta_binomial as bb
+from bayesrank.models import get_model, irt
+from pytensor.compile.mode import Mode
+from scipy import special, stats
+
+from bayesrank import ResponseData
+
+MODES = {"numba": "NUMBA", "jax": "JAX", "numpy": Mode(linker="py", optimizer="fast_run")}
+
+
+def _cells(rng, L=7, M=9, most=12):
+    n = rng.integers(0, most + 1, size=(L, M)).astype(float)
+    n[0, 0] = most
+    k = np.floor(rng.uniform(size=n.shape) * (n + 1))
+    return k, n, special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+
+
+def _functions(k, n, log_coef, mode):
+    """cells and the gradient of their sum in (eta, c, log delta): the Op and the gammaln form."""
+    eta, c, log_delta = pt.matrix("eta"), pt.vector("c"), pt.scalar("log_delta")
+    cells = bb.beta_binomial_cells(k, n, eta, c, log_delta, log_coef, max_trials=int(n.max()))
+    gamma_form = bb.beta_binomial_logp_gamma(
+        pt.as_tensor(k), pt.as_tensor(n), *bb.log_curve(eta, c), log_delta, pt.as_tensor(log_coef),
+        levels=pt.as_tensor(np.arange(n.max() + 1.0)))
+    return [pytensor.function([eta, c, log_delta],
+                              [out, *pytensor.grad(out.sum(), [eta, c, log_delta])], mode=m)
+            for out, m in ((cells, MODES[mode]), (gamma_form, None))]
+
+
+# scipy's betabinom takes gammaln differences of arguments near phi, which lose about
+# log10(phi) of their 16 digits; the tolerance follows that, not our result
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize(("phi", "atol"), [(0.05, 1e-12), (0.3, 1e-12), (2.0, 1e-12),
+                                           (50.0, 1e-12), (1e4, 1e-9)])
+def test_cells_are_scipys_beta_binomial_and_their_gradient_the_gammaln_forms(mode, phi, atol):
+    if mode == "jax":
+        pytest.importorskip("jax")
+    rng = np.random.default_rng(0)
+    k, n, log_coef = _cells(rng)
+    op, gamma_form = _functions(k, n, log_coef, mode)
+    eta, c = rng.normal(0.0, 2.0, k.shape), rng.uniform(0.0, 0.3, k.shape[1])
+    c[0] = 0.0  # no floor (the 2PL and Rasch beta-binomials)
+    got = [np.array(v) for v in op(eta, c, -np.log(phi))]
+    want = gamma_form(eta, c, -np.log(phi))
+    p = c + (1 - c) * special.expit(eta)
+    np.testing.assert_allclose(got[0], stats.betabinom.logpmf(k, n, p * phi, (1 - p) * phi),
+                               rtol=1e-12, atol=atol)
+    # the gammaln form's log c has no derivative at c = 0: there a one-sided difference (JAX
+    # differentiates that form too, so it has none either: c = 0 is only ever a constant)
+    if mode == "jax":
+        assert np.isnan(got[2][0])
+    else:
+        difference = (op(eta, c + np.eye(9)[0] * 1e-7, -np.log(phi))[0][:, 0].sum()
+                      - got[0][:, 0].sum()) / 1e-7
+        assert got[2][0] == pytest.approx(difference, rel=1e-5)
+    got[2][0] = want[2][0] = 0.0
+    for g, w in zip(got[1:], want[1:], strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(w).max()))
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_cells_tend_to_the_binomial_and_stay_finite_far_out(mode):
+    if mode == "jax":
+        pytest.importorskip("jax")
+    rng = np.random.default_rng(1)
+    k, n, log_coef = _cells(rng, L=4, M=6)
+    op, _ = _functions(k, n, log_coef, mode)
+    eta, c = rng.normal(0.0, 2.0, k.shape), np.zeros(6)
+    # at phi = 1e12 the exact difference from the binomial is below sum_i i / (p phi) < 1e-7
+    np.testing.assert_allclose(op(eta, c, -np.log(1e12))[0],
+                               stats.binom.logpmf(k, n, special.expit(eta)), rtol=0, atol=1e-7)
+    # logits beyond e^700, with and without a floor: finite, and the sums over trials
+    # written out from the stable log p and log q
+    eta = np.where(rng.random(k.shape) < 0.5, 800.0, -800.0)
+    for floor in (0.0, 0.05):
+        c = np.full(6, floor)
+        got = op(eta, c, np.log(0.5))
+        # d/dc at c = 0 is infinite where p underflows to 0 (c = 0 is only ever a constant)
+        checked = got if floor > 0 else [got[0], got[1], got[3]]
+        assert all(np.isfinite(g).all() for g in checked)
+        np.testing.assert_allclose(got[0], _written_out(k, n, eta, c, 0.5, log_coef), rtol=1e-13)
+
+
+def _written_out(k, n, eta, c, delta, log_coef):
+    """log C(n, k) + sum_{i<k} log(p + i delta) + sum_{i<n-k} log(q + i delta)
+    - sum_{i<n} log(1 + i delta), term by term, log p and log q from logaddexp."""
+    with np.errstate(divide="ignore"):
+        log_p = np.logaddexp(np.log(c), np.log1p(-c) - np.logaddexp(0.0, -eta))
+    log_q = np.log1p(-c) - np.logaddexp(0.0, eta)
+    out = log_coef.copy()
+    for index in np.ndindex(k.shape):
+        hits, misses = int(k[index]), int(n[index] - k[index])
+        for count, log_base in ((hits, log_p[index]), (misses, log_q[index])):
+            if count:
+                out[index] += log_base + sum(np.log(np.exp(log_base) + i * delta)
+                                             for i in range(1, count))
+        out[index] -= sum(np.log1p(i * delta) for i in range(1, int(n[index])))
+    return out
+
+
+def test_the_derivative_outputs_are_not_differentiable_and_shapes_are_checked():
+    k, n, log_coef = _cells(np.random.default_rng(2))
+    eta, c, log_delta = pt.matrix("eta"), pt.vector("c"), pt.scalar("log_delta")
+    outputs = bb.BetaBinomialCells(12)(k, n, eta, c, log_delta, log_coef)
+    with pytest.raises(NotImplementedError, match="not differentiable"):
+        pytensor.grad(outputs[1].sum(), eta)
+    with pytest.raises(ValueError, match="BetaBinomialCells takes"):
+        bb.BetaBinomialCells(12)(k, n, eta, c[None, :], log_delta, log_coef)
+
+
+def test_many_trials_use_the_gammaln_form_with_the_same_density():
+    rng = np.random.default_rng(3)
+    k, n, log_coef = _cells(rng, L=5, M=6, most=80)
+    n[n <= bb.MAX_STEPPED_TRIALS] += bb.MAX_STEPPED_TRIALS
+    k = np.minimum(k, n)
+    log_coef = special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+    op, gamma_form = _functions(k, n, log_coef, "numba")
+    eta, c = rng.normal(0.0, 2.0, k.shape), rng.uniform(0.0, 0.3, 6)
+    for phi in (0.3, 2.0, 50.0):
+        np.testing.assert_allclose(gamma_form(eta, c, -np.log(phi))[0],
+                                   op(eta, c, -np.log(phi))[0], rtol=1e-10, atol=1e-10)
+
+
+def _ops(model):
+    return {type(node.op) for node in pytensor.graph.traversal.applys_between(
+        model.value_vars, [model.logp()])}
+
+
+def test_the_model_picks_the_form_by_trials_per_cell():
+    rng = np.random.default_rng(4)
+    few = ResponseData(rng.integers(0, 2, size=(4, 6, 10)))
+    many = ResponseData(rng.integers(0, 2, size=(4, 6, 40)))
+    assert bb.BetaBinomialCells in _ops(get_model("3pl").build(few))
+    assert bb.BetaBinomialCells not in _ops(get_model("3pl").build(many))
+
+
+@pytest.mark.parametrize("variant", ["3pl_prior_runs", "3pl_shared_prior_runs", "2pl"])
+def test_the_models_density_is_the_gammaln_forms(variant, monkeypatch):
+    """The beta-binomial IRT models' log-density and gradient with the Op equal those of the
+    same model built on the gammaln form, at random points: with per-model prior runs (a
+    second table of cells), a shared reference run ((M,) cells), no floor (a constant c)."""
+    rng = np.random.default_rng(5)
+    R = (rng.random((4, 8, 6)) < 0.5).astype(int)
+    R[:, 2], R[:, 5] = 0, 1
+    options = {"kind": variant[:3], "likelihood": "beta_binomial"}
+    if "prior_runs" in variant:
+        R0 = (rng.random((4, 8, 2)) < 0.5).astype(int)
+        R = ResponseData(R, R0=R0[0] if "shared" in variant else R0)
+        options["use_R0"] = True
+    model = irt.build(R, **options)
+    assert bb.BetaBinomialCells in _ops(model)
+    monkeypatch.setattr(bb, "MAX_STEPPED_TRIALS", 0)
+    gamma_form = irt.build(R, **options)
+    assert bb.BetaBinomialCells not in _ops(gamma_form)
+    functions = [(m.compile_logp(), m.compile_dlogp()) for m in (model, gamma_form)]
+    start = model.initial_point()
+    for _ in range(5):
+        point = {name: rng.normal(0, 1.5, np.shape(v)) for name, v in start.items()}
+        (logp, dlogp), (logp_0, dlogp_0) = functions
+        assert logp(point) == pytest.approx(logp_0(point), rel=1e-11)
+        np.testing.assert_allclose(dlogp(point), dlogp_0(point), rtol=1e-8, atol=1e-8)
