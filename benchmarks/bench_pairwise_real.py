@@ -98,7 +98,7 @@ def _stepped_graph_logp(value, n, eta, c, log_delta, log_coef, *, log_steps, lev
     steps = pt.exp(log_steps)
     below = pt.cast(steps < levels[:, None] - 0.5, "float64")
     at_levels = (below * pt.log1p(steps * pt.exp(log_delta))).sum(axis=-1)
-    normaliser = (pt.eq(n[..., None], pt.arange(at_levels.shape[0])) * at_levels).sum(axis=-1)
+    normaliser = beta_binomial._per_trial_count(n, at_levels)
     return (log_coef + _log_rising_steps(value, log_p, log_delta, log_steps)
             + _log_rising_steps(n - value, log_q, log_delta, log_steps) - normaliser)
 

@@ -233,7 +233,6 @@ def _weighted_binomial_logit_logp(value, n, eta, log_coef, weight):
     return weight * _binomial_logit_logp(value, n, eta, log_coef)
 
 
-
 def _binomial_p_logp(value, n, p, log_coef):
     return log_coef + value * pt.log(p) + (n - value) * pt.log1p(-p)
 
