@@ -39,7 +39,7 @@ from bayesrank.study.batched import DrawStack, _per_draw, batched_scores, rank_s
 
 IRT = ("rasch", "rasch_map", "rasch_2pl", "rasch_2pl_map", "rasch_3pl", "rasch_3pl_map",
        "rasch_mml", "rasch_mml_credible", "dynamic_irt_linear", "dynamic_irt_growth")
-PER_DRAW_ONLY = {"dynamic_irt_growth"}  # its stacked rule returns None (per-draw path)
+PER_DRAW_ONLY: set[str] = set()  # growth is the Rasch JML fit on these single-trial draws
 ROOT = Path(__file__).resolve().parents[1]
 # A fresh interpreter importing bayesrank from the tree given first, without site's .pth
 # files (an editable install would otherwise win over sys.path).

@@ -23,7 +23,8 @@ from bayesrank.study.stack_irt import RULES
 
 IRT = ["rasch", "rasch_map", "rasch_2pl", "rasch_2pl_map", "rasch_3pl", "rasch_3pl_map",
        "rasch_mml", "rasch_mml_credible", "dynamic_irt_linear", "dynamic_irt_growth"]
-#: Identifiers that keep the per-draw path (their rule returns None on a stack).
+#: Identifiers that keep the per-draw path on draws of several trials (their rule returns
+#: None on such a stack; on single-trial draws the growth model is the Rasch JML fit).
 PER_DRAW = {"dynamic_irt_growth"}
 
 
@@ -47,9 +48,9 @@ def _check(data: ResponseData, draws, models=None, methods=IRT) -> None:
             warnings.simplefilter("ignore", RuntimeWarning)
             scores = batched_scores(stack, m)
             if scores is None:
-                assert m in PER_DRAW, f"{m} fell back to the per-draw path"
+                assert m in PER_DRAW and stack.n_trials > 1, f"{m} fell back to the per-draw path"
                 continue
-            assert m not in PER_DRAW
+            assert m not in PER_DRAW or stack.n_trials == 1
             scores, reasons = scores if isinstance(scores, tuple) else (scores, None)
             for d, idx in enumerate(draws):
                 sub = data.subset(models=models, trials=idx)
@@ -150,6 +151,44 @@ def test_unsupported_options_fall_back_to_the_per_draw_path():
     stack = DrawStack.from_data(data, draws)
     assert RULES["rasch"](stack, prior=-1.0) is None
     assert RULES["rasch_3pl"](stack, guessing_upper=2.0) is None
-    assert RULES["dynamic_irt"](stack, variant="growth") is None
+    assert RULES["dynamic_irt"](stack, variant="growth", slope_reg=0.0) is None  # it says why
+    two = DrawStack.from_data(data, [np.array([0, 1]), np.array([2, 3])])
+    assert RULES["dynamic_irt"](two, variant="growth") is None  # trial order matters there
     graded = ResponseData(np.minimum(np.arange(24).reshape(2, 3, 4) % 3, 2))
     assert RULES["rasch_2pl"](DrawStack.from_data(graded, [np.array([0])])) is None
+
+
+def test_rules_fitting_the_same_model_share_one_fit_per_stack(aime):
+    """rasch, dynamic_irt_linear and (single trials) dynamic_irt_growth are one JML fit;
+    rasch_mml and rasch_mml_credible one EM fit; each rule still gets its own arrays."""
+    stack = DrawStack.from_data(aime, [np.array([t]) for t in range(4)]).pool(np.arange(6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = {m: batched_scores(stack, m) for m in IRT}
+    fits = stack.__dict__["_irt_fits"]
+    assert sorted(key[0] for key in fits) == ["mml", "xpl", "xpl", "xpl", "xpl", "xpl", "xpl"]
+    shared = [got[m][0] for m in ("rasch", "dynamic_irt_linear", "dynamic_irt_growth")]
+    np.testing.assert_array_equal(shared[0], shared[1])
+    np.testing.assert_array_equal(shared[0], shared[2])
+    shared[0][:] = np.nan  # a rule's scores are its own copy: the cached fit is untouched
+    assert np.isfinite(batched_scores(stack, "rasch")[0]).any()
+
+
+def test_single_trial_growth_model_is_the_rasch_fit_with_flat_slopes(aime):
+    one = aime.subset(models=np.arange(8), trials=[3])
+    growth = br.rank(one, "dynamic_irt_growth", return_item_params=True)
+    rasch = br.rank(one, "rasch", return_item_params=True)
+    np.testing.assert_array_equal(growth.scores, rasch.scores)
+    np.testing.assert_array_equal(growth.details["slope"], 0.0)
+    np.testing.assert_array_equal(growth.details["difficulty"], rasch.details["difficulty"])
+    for score in ("final", "mean"):
+        np.testing.assert_array_equal(
+            br.rank(one, "dynamic_irt_growth", score=score).scores, rasch.scores)
+    with pytest.raises(ValueError, match="slope_reg"):
+        br.rank(one, "dynamic_irt_growth", slope_reg=0.0)
+    with pytest.raises(br.errors.DataError, match="time_points"):
+        br.rank(one, "dynamic_irt_growth", time_points=[0.0, 1.0])
+    # the Newton fit of the growth model itself reaches the same abilities
+    direct = br.baselines.irt.fit_growth_irt(one.R)
+    np.testing.assert_allclose(direct.ability, rasch.scores, atol=1e-7)
+    np.testing.assert_allclose(direct.extra["slope"], 0.0, atol=1e-12)

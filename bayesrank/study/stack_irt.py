@@ -11,9 +11,10 @@ fitting the draw again.  ``dynamic_irt`` with ``variant="linear"`` is the Rasch 
 
 Rules return None (per-draw path) for non-binary data and for options they do not
 reproduce: anything the per-draw rule would reject, and the growth variant of
-``dynamic_irt``.  ``rasch_mml`` (EM over Gauss-Hermite quadrature) runs the same way
-through :func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.  Not batched: the
-growth model (``dynamic_irt_growth``).
+``dynamic_irt`` on draws of several trials (on single-trial draws it is the Rasch JML
+fit).  ``rasch_mml`` (EM over Gauss-Hermite quadrature) runs the same way through
+:func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.  Rules that fit the same model
+share one fit per stack (:func:`_once`).
 """
 
 from __future__ import annotations
@@ -56,10 +57,24 @@ def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter=500, reg_discrimi
     except (DataError, ValueError, TypeError):
         return None  # the rule rejects these options; the per-draw path says why
     lay = replace(lay, labels=tuple(map(str, stack.data.models)))
-    k = stack.counts[..., 1].astype(float)
-    fit = fit_xpl_batch(k, np.full(k.shape, float(stack.n_trials)), lay, max_iter)
-    reasons = [None if e is None else f"{type(e).__name__}: {e}" for e in fit.errors]
-    return fit.theta, reasons
+
+    def fit() -> Scores:
+        k = stack.counts[..., 1].astype(float)
+        got = fit_xpl_batch(k, np.full(k.shape, float(stack.n_trials)), lay, max_iter)
+        return got.theta, [None if e is None else f"{type(e).__name__}: {e}" for e in got.errors]
+
+    theta, reasons = _once(stack, ("xpl", lay, max_iter), fit)
+    return theta.copy(), list(reasons)
+
+
+def _once(stack: DrawStack, key: tuple, compute: Callable[[], object]):
+    """``compute()`` once per stack and ``key``: rules fitting the same model share the fit
+    (``rasch``, ``dynamic_irt_linear`` and, on single-trial draws, ``dynamic_irt_growth``;
+    ``rasch_mml`` and ``rasch_mml_credible``), kept like a ``cached_property`` in the stack."""
+    cache = stack.__dict__.setdefault("_irt_fits", {})
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
 
 
 def _rasch(stack: DrawStack, **options) -> Scores | None:
@@ -75,9 +90,13 @@ def _rasch_3pl(stack: DrawStack, **options) -> Scores | None:
 
 
 def _dynamic_irt(stack: DrawStack, *, variant="linear", max_iter=500, score="baseline",
-                 return_item_params=False, **_: object) -> Scores | None:
-    if variant != "linear" or score not in ("baseline", "final", "mean"):
-        return None  # the growth model keeps the per-draw path
+                 return_item_params=False, **growth: object) -> Scores | None:
+    """The Rasch JML fit: ``variant="linear"``, and the growth model on single-trial draws
+    (:func:`~bayesrank.baselines.irt.dynamic.dynamic_irt`: its slopes see no data there)."""
+    if score not in ("baseline", "final", "mean"):
+        return None
+    if variant != "linear" and (variant != "growth" or stack.n_trials != 1 or growth):
+        return None  # the growth model over several trials keeps the per-draw path
     return _xpl(stack, "1pl", max_iter=max_iter)
 
 
@@ -93,10 +112,13 @@ def _rasch_mml(stack: DrawStack, *, quantile=None, max_iter=100, em_iter=20, n_q
             check_probability("quantile", quantile)
     except (DataError, ValueError, TypeError):
         return None
-    k = stack.counts[..., 1].astype(float)
-    fit = fit_rasch_mml_batch(k, np.full(k.shape, float(stack.n_trials)),
-                              n_quadrature=n_quadrature, em_iter=em_iter, max_iter=max_iter,
-                              population_sd=population_sd)
+    def fit():
+        k = stack.counts[..., 1].astype(float)
+        return fit_rasch_mml_batch(k, np.full(k.shape, float(stack.n_trials)),
+                                   n_quadrature=n_quadrature, em_iter=em_iter,
+                                   max_iter=max_iter, population_sd=population_sd)
+
+    fit = _once(stack, ("mml", n_quadrature, em_iter, max_iter, population_sd), fit)
     if quantile is None:
         return fit.eap
     return np.stack([posterior_quantile(p, z, quantile)

@@ -68,13 +68,7 @@ def fit_growth_irt(
     if np.any(((R != 0) & (R != 1)) & obs):
         raise DataError("the growth IRT model needs binary responses")
     slope_reg = check_finite("slope_reg", slope_reg, positive=True)
-    if time_points is None:
-        t = np.linspace(0.0, 1.0, N) if N > 1 else np.zeros(1)
-    else:
-        t = np.asarray(time_points, dtype=float)
-        if t.shape != (N,) or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
-            raise DataError(f"time_points must be {N} strictly increasing finite values")
-        t = (t - t[0]) / (t[-1] - t[0]) if N > 1 else np.zeros(1)
+    t = _rescaled_times(time_points, N)
     Rf = np.where(obs, R, 0).astype(float)
     k = Rf.sum(axis=2)
     n = obs.sum(axis=2).astype(float)
@@ -139,6 +133,16 @@ def fit_growth_irt(
     )
 
 
+def _rescaled_times(time_points: np.ndarray | None, N: int) -> np.ndarray:
+    """The N trial times rescaled to [0, 1] (equally spaced by default; 0 for one trial)."""
+    if time_points is None:
+        return np.linspace(0.0, 1.0, N) if N > 1 else np.zeros(1)
+    t = np.asarray(time_points, dtype=float)
+    if t.shape != (N,) or not np.all(np.isfinite(t)) or np.any(np.diff(t) <= 0):
+        raise DataError(f"time_points must be {N} strictly increasing finite values")
+    return (t - t[0]) / (t[-1] - t[0]) if N > 1 else np.zeros(1)
+
+
 @ranking_method
 def dynamic_irt(
     data: ResponseData,
@@ -158,6 +162,11 @@ def dynamic_irt(
       of :func:`fit_growth_irt` (``dynamic_irt_growth``).  It reads trial order,
       so it is meaningful only when trials were run in a meaningful sequence.
 
+    With a single trial (N = 1) the growth model's slopes see no data: the ridge
+    holds them at 0 and ``theta_0`` is the Rasch joint-ML ability, so the rule fits the
+    Rasch model (as ``variant="linear"``; its reasons name that fit) and every ``score``
+    is ``theta_0``.
+
     ``score`` picks the growth-model ranking score: ``"baseline"`` theta_0
     (the paper's choice), ``"final"`` theta_0 + theta_1, or ``"mean"`` ability
     over the observed times.  ``return_item_params=True`` adds ``difficulty``
@@ -166,10 +175,17 @@ def dynamic_irt(
     check_choice("variant", variant, ("linear", "growth"))
     check_choice("score", score, ("baseline", "final", "mean"))
     data.require_binary("dynamic IRT")
-    if variant == "linear":
+    if variant == "linear" or data.N == 1:
+        if variant == "growth":  # one time point: nothing to check but the options
+            check_finite("slope_reg", slope_reg, positive=True)
+            _rescaled_times(time_points, 1)
         k, n = data.reductions.successes, data.reductions.trials
         fit = fit_irt(k, n, model="1pl", max_iter=max_iter, labels=data.models)
-        return fit.ability, (fit.item_params() if return_item_params else {})
+        details = fit.item_params() if return_item_params else {}
+        if return_item_params and variant == "growth":
+            details = {"difficulty": fit.difficulty, "baseline": fit.ability,
+                       "slope": np.zeros(data.L)}
+        return fit.ability, details
     fit = fit_growth_irt(
         data.R, mask=data.mask, time_points=time_points, slope_reg=slope_reg, max_iter=max_iter,
         labels=data.models,
