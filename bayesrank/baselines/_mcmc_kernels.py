@@ -3,7 +3,8 @@
 Kept apart from :mod:`bayesrank.baselines.paired` so that numba is imported only when
 :func:`bayesrank.baselines.paired.bt_posterior_draws` first runs.  Both loops are
 sequential sums in a fixed order, so a chain's result does not depend on which batch
-of chains it was computed in.  Compiled on first use and cached on disk.
+of chains it was computed in.  Compiled on first use and cached on disk; the two entry
+points release the GIL, so chains of different draws can run on threads side by side.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ _ROWS = 64  # rows evaluated side by side: per-row accumulators stay in L1
 
 # error_model="numpy": a division by an underflowed e^(x - max x) gives inf or nan on that
 # lane (the row is redone) instead of raising, and leaves the row loops free of checks
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy")
 def bt_log_posterior(x, first, second, n, loss_nodes, prior_var):
     """Unnormalised Bradley-Terry log-posterior of every row of ``x`` (S, L).
 
@@ -188,7 +189,7 @@ def bt_log_posterior(x, first, second, n, loss_nodes, prior_var):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def independence_chain(log_u, log_w, start_log_w):
     """Accept/reject path of an independence Metropolis-Hastings chain.
 

@@ -32,6 +32,7 @@ it cannot rank them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,6 +40,7 @@ import numpy as np
 from bayesrank.baselines import metrics, paired, pairwise_batch, ratings, voting_batch
 from bayesrank.checks import check_int
 from bayesrank.errors import DataError
+from bayesrank.threads import worker_threads
 
 if TYPE_CHECKING:
     from bayesrank.study.batched import DrawStack
@@ -91,13 +93,19 @@ def _bayesian_mcmc(stack: DrawStack, *, seed: int | None = 42, **options: Any):
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
         return None  # None or a Generator: each draw's chain gets a different stream
     scores = np.empty((stack.D, stack.data.L))
+
+    def block(start: int) -> None:
+        Ws = stack.wins[start:start + MCMC_BLOCK]
+        draws, _ = paired.bt_posterior_draws_batch(Ws, seed=seed, **options)
+        # bt_posterior_mean of every chain: the same sums in the same order
+        scores[start:start + len(Ws)] = pairwise_batch.average_exchangeable(
+            draws.mean(axis=1), pairwise_batch.exchangeable_batch(Ws))
+
+    starts = range(0, stack.D, MCMC_BLOCK)
     try:
-        for start in range(0, stack.D, MCMC_BLOCK):
-            Ws = stack.wins[start:start + MCMC_BLOCK]
-            draws, _ = paired.bt_posterior_draws_batch(Ws, seed=seed, **options)
-            # bt_posterior_mean of every chain: the same sums in the same order
-            scores[start:start + len(Ws)] = pairwise_batch.average_exchangeable(
-                draws.mean(axis=1), pairwise_batch.exchangeable_batch(Ws))
+        # a chain does not depend on its block or thread; the compiled sampler drops the GIL
+        with ThreadPoolExecutor(min(worker_threads(), len(starts))) as pool:
+            list(pool.map(block, starts))
     except DataError:
         return None
     return scores
