@@ -34,6 +34,7 @@ VOTING = [
     "ranked_pairs_strength_winning_votes_tie_half",
     "nanson_rank_ties_average", "nanson_rank_ties_max",
     "baldwin_rank_ties_average", "baldwin_rank_ties_max", "majority_judgment",
+    "kemeny_young_tie_ignore", "kemeny_young_tie_half",
 ]
 #: Need k = 2 trials per draw: on N=1 draws they fail, on both paths alike.
 PASS = ["pass_at_k_2", "pass_hat_k_2", "mg_pass_at_k_2"]
@@ -161,6 +162,7 @@ def test_non_binary_and_invalid_options_take_the_per_draw_path():
     assert RULES["bayesian_mcmc"](binary, seed=np.random.default_rng(1)) is None
     assert RULES["bayesian_mcmc"](binary, n_samples=0) is None
     assert RULES["ranked_pairs"](binary, strength="borda") is None
+    assert RULES["kemeny_young"](binary, time_limit=5.0) is None  # a per-call wall clock
     assert RULES["nanson"](binary, rank_ties="dense") is None
     assert RULES["pass_at_k"](binary, k=0) is None
 
@@ -236,3 +238,19 @@ def test_log_posterior_rows_side_by_side_equal_one_row_at_a_time():
     spread = x.max(axis=1) - x.min(axis=1)
     assert (spread > 700).any() and (spread < 700).any()  # both paths are exercised
     np.testing.assert_array_equal(got, ref)
+
+
+def test_both_kemeny_identifiers_read_one_solve_per_stack(aime):
+    """W + T/2 and W have the same margins, so the two tie policies are one exact solve."""
+    rng = np.random.default_rng(3)
+    draws = [np.array([n]) for n in rng.choice(aime.N, 6, replace=False)]
+    stack = DrawStack.from_data(aime, draws).pools(np.array([[0, 3, 7, 9, 12], [1, 2, 4, 8, 19]]))
+    half = batched_scores(stack, "kemeny_young_tie_half")
+    (margin, solved), = stack.__dict__["_kemeny"].values()
+    ignore = batched_scores(stack, "kemeny_young_tie_ignore")
+    assert len(stack.__dict__["_kemeny"]) == 1 and stack.__dict__["_kemeny"][True][1] is solved
+    np.testing.assert_array_equal(half, ignore)
+    half[:] = np.nan  # each call gets its own copy
+    assert np.isfinite(batched_scores(stack, "kemeny_young_tie_ignore")).all()
+    _assert_pool_rows_same_as_alone(aime, draws, [[0, 3, 7, 9, 12], [1, 2, 4, 8, 19]],
+                                    ids=["kemeny_young_tie_half", "kemeny_young_tie_ignore"])

@@ -23,6 +23,10 @@ Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters): the d
 question-level counts (or cell utilities) go to the lockstep voting rules of
 :mod:`bayesrank.baselines.voting_batch`, which the per-draw rules call with a batch of one.
 
+Kemeny-Young: the exact solve of each row's question-level preferences, without building
+the draw's data; both tie policies have the same margins, so the paper's two identifiers
+read one solve per stack.
+
 Pass@k, Pass-hat@k and mG-Pass@k: closed forms over the draws' success counts through
 :func:`bayesrank.baselines.metrics.pass_scores` (per draw: a batch of one); draws of fewer
 than ``k`` trials (every N=1 draw for k = 2) are left to the per-draw rule, which says why
@@ -37,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesrank.baselines import metrics, paired, pairwise_batch, ratings, voting_batch
+from bayesrank.baselines import metrics, paired, pairwise_batch, ratings, voting, voting_batch
 from bayesrank.checks import check_int
 from bayesrank.errors import DataError
 from bayesrank.threads import worker_threads
@@ -125,6 +129,27 @@ def _ranked_pairs(stack: DrawStack, *, strength: str = "margin", tie_policy: str
     return voting_batch.dag_levels_batch(voting_batch.ranked_pairs_locked_batch(P, strength))
 
 
+def _kemeny_young(stack: DrawStack, *, tie_policy: str = "half", time_limit=None,
+                  tie_aware: bool = True) -> np.ndarray | None:
+    """Exact Kemeny-Young of every draw (:func:`~bayesrank.baselines.voting.kemeny_young_scores`
+    row by row, without building each draw's data).
+
+    Its scores depend on the margins ``P - P^T`` only, which both tie policies give alike
+    (``W + T/2`` and ``W`` differ by the symmetric ``T/2``): the rows are solved once per
+    stack and margins, and both identifiers of the paper read that solve.
+    """
+    P = _question_preferences(stack, tie_policy)
+    if P is None or time_limit is not None or not isinstance(tie_aware, bool):
+        return None  # a time budget is a per-call wall clock: the per-draw path keeps it
+    margin = P - np.swapaxes(P, 1, 2)
+    cache = stack.__dict__.setdefault("_kemeny", {})
+    done = cache.get(tie_aware)
+    if done is None or not np.array_equal(done[0], margin):
+        scores = np.stack([voting.kemeny_young_scores(p, tie_aware=tie_aware)[0] for p in P])
+        cache[tie_aware] = done = (margin, scores)
+    return done[1].copy()
+
+
 #: Share of a question tie in a model's Borda points for each ``rank_ties`` option.
 _TIE_SHARE = {"average": 0.5, "min": 1.0, "max": 0.0}
 
@@ -166,6 +191,7 @@ RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "trueskill": _trueskill,
     "bayesian_mcmc": _bayesian_mcmc,
     "ranked_pairs": _ranked_pairs,
+    "kemeny_young": _kemeny_young,
     "nanson": _borda_elimination("nanson"),
     "baldwin": _borda_elimination("baldwin"),
     "majority_judgment": _majority_judgment,
