@@ -8,11 +8,13 @@ mean (EAP, identifier ``rasch_mml``) or a discrete posterior quantile
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit, gammaln, log_expit
 
+from bayesrank.baselines.irt import _mml_kernel
 from bayesrank.baselines.irt._common import (
     binary_counts,
     binomial_counts,
@@ -22,6 +24,7 @@ from bayesrank.baselines.irt._common import (
 from bayesrank.checks import check_finite, check_int, check_probability
 from bayesrank.data import ResponseData
 from bayesrank.ranking import ranking_method
+from bayesrank.threads import worker_threads
 
 __all__ = [
     "MmlFit",
@@ -32,6 +35,9 @@ __all__ = [
     "posterior_quantile",
     "rasch_mml",
 ]
+
+# a thread for at least this many problems (one problem takes about 0.5 ms)
+_PROBLEMS_PER_THREAD = 16
 
 
 def normal_quadrature(n_points: int, sd: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -138,45 +144,6 @@ class MmlFit:
     converged: bool
 
 
-def _solve_difficulties(r, s, nodes, b, slope, max_iter):
-    """M-step: for each item solve sum_q [r_qm - s_qm sigmoid(slope*z_q - b_m)] = 0 (Newton).
-
-    ``r`` and ``s`` are expected successes and trials per node (B, Q, M) of B problems
-    with slopes (B,); the left side is strictly increasing in b_m, so safeguarded Newton
-    converges.  Each problem stops when none of its difficulties moves by 1e-12 any more.
-    """
-    active = np.ones(b.shape[0], dtype=bool)
-    for _ in range(int(max_iter)):
-        a = np.flatnonzero(active)
-        if a.size == 0:
-            break
-        p = expit(slope[a, None, None] * nodes[None, :, None] - b[a, None, :])
-        g = (s[a] * p).sum(axis=1) - r[a].sum(axis=1)  # increasing in b_m
-        h = (s[a] * p * (1.0 - p)).sum(axis=1)
-        step = np.clip(g / np.maximum(h, 1e-300), -2.0, 2.0)
-        b[a] = b[a] + step
-        active[a[np.max(np.abs(step), axis=1, initial=0.0) < 1e-12]] = False
-    return b
-
-
-def _solve_slope(r, s, nodes, b, slope, max_iter):
-    """M-step for the common slope (= population sd) of the free-variance Rasch model."""
-    slope = slope.copy()
-    active = np.ones(slope.size, dtype=bool)
-    z = nodes[None, :, None]
-    for _ in range(int(max_iter)):
-        a = np.flatnonzero(active)
-        if a.size == 0:
-            break
-        p = expit(slope[a, None, None] * z - b[a, None, :])
-        g = ((r[a] - s[a] * p) * z).sum(axis=(1, 2))
-        h = (s[a] * p * (1.0 - p) * z**2).sum(axis=(1, 2))
-        step = np.clip(g / np.maximum(h, 1e-300), -0.5, 0.5)
-        slope[a] = np.maximum(slope[a] + step, 1e-3)
-        active[a[np.abs(step) < 1e-12]] = False
-    return slope
-
-
 @dataclass
 class MmlBatch:
     """EM results of B problems (full item axis; 0 difficulty on uninformative items)."""
@@ -196,51 +163,40 @@ class MmlBatch:
 
 
 def fit_rasch_mml_batch(k, n, *, n_quadrature, em_iter, max_iter, population_sd, tol=1e-8):
-    """:func:`fit_rasch_mml`'s EM for B count matrices ``k``, ``n`` (B, L, M) in lockstep.
+    """:func:`fit_rasch_mml`'s EM for B count matrices ``k``, ``n`` (B, L, M).
 
-    Arguments are validated by the caller.  Uninformative items stay in the arrays with
-    zero counts (they add exactly nothing to the likelihood or the score equations), so
-    a problem's arithmetic does not depend on the rest of the batch: :func:`fit_rasch_mml`
-    runs this with B = 1 and the stacked study rules with one problem per draw.
+    Arguments are validated by the caller.  Each problem runs the compiled EM of
+    :mod:`._mml_kernel` alone (the problems are split over threads); uninformative items
+    stay in its arrays with zero counts, which add exactly nothing to the likelihood or
+    the score equations.  So a problem's result does not depend on the rest of the batch:
+    :func:`fit_rasch_mml` runs this with B = 1 and the stacked study rules with one
+    problem per draw.
     """
     B = k.shape[0]
     z, w = normal_quadrature(n_quadrature)
     keep = (k.sum(axis=1) > 0) & ((n - k).sum(axis=1) > 0)
-    kk = np.where(keep[:, None, :], k, 0.0)
-    nn = np.where(keep[:, None, :], n, 0.0)
+    kk = np.ascontiguousarray(np.where(keep[:, None, :], k, 0.0))
+    nn = np.ascontiguousarray(np.where(keep[:, None, :], n, 0.0))
     slope = np.full(B, 1.0 if population_sd is None else float(population_sd))
     # logistic-normal approximation E[sigmoid(theta - b)] ~ sigmoid(-b / sqrt(1 + 0.346 sd^2))
     b = -logit((kk.sum(axis=1) + 0.5) / (nn.sum(axis=1) + 1.0))
     b = np.where(keep, b * np.sqrt(1 + 0.346 * slope**2)[:, None], 0.0)
-    log_w = np.log(w)
+    args = (np.log(w), population_sd is None, int(em_iter), int(max_iter), float(tol))
 
-    def e_step(idx):
-        eta = slope[idx, None, None] * z[None, :, None] - b[idx, None, :]  # (B, Q, M)
-        log_post = (kk[idx] @ np.swapaxes(log_expit(eta), 1, 2)
-                    + (nn[idx] - kk[idx]) @ np.swapaxes(log_expit(-eta), 1, 2) + log_w)
-        top = log_post.max(axis=2, keepdims=True)
-        post = np.exp(log_post - top)
-        norm = post.sum(axis=2, keepdims=True)
-        return post / norm, (np.log(norm) + top).sum(axis=(1, 2))
+    def run(rows: np.ndarray):  # b[rows] and slope[rows] are copies: returned updated
+        b_rows, slope_rows = b[rows], slope[rows]
+        out = _mml_kernel.em_many(kk[rows], nn[rows], z, args[0], slope_rows, b_rows, *args[1:])
+        return (b_rows, slope_rows, *out)
 
-    n_iter = np.zeros(B, dtype=int)
-    converged = np.zeros(B, dtype=bool)
-    for it in range(1, int(em_iter) + 1):
-        a = np.flatnonzero(~converged)
-        if a.size == 0:
-            break
-        post, _ = e_step(a)
-        post_t = np.swapaxes(post, 1, 2)
-        r, s = post_t @ kk[a], post_t @ nn[a]  # expected successes / trials per node (Q, M)
-        new_b = _solve_difficulties(r, s, z, b[a].copy(), slope[a], max_iter)
-        new_slope = slope[a]
-        if population_sd is None:
-            new_slope = _solve_slope(r, s, z, new_b, slope[a], max_iter)
-        change = np.maximum(np.max(np.abs(new_b - b[a]), axis=1, initial=0.0),
-                            np.abs(new_slope - slope[a]))
-        b[a], slope[a], n_iter[a] = new_b, new_slope, it
-        converged[a[change < tol]] = True
-    post, log_lik = e_step(np.arange(B))
+    workers = min(worker_threads(), max(1, B // _PROBLEMS_PER_THREAD))
+    blocks = np.array_split(np.arange(B), workers)
+    if workers == 1:
+        parts = [run(blocks[0])]
+    else:
+        with ThreadPoolExecutor(workers) as pool:
+            parts = list(pool.map(run, blocks))
+    b, slope, post, log_lik, n_iter, converged = (np.concatenate(x) for x in zip(*parts,
+                                                                                strict=True))
     return MmlBatch(keep, b, slope, post, slope[:, None] * z, log_lik, n_iter, converged)
 
 
