@@ -34,23 +34,12 @@ import math
 import numpy as np
 from numba import njit
 
-from bayesrank.baselines.irt._newton import DIVERGED
+from bayesrank.baselines.irt._newton import DIVERGED, FLAT_GAIN, FLAT_STEPS
 
 RUNNING, CONVERGED, STALLED, MAX_ITER, DIVERGED_STATUS = 0, 1, 2, 3, 4
 # The Armijo search tries the steps 2^-j, j = 0..N_HALVINGS - 1, and takes the first that
 # decreases the objective enough.
 N_HALVINGS = 40
-# A problem whose accepted steps lower the objective f (as the solver sees it: divided by
-# the number of observed trials) by at most FLAT_GAIN * max(1, |f|)
-# (relative, as scipy's L-BFGS-B ``ftol`` that the paper's scorio uses with 1e-14) for
-# FLAT_STEPS steps in a row stops (STALLED): its objective is flat to rounding (the Armijo
-# test still accepts such steps: their required decrease is below the rounding of f).
-# Newton's quadratic convergence ends ordinary problems by the decrement within a step
-# or two of reaching such gains, so only crawls along a flat ridge (abilities or items
-# drifting off while f no longer changes) are cut short.
-FLAT_GAIN = 1e-14
-FLAT_STEPS = 20
-
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 
