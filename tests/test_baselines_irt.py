@@ -583,7 +583,7 @@ def test_newton_steps_equal_a_dense_constrained_solve(L, M, model):
 def test_growth_fit_stops_once_flat_at_the_optimum():
     """A 15-model pool of the example whose Newton decrement never reaches the rounding test:
     it used to run all 500 iterations (5-6 s, 40 halvings each); the flat-steps rule ends
-    it at the optimum, where the exact score equations hold."""
+    it at the optimum, where the score equations hold to the resolution of the objective."""
     data = bayesrank.datasets.example("aime24")
     R = data.R[[0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 17, 19]].astype(float)
     with warnings.catch_warnings():

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 import bayesrank as br
 from bayesrank import ResponseData
+from bayesrank.baselines._optim import check_ford_condition
+from bayesrank.baselines.irt.xpl_batch import ford_condition_batch
 from bayesrank.registry import get_method
 from bayesrank.study._core import safe_ranks
 from bayesrank.study.batched import DrawStack, batched_scores, competition_ranks, rank_stack
@@ -192,3 +194,23 @@ def test_single_trial_growth_model_is_the_rasch_fit_with_flat_slopes(aime):
     direct = br.baselines.irt.fit_growth_irt(one.R)
     np.testing.assert_allclose(direct.ability, rasch.scores, atol=1e-7)
     np.testing.assert_allclose(direct.extra["slope"], 0.0, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.lists(st.integers(0, n), min_size=4, max_size=4),
+                         min_size=3, max_size=3))))
+def test_batched_ford_condition_agrees_with_the_per_problem_check(case):
+    """Strong connectivity of the beats graph (uninformative items tied to model 0)
+    passes exactly the problems check_ford_condition accepts."""
+    n_trials, k = case
+    k = np.asarray(k, dtype=float)
+    n = np.full(k.shape, float(n_trials))
+    keep = (k.sum(axis=0) > 0) & ((n - k).sum(axis=0) > 0)
+    try:
+        check_ford_condition(k[:, keep], n[:, keep], "test")
+        expected = True
+    except br.errors.NotIdentifiedError:
+        expected = False
+    kk, nn = np.where(keep, k, 0.0), np.where(keep, n, 0.0)
+    assert ford_condition_batch(kk[None], nn[None], keep[None])[0] == expected

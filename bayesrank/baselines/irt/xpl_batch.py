@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesrank.baselines._optim import check_ford_condition
+from bayesrank.baselines.graph_batch import strongly_connected_batch
 from bayesrank.baselines.irt import _xpl_kernel
 from bayesrank.baselines.irt._common import IrtModel, logit
 from bayesrank.baselines.irt._newton import divergence_error
@@ -87,6 +88,22 @@ class XplBatchFit:
     unconverged: np.ndarray  # (B,) stages that stopped at max_iter (warnings)
 
 
+def ford_condition_batch(k: np.ndarray, n: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Whether each problem meets Ford's condition (:func:`.check_ford_condition`), (B,).
+
+    The bipartite "beats" graph of models and informative items (model l beats item m if
+    ``k_lm > 0``, the item beats the model if ``k_lm < n_lm``) is strongly connected.  An
+    uninformative item is tied to model 0 both ways, which adds no path between models.
+    """
+    B, L, M = k.shape
+    graph = np.zeros((B, L + M, L + M), dtype=bool)
+    graph[:, :L, L:] = k > 0
+    graph[:, L:, :L] = np.swapaxes(k < n, 1, 2)
+    graph[:, L:, 0] |= ~keep
+    graph[:, 0, L:] |= ~keep
+    return strongly_connected_batch(graph)
+
+
 def _initial_location(k, n, keep):
     """theta from smoothed model accuracy, b from smoothed item solve rate (Alg. xPL)."""
     theta = logit((k.sum(axis=2) + 0.5) / (n.sum(axis=2) + 1.0))
@@ -147,14 +164,14 @@ def fit_xpl_batch(k: np.ndarray, n: np.ndarray, lay: Layout, max_iter: int) -> X
     B, L, M = k.shape
     keep = (k.sum(axis=1) > 0) & ((n - k).sum(axis=1) > 0)
     errors: list[NotIdentifiedError | None] = [None] * B
-    if lay.prior_var is None:
-        for b in range(B):
+    kk = np.where(keep[:, None, :], k, 0.0)
+    nn = np.where(keep[:, None, :], n, 0.0)
+    if lay.prior_var is None:  # the per-problem check only where the batched one fails
+        for b in np.flatnonzero(~ford_condition_batch(kk, nn, keep)):
             try:
                 check_ford_condition(k[b][:, keep[b]], n[b][:, keep[b]], lay.what, lay.labels)
             except NotIdentifiedError as exc:
                 errors[b] = exc
-    kk = np.where(keep[:, None, :], k, 0.0)
-    nn = np.where(keep[:, None, :], n, 0.0)
     scale = np.maximum(nn.sum(axis=(1, 2)), 1.0)
     q = lay.n_item_params
     out = XplBatchFit(np.zeros((B, L)), np.zeros((B, M, q)), keep, np.full(B, np.nan),
