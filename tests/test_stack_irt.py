@@ -167,7 +167,7 @@ def test_rules_fitting_the_same_model_share_one_fit_per_stack(aime):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         got = {m: batched_scores(stack, m) for m in IRT}
-    fits = stack.__dict__["_irt_fits"]
+    fits = stack.__dict__["_shared"]
     assert sorted(key[0] for key in fits) == ["mml", "xpl", "xpl", "xpl", "xpl", "xpl", "xpl"]
     shared = [got[m][0] for m in ("rasch", "dynamic_irt_linear", "dynamic_irt_growth")]
     np.testing.assert_array_equal(shared[0], shared[1])

@@ -170,6 +170,18 @@ class DrawStack:
     def n_trials(self) -> int:
         return self.draws.shape[1]
 
+    def once(self, key: tuple, compute: Callable[[], object]):
+        """``compute()`` once per stack and ``key``, kept like a ``cached_property``.
+
+        Rules that run the same fit or solve on a stack (the same model with the same
+        options under several identifiers) share it; a rule that changes the result it
+        gets must copy it first.
+        """
+        shared = self.__dict__.setdefault("_shared", {})
+        if key not in shared:
+            shared[key] = compute()
+        return shared[key]
+
     @cached_property
     def cell_utility(self) -> np.ndarray:
         """Mean utility of every cell of every draw, (D, L, M)."""

@@ -14,7 +14,9 @@ reproduce: anything the per-draw rule would reject, and the growth variant of
 ``dynamic_irt`` on draws of several trials (on single-trial draws it is the Rasch JML
 fit).  ``rasch_mml`` (EM over Gauss-Hermite quadrature) runs the same way through
 :func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.  Rules that fit the same model
-share one fit per stack (:func:`_once`).
+share one fit per stack (:meth:`~bayesrank.study.batched.DrawStack.once`): ``rasch``,
+``dynamic_irt_linear`` and, on single-trial draws, ``dynamic_irt_growth``; ``rasch_mml``
+and ``rasch_mml_credible``.
 """
 
 from __future__ import annotations
@@ -63,18 +65,8 @@ def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter=500, reg_discrimi
         got = fit_xpl_batch(k, np.full(k.shape, float(stack.n_trials)), lay, max_iter)
         return got.theta, [None if e is None else f"{type(e).__name__}: {e}" for e in got.errors]
 
-    theta, reasons = _once(stack, ("xpl", lay, max_iter), fit)
+    theta, reasons = stack.once(("xpl", lay, max_iter), fit)
     return theta.copy(), list(reasons)
-
-
-def _once(stack: DrawStack, key: tuple, compute: Callable[[], object]):
-    """``compute()`` once per stack and ``key``: rules fitting the same model share the fit
-    (``rasch``, ``dynamic_irt_linear`` and, on single-trial draws, ``dynamic_irt_growth``;
-    ``rasch_mml`` and ``rasch_mml_credible``), kept like a ``cached_property`` in the stack."""
-    cache = stack.__dict__.setdefault("_irt_fits", {})
-    if key not in cache:
-        cache[key] = compute()
-    return cache[key]
 
 
 def _rasch(stack: DrawStack, **options) -> Scores | None:
@@ -112,13 +104,14 @@ def _rasch_mml(stack: DrawStack, *, quantile=None, max_iter=100, em_iter=20, n_q
             check_probability("quantile", quantile)
     except (DataError, ValueError, TypeError):
         return None
+
     def fit():
         k = stack.counts[..., 1].astype(float)
         return fit_rasch_mml_batch(k, np.full(k.shape, float(stack.n_trials)),
                                    n_quadrature=n_quadrature, em_iter=em_iter,
                                    max_iter=max_iter, population_sd=population_sd)
 
-    fit = _once(stack, ("mml", n_quadrature, em_iter, max_iter, population_sd), fit)
+    fit = stack.once(("mml", n_quadrature, em_iter, max_iter, population_sd), fit)
     if quantile is None:
         return fit.eap
     return np.stack([posterior_quantile(p, z, quantile)

@@ -71,19 +71,18 @@ def _bt_fit(stack: DrawStack, prior_var: float | None, max_iter: int):
     ML needs a strongly connected win graph where some comparison is decisive; MAP always
     has one.  Returns (ok, theta (D, L) with NaN rows where not ok, stalled).  The rules
     bradley_terry, plackett_luce_map (the same MAP fit) and bradley_terry_luce (its Newton
-    start) share it: kept, like a ``cached_property``, in the immutable stack.
+    start) share it (:meth:`~bayesrank.study.batched.DrawStack.once`).
     """
-    cache = stack.__dict__.setdefault("_pairwise_bt_fits", {})
-    key = (prior_var, max_iter)
-    if key not in cache:
+    def fit():
         W = stack.wins
         check = (W > 0).any(axis=(1, 2)) if prior_var is None else np.zeros(len(W), bool)
         ok = _identified(W > 0, check)
         theta = np.full((stack.D, stack.data.L), np.nan)
         stalled = np.zeros(stack.D, bool)
         theta[ok], stalled[ok] = bt_fit_batch(W[ok], prior_var=prior_var, max_iter=max_iter)
-        cache[key] = (ok, theta, stalled)
-    return cache[key]
+        return ok, theta, stalled
+
+    return stack.once(("bradley_terry", prior_var, max_iter), fit)
 
 
 def _bradley_terry(stack: DrawStack, *, prior=None, max_iter=500, **other):

@@ -35,6 +35,7 @@ it cannot rank them.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -136,18 +137,17 @@ def _kemeny_young(stack: DrawStack, *, tie_policy: str = "half", time_limit=None
 
     Its scores depend on the margins ``P - P^T`` only, which both tie policies give alike
     (``W + T/2`` and ``W`` differ by the symmetric ``T/2``): the rows are solved once per
-    stack and margins, and both identifiers of the paper read that solve.
+    stack and margins (:meth:`~bayesrank.study.batched.DrawStack.once`, keyed by a digest
+    of the margins), and both identifiers of the paper read that solve.
     """
     P = _question_preferences(stack, tie_policy)
     if P is None or time_limit is not None or not isinstance(tie_aware, bool):
         return None  # a time budget is a per-call wall clock: the per-draw path keeps it
     margin = P - np.swapaxes(P, 1, 2)
-    cache = stack.__dict__.setdefault("_kemeny", {})
-    done = cache.get(tie_aware)
-    if done is None or not np.array_equal(done[0], margin):
-        scores = np.stack([voting.kemeny_young_scores(p, tie_aware=tie_aware)[0] for p in P])
-        cache[tie_aware] = done = (margin, scores)
-    return done[1].copy()
+    solve = lambda: np.stack([voting.kemeny_young_scores(p, tie_aware=tie_aware)[0]  # noqa: E731
+                              for p in P])
+    digest = hashlib.sha256(margin.tobytes()).hexdigest()
+    return stack.once(("kemeny_young", tie_aware, digest), solve).copy()
 
 
 #: Share of a question tie in a model's Borda points for each ``rank_ties`` option.
