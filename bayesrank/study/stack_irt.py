@@ -1,6 +1,6 @@
 """IRT rules over a whole :class:`~bayesrank.study.batched.DrawStack` at once.
 
-The JML / MAP Rasch, 2PL and 3PL fits of every draw of a stack run in lockstep through
+The JML / MAP Rasch, 2PL and 3PL fits of every draw of a stack run as one batch through
 :func:`bayesrank.baselines.irt.xpl_batch.fit_xpl_batch`, the same solver that
 :func:`bayesrank.baselines.irt.fit_irt` runs with a batch of one, so each draw's
 abilities (and ranks) are exactly those of the per-draw path.  A draw whose fit fails

@@ -215,9 +215,9 @@ def fit_rasch_mml(
     Abilities are integrated out under ``theta ~ N(0, sd^2)``; the marginal
     likelihood is maximised over the difficulties by EM (paper, Alg. "Rasch
     MML"): the E-step forms each model's discrete posterior over the nodes,
-    the M-step solves each item's expected-count score equation (vectorised
-    Newton, at most ``max_iter`` steps).  EM stops after ``em_iter`` iterations
-    or when no difficulty moves by more than ``tol``.
+    the M-step solves each item's expected-count score equation (safeguarded
+    Newton, at most ``max_iter`` steps; compiled, :mod:`._mml_kernel`).  EM stops
+    after ``em_iter`` iterations or when no difficulty moves by more than ``tol``.
 
     ``population_sd=None`` estimates the population sd as well (a Rasch model
     with free latent variance, equivalently a common slope on a standard-normal
