@@ -109,7 +109,7 @@ def _bayesian_mcmc(stack: DrawStack, *, seed: int | None = 42, **options: Any):
     starts = range(0, stack.D, MCMC_BLOCK)
     try:
         # a chain does not depend on its block or thread; the compiled sampler drops the GIL
-        with ThreadPoolExecutor(min(worker_threads(), len(starts))) as pool:
+        with ThreadPoolExecutor(max(1, min(worker_threads(), len(starts)))) as pool:
             list(pool.map(block, starts))
     except DataError:
         return None
