@@ -130,8 +130,7 @@ def previous_irt(data: bayesrank.ResponseData, kind: str) -> pm.Model:
             c = pm.Beta("c", 1.0, 19.0, dims="question")
             inv_sqrt_phi = pm.HalfNormal("inv_sqrt_phi", 1.0)
             pm.Deterministic("phi", inv_sqrt_phi**-2)
-            log_p = pt.logaddexp(pt.log(c), pt.log1p(-c) - pt.softplus(-eta))
-            log_q = pt.log1p(-c) - pt.softplus(eta)
+            log_p, log_q = beta_binomial.log_curve(eta, c)  # the same formula as before
             levels = pm.Data("k_trial_counts", np.arange(np.max(n) + 1.0))
             pm.CustomDist(
                 "k", trials, log_p, log_q, 2.0 * pt.log(inv_sqrt_phi), log_coef,
