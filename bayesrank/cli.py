@@ -274,7 +274,8 @@ def _fit_for_report(args: argparse.Namespace):
     from bayesrank.inference import fit
 
     described = " ".join([model, *(f"{k}={v}" for k, v in options.items())])
-    _step(args, f"fitting {described} ({args.chains} chains x {args.draws} draws after "
+    draws = "the default draws" if args.draws is None else f"{args.draws} draws"
+    _step(args, f"fitting {described} ({args.chains} chains x {draws} after "
                 f"{args.tune} warm-up) to {data!r}")
     post = fit(data, model, sampler=args.sampler, draws=args.draws, tune=args.tune,
                chains=args.chains, random_seed=args.seed, progressbar=_watched(args), **options)
@@ -388,7 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sampler", default=None, help="numpyro, nutpie or pymc (default: per model)")
     p.add_argument("--baselines", default="avg,bradley_terry,elo_tie_draw",
                    help="comma-separated deterministic methods to show beside the posterior")
-    p.add_argument("--draws", type=_int_at_least(1), default=1000)
+    p.add_argument("--draws", type=_int_at_least(1), default=None,
+                   help="kept draws per chain (default: 1000, more for models with hundreds "
+                   "or thousands of parameters, so chance alone does not fail R-hat)")
     p.add_argument("--tune", type=_int_at_least(0), default=1000)
     p.add_argument("--chains", type=_int_at_least(1), default=4)
     p.add_argument("--seed", type=_int_at_least(0), default=0)

@@ -226,3 +226,43 @@ def test_elements_split_over_several_blocks_match_arviz(monkeypatch):
     draws[:, :, 2, 4] = -1.0
     expected = assert_matches_arviz(draws)
     assert np.isnan(expected["bulk"][3, 2]) and np.isnan(expected["rhat"][2, 4])
+
+
+def test_default_draws_keep_chance_from_failing_rhat_on_many_parameters():
+    """The largest of P R-hats of well-mixing chains: over 1.01 at 1,000 draws, not at the default.
+
+    AR(1) chains with the bulk ESS per draw default_draws assumes (0.35); the
+    formula's prediction 1 + (x_P / e - 1) / D matches the simulated largest
+    R-hat to 0.0015.
+    """
+    from scipy import stats
+    from scipy.signal import lfilter
+
+    from bayesrank.inference.diagnostics import default_draws
+
+    n_params, ess_per_draw = 2000, 0.35
+    rho = (1 - ess_per_draw) / (1 + ess_per_draw)
+    assert default_draws(n_params) > 1000
+    largest = {}
+    for n_draw in (1000, default_draws(n_params)):
+        largest[n_draw] = []
+        for seed in range(3):
+            noise = np.random.default_rng(seed).standard_normal((4, n_draw + 100, n_params))
+            chains = lfilter([1.0], [1.0, -rho], noise, axis=1)[:, 100:]
+            largest[n_draw].append(rhat_rank(chains).max())
+        predicted = 1 + (stats.chi2.ppf(1 - 1 / n_params, 7) / 7 / ess_per_draw - 1) / n_draw
+        assert np.mean(largest[n_draw]) == pytest.approx(predicted, abs=0.0015)
+    assert max(largest[1000]) > 1.01
+    assert max(largest[default_draws(n_params)]) <= 1.01
+
+
+def test_default_draws_grow_with_parameters_and_fewer_chains():
+    from bayesrank.inference.diagnostics import default_draws
+
+    assert default_draws(10) == default_draws(300) == 1000
+    sizes = [10, 300, 1000, 3000, 10_000, 100_000]
+    assert np.all(np.diff([default_draws(p) for p in sizes]) >= 0)
+    assert default_draws(9111) == 1500  # the 2PL on Reasoning Gym hard (10 x 4,550)
+    assert default_draws(9111, ess_per_draw=0.5) == 1000
+    assert default_draws(1000, chains=2) > default_draws(1000, chains=4)
+    assert all(default_draws(p) % 250 == 0 for p in sizes)

@@ -295,3 +295,21 @@ def test_nutpie_backend_by_run_length_and_size_and_every_backend_samples_one_pos
     assert picked == ["numba", "jax", "pytensor"]
     np.testing.assert_allclose(means[1], means[0], atol=0.05)
     np.testing.assert_allclose(means[2], means[0], atol=0.05)
+
+
+def test_default_draws_follow_the_models_free_parameters():
+    """fit()'s default draws: 1,500 for a 2PL of 10 x 4,550 (9,111 parameters), 1,000 for small."""
+    from bayesrank.models import get_model
+
+    from bayesrank.inference.fitting import _draws
+
+    rng = np.random.default_rng(0)
+    large = ResponseData((rng.random((10, 4550, 1)) < 0.5).astype(int))
+    two_pl = get_model("2pl")
+    assert _draws(None, two_pl, two_pl.build(large), 4, "nutpie") == 1500
+    assert _draws(700, two_pl, two_pl.build(large), 4, "nutpie") == 700
+    small = ResponseData((rng.random((5, 20, 2)) < 0.5).astype(int))
+    rasch = get_model("rasch")
+    assert _draws(None, rasch, rasch.build(small), 4, "nutpie") == 1000
+    bayes = get_model("bayes")
+    assert _draws(None, bayes, bayes.build(large), 4, "conjugate") == 1000

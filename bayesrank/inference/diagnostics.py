@@ -39,11 +39,15 @@ __all__ = [
     "RHAT_MAX",
     "ESS_MIN",
     "BFMI_MIN",
+    "default_draws",
 ]
 
 RHAT_MAX = 1.01
 ESS_MIN = 400
 BFMI_MIN = 0.3
+# default_draws: the part of R-hat - 1 that chance may take, leaving 0.002 below RHAT_MAX
+# for real mixing problems to show
+CHANCE_RHAT = 0.008
 
 
 # --------------------------------------------------------------------------------------
@@ -399,6 +403,37 @@ def summarize(
     frame.attrs["bfmi"] = bfmi.tolist()
     frame.attrs["draws"] = int(post.sizes["chain"] * post.sizes["draw"])
     return frame
+
+
+def default_draws(n_parameters: int, chains: int = 4, ess_per_draw: float = 0.35) -> int:
+    """Draws per chain that keep chance from failing R-hat <= 1.01 on a fit of many parameters.
+
+    Split R-hat compares 2C half-chains of n = D / 2 draws (C chains, D draws
+    each).  For a parameter that mixes well, with effective sample e n per
+    half, the spread of the half-chain means is chi-square:
+
+        R-hat^2 - 1 ~= X / (e n) - 1 / n,   X ~ chi2(2C - 1) / (2C - 1),
+
+    so R-hat - 1 ~= (X / e - 1) / D.  The largest of P such R-hats sits near
+    X's 1 - 1/P quantile x_P: on 9,111 parameters (the 2PL on Reasoning Gym
+    hard, e = 0.375) and D = 1,000 that is 1.0102, and simulated AR(1) chains
+    give 1.0091-1.0116 (docs/samplers.md, fifteenth round).  A fit that mixes
+    well would fail its own check about half the time by chance alone.
+
+    Returns the smallest multiple of 250, at least 1,000, with
+    (x_P / e - 1) / D <= 0.008, e = ``ess_per_draw`` (each model's lowest
+    bulk ESS per draw on the real sets, ``ModelSpec.ess_per_draw``).  With 4
+    chains and e = 0.35 (the 2PL's): 1,000 up to about 400 parameters, 1,250
+    up to about 2,900, 1,500 up to about 20,000.  ESS per second does not
+    change; the fit takes longer in proportion to the extra draws.
+
+    Vehtari et al. (2021), Rank-normalization, folding, and localization: an
+    improved R-hat, Bayesian Analysis 16(2), Sect. 4.
+    """
+    halves = 2 * int(chains)
+    largest = stats.chi2.ppf(1.0 - 1.0 / max(int(n_parameters), 2), halves - 1) / (halves - 1)
+    needed = (largest / ess_per_draw - 1.0) / CHANCE_RHAT
+    return max(1000, 250 * int(np.ceil(needed / 250)))
 
 
 def _independent(post: xr.Dataset, names: list[str]) -> pd.DataFrame:

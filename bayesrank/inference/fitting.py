@@ -33,7 +33,7 @@ from bayesrank.inference.backends import (
     seed_or_new,
 )
 from bayesrank.inference.cache import structure_key
-from bayesrank.inference.diagnostics import SamplingWarning, check, summarize
+from bayesrank.inference.diagnostics import SamplingWarning, check, default_draws, summarize
 from bayesrank.models import get_model, scoring_model
 
 __all__ = ["fit", "fit_many", "DEFAULT_SAMPLER"]
@@ -83,10 +83,25 @@ def _batch_sampler(model: str, sampler: str | None) -> str:
     return _choose_sampler(model, None)
 
 
-def _check_draws(draws: int, tune: int, chains: int) -> None:
-    check_int("draws", draws)
+def _check_draws(draws: int | None, tune: int, chains: int) -> None:
+    if draws is not None:
+        check_int("draws", draws)
     check_int("tune", tune, minimum=0)
     check_int("chains", chains)
+
+
+def _draws(draws: int | None, spec: Any, model: pm.Model, chains: int, sampler: str) -> int:
+    """``draws``, or by default enough that chance does not fail R-hat (:func:`default_draws`).
+
+    Exact i.i.d. draws (the conjugate sampler) have no R-hat to fail: 1,000.
+    """
+    if draws is not None:
+        return int(draws)
+    if sampler == "conjugate":
+        return 1000
+    shapes = model.eval_rv_shapes()
+    n_free = sum(int(np.prod(shapes[v.name])) for v in model.value_vars)
+    return default_draws(n_free, chains, spec.ess_per_draw)
 
 
 def _require_all_draws(idata: xr.DataTree, draws: int) -> None:
@@ -198,7 +213,7 @@ def fit(
     model: str,
     *,
     sampler: str | None = None,
-    draws: int = 1000,
+    draws: int | None = None,
     tune: int = 1000,
     chains: int = 4,
     random_seed: int | None = None,
@@ -219,8 +234,13 @@ def fit(
         Default: the fastest measured for the model (docs/samplers.md).
         ``"numpyro"`` runs on a GPU when JAX sees one; ``"conjugate"`` draws
         the ``"bayes"`` model's Dirichlet posterior exactly (its default).
-    draws, tune, chains : int
-        Kept draws and warm-up iterations per chain, number of chains.
+    draws : int, optional
+        Kept draws per chain.  Default: 1,000, more for models with hundreds
+        or thousands of parameters so that a fit that mixes well does not fail
+        R-hat <= 1.01 by chance (1,500 for the 2PL's 9,111 parameters on
+        Reasoning Gym hard; :func:`~bayesrank.inference.diagnostics.default_draws`).
+    tune, chains : int
+        Warm-up iterations per chain, number of chains.
     random_seed : int, optional
         Same seed, same draws.  Without one a fresh seed is drawn and stored in
         ``posterior.idata.posterior.attrs["random_seed"]``.
@@ -256,6 +276,7 @@ def fit(
     pymc_model = spec.build(d, **model_options)
     observed_var = spec.observed_var(pymc_model)
     chosen = _choose_sampler(model, sampler)
+    draws = _draws(draws, spec, pymc_model, chains, chosen)
     seed = seed_or_new(random_seed)
     with warnings.catch_warnings():
         # ArviZ's guess that dims are misnamed when an interrupted run kept fewer draws than
@@ -298,7 +319,7 @@ def fit_many(
     model: str,
     *,
     sampler: str | None = None,
-    draws: int = 1000,
+    draws: int | None = None,
     tune: int = 1000,
     chains: int = 4,
     random_seed: int | None = None,
@@ -331,7 +352,7 @@ def fit_many(
         other: :func:`fit` per dataset.  Default: ``"numpyro"`` when JAX sees a
         GPU, else the model's default sampler per dataset.
     draws, tune, chains, random_seed, target_accept, log_likelihood
-        As in :func:`fit`.
+        As in :func:`fit` (the default draws from the first dataset's model).
     progressbar : bool, optional
         One bar on stderr for the whole batch (all chains of all datasets):
         iterations of warm-up then sampling, divergences so far, elapsed time.
@@ -368,6 +389,7 @@ def fit_many(
         raise ValueError(f"model {model!r} cannot be fitted in a batch; call fit() per dataset")
     data = [as_response_data(x) for x in datasets]
     models = [spec.build(d, **model_options) for d in data]
+    draws = _draws(draws, spec, models[0], chains, "numpyro")
     observed_var = spec.observed_var(models[0])
     wanted = (observed_var,) if log_likelihood else ()
     seed = seed_or_new(random_seed)
