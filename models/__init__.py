@@ -57,9 +57,6 @@ class ModelSpec:
     batchable: bool = True  # all data live in pm.Data containers of data-independent shape
     target_accept: float = 0.8  # NUTS adaptation target used when fit() is given none
     exact_draws: Callable[..., dict] | None = None  # exact posterior sampler ("conjugate")
-    # the lowest bulk ESS per draw measured on the real sets: sets fit()'s default draws
-    # (bayesrank.inference.diagnostics.default_draws; docs/samplers.md, fifteenth round)
-    ess_per_draw: float = 0.35
 
     def build(self, data: Any, **options: Any) -> pm.Model:
         return self.builder(data, **{**self.defaults, **options})
@@ -76,11 +73,10 @@ def _spec(
     description: str,
     batchable: bool = True,
     target_accept: float = 0.8,
-    ess_per_draw: float = 0.35,
     **defaults: Any,
 ) -> ModelSpec:
-    return ModelSpec(name, builder, description, MappingProxyType(defaults), batchable,
-                     target_accept, ess_per_draw=ess_per_draw)
+    return ModelSpec(
+        name, builder, description, MappingProxyType(defaults), batchable, target_accept)
 
 
 MODELS: Mapping[str, ModelSpec] = MappingProxyType(
@@ -91,8 +87,7 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
                 "bayes", bayes.build, "Bayes@N Dirichlet-multinomial (closed form exists)",
                 MappingProxyType({}), exact_draws=bayes.conjugate_draws,
             ),
-            _spec("rasch", partial(irt.build, kind="rasch"), "hierarchical Rasch (1PL)",
-                  ess_per_draw=0.5),
+            _spec("rasch", partial(irt.build, kind="rasch"), "hierarchical Rasch (1PL)"),
             _spec("2pl", partial(irt.build, kind="2pl"), "hierarchical 2PL IRT"),
             _spec(
                 "3pl",

@@ -305,11 +305,9 @@ def test_default_draws_follow_the_models_free_parameters():
 
     rng = np.random.default_rng(0)
     large = ResponseData((rng.random((10, 4550, 1)) < 0.5).astype(int))
-    two_pl = get_model("2pl")
-    assert _draws(None, two_pl, two_pl.build(large), 4, "nutpie") == 1500
-    assert _draws(700, two_pl, two_pl.build(large), 4, "nutpie") == 700
+    two_pl = get_model("2pl").build(large)
+    assert _draws(None, two_pl, 4, "nutpie") == 1500
+    assert _draws(700, two_pl, 4, "nutpie") == 700
     small = ResponseData((rng.random((5, 20, 2)) < 0.5).astype(int))
-    rasch = get_model("rasch")
-    assert _draws(None, rasch, rasch.build(small), 4, "nutpie") == 1000
-    bayes = get_model("bayes")
-    assert _draws(None, bayes, bayes.build(large), 4, "conjugate") == 1000
+    assert _draws(None, get_model("rasch").build(small), 4, "nutpie") == 1000
+    assert _draws(None, get_model("bayes").build(large), 4, "conjugate") == 1000

@@ -3,7 +3,8 @@
 Issue 9: on real LLM benchmark data (questions nobody or everybody solves)
 the Rasch and 2PL models of before failed their own checks.  Each fit here
 is :func:`bayesrank.fit` with its defaults (sampler, 4 chains x (1,000 tune +
-1,000 draws), the model's own ``target_accept``; only the pointwise
+the default draws, 1,000-1,500 by the number of parameters), the model's own
+``target_accept``; only the pointwise
 log-likelihood, which does not touch sampling, is skipped) and asserts the
 checks that raise ``SamplingWarning``: R-hat <= 1.01 and bulk and tail ESS >=
 400 on every reported variable, E-BFMI, and no divergence.

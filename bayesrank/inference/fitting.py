@@ -90,7 +90,7 @@ def _check_draws(draws: int | None, tune: int, chains: int) -> None:
     check_int("chains", chains)
 
 
-def _draws(draws: int | None, spec: Any, model: pm.Model, chains: int, sampler: str) -> int:
+def _draws(draws: int | None, model: pm.Model, chains: int, sampler: str) -> int:
     """``draws``, or by default enough that chance does not fail R-hat (:func:`default_draws`).
 
     Exact i.i.d. draws (the conjugate sampler) have no R-hat to fail: 1,000.
@@ -101,7 +101,7 @@ def _draws(draws: int | None, spec: Any, model: pm.Model, chains: int, sampler: 
         return 1000
     shapes = model.eval_rv_shapes()
     n_free = sum(int(np.prod(shapes[v.name])) for v in model.value_vars)
-    return default_draws(n_free, chains, spec.ess_per_draw)
+    return default_draws(n_free, chains)
 
 
 def _require_all_draws(idata: xr.DataTree, draws: int) -> None:
@@ -276,7 +276,7 @@ def fit(
     pymc_model = spec.build(d, **model_options)
     observed_var = spec.observed_var(pymc_model)
     chosen = _choose_sampler(model, sampler)
-    draws = _draws(draws, spec, pymc_model, chains, chosen)
+    draws = _draws(draws, pymc_model, chains, chosen)
     seed = seed_or_new(random_seed)
     with warnings.catch_warnings():
         # ArviZ's guess that dims are misnamed when an interrupted run kept fewer draws than
@@ -389,7 +389,7 @@ def fit_many(
         raise ValueError(f"model {model!r} cannot be fitted in a batch; call fit() per dataset")
     data = [as_response_data(x) for x in datasets]
     models = [spec.build(d, **model_options) for d in data]
-    draws = _draws(draws, spec, models[0], chains, "numpyro")
+    draws = _draws(draws, models[0], chains, "numpyro")
     observed_var = spec.observed_var(models[0])
     wanted = (observed_var,) if log_likelihood else ()
     seed = seed_or_new(random_seed)
