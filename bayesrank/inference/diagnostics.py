@@ -427,7 +427,9 @@ def default_draws(n_parameters: int, chains: int = 4, ess_per_draw: float = ESS_
     (x_P / e - 1) / D <= 0.008, e = ``ess_per_draw`` (0.35: the lowest bulk
     or tail ESS per draw of the Rasch and 2PL fits on the real sets).  With 4
     chains: 1,000 up to about 400 parameters, 1,250 up to about 2,900, 1,500
-    up to about 20,000.  The Rasch on 43 x 400 x 10 (443 parameters) missed
+    up to about 20,000.  Fewer chains compare fewer halves, so R-hat is
+    noisier and more draws are needed: 1,750 for 500 parameters with 2
+    chains, 3,500 with 1.  The Rasch on 43 x 400 x 10 (443 parameters) missed
     R-hat <= 1.01 in one of five seeds at 1,000 draws (largest R-hats
     1.0064-1.0102, mean 1.0081; the formula above gives 1.0081).  ESS per
     second does not change; the fit takes longer in proportion to the extra
