@@ -25,7 +25,8 @@ The peer (``--peer``) is the likelihood as it was before 2026-11-29, timed right
 after today's in the same run: for Davidson PyMC's ``Multinomial`` on
 ``softmax(logits)`` (log-gamma terms and parameter checks at every gradient) in
 place of ``multinomial_logits``; for the Rasch ``irt.binomial_logit`` at eta = theta
-- b (PyTensor's softplus graph) in place of the ``RaschCells`` Op; for the 3PL the
+- b (PyTensor's softplus graph) in place of the ``RaschCells`` Op; for the 2PL the same
+graph at eta = a theta + beta in place of the ``SlopeCells`` Op; for the 3PL the
 beta-binomial's sums over trials as a masked PyTensor graph in place of the
 ``BetaBinomialCells`` Op, sampled on JAX as ``bayesrank.fit`` then chose.  The machine has
 2 cores, possibly shared with other jobs; the load average at each fit is printed
@@ -84,6 +85,11 @@ def softplus_rasch(name, n, ability, difficulty, log_coef, observed, dims, weigh
     return irt.binomial_logit(name, n, ability - difficulty, log_coef, observed, dims, weight)
 
 
+def softplus_2pl(name, n, ability, a, beta, log_coef, observed, dims):
+    """The 2PL peer: the binomial cells as PyTensor's graph at eta = a theta + beta."""
+    return irt.binomial_logit(name, n, a * ability + beta, log_coef, observed, dims)
+
+
 def _log_rising_steps(count, log_p, log_delta, log_steps):
     """sum_{i<count} log(p + i delta) under a mask up to the largest count (the 3PL peer)."""
     head = pt.switch(count > 0, log_p, 0.0)
@@ -117,6 +123,7 @@ def stepped_graph_beta_binomial(name, n, eta, c, log_delta, log_coef, observed, 
 #: model -> (module, likelihood builder replaced by the peer, the peer, the peer's back end)
 PEERS = {"davidson": (bradley_terry, "multinomial_logits", pymc_multinomial, None),
          "rasch": (irt, "binomial_rasch", softplus_rasch, None),
+         "2pl": (irt, "binomial_2pl", softplus_2pl, None),
          "3pl": (irt, "beta_binomial", stepped_graph_beta_binomial, "jax")}
 
 

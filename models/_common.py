@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pytensor.graph.op import Op
 
 from bayesrank.data import ResponseData, as_response_data
 from bayesrank.errors import DataError
@@ -30,6 +32,53 @@ def scoring_model(model):
 def logistic_binomial_draws(rng, n, eta, size=None):
     """Binomial(n, logistic(eta)) draws: the random method of the binomial logit cells."""
     return rng.binomial(n, 1.0 / (1.0 + np.exp(-eta)), size=size)
+
+
+class LogisticCellsOp(Op):
+    """Count tables and parameters -> (cells, residual), both (L, M): the log-pmf of binomial
+    logit cells and its derivative in the logit.  Subclasses set ``cells_numpy``, the NumPy
+    implementation, and build the node and the gradient."""
+
+    __props__ = ()
+    cells_numpy: Callable
+
+    def perform(self, node, inputs, output_storage):
+        for storage, value in zip(output_storage, type(self).cells_numpy(*inputs), strict=True):
+            storage[0] = value
+
+    def infer_shape(self, node, shapes):
+        return [shapes[0], shapes[0]]
+
+
+def logistic_cells_jax(k, n, x, log_coef):
+    """JAX cells and residual of binomial logit cells at x, with PyTensor's own JAX softplus
+    (the same branches), so JAX fits sample the log-density of the graph the cells Ops replace.
+    """
+    import jax.numpy as jnp
+    from jax.nn import sigmoid
+
+    softplus = jnp.where(x < -37.0, jnp.exp(x), jnp.where(
+        x < 18.0, jnp.log1p(jnp.exp(x)), jnp.where(x < 33.3, x + jnp.exp(-x), x)))
+    return (log_coef + k * x) - n * softplus, k - n * sigmoid(x)
+
+
+def register_cells_backends(op_type, loop, jax_cells, module_file: str) -> None:
+    """Numba (nutpie) and JAX (NumPyro) implementations of a cells Op with no parameters:
+    ``loop`` is the plain-Python cell loop compiled by Numba (cached on disk, keyed by the
+    source of ``module_file``), ``jax_cells`` the JAX function of the same inputs."""
+    from pytensor.link.jax.dispatch import jax_funcify
+    from pytensor.link.numba.dispatch.basic import (
+        numba_njit,
+        register_funcify_default_op_cache_key,
+    )
+
+    @register_funcify_default_op_cache_key(op_type)
+    def numba_cells(op, node=None, **kwargs):
+        return numba_njit(loop), source_version(module_file)
+
+    @jax_funcify.register(op_type)
+    def jax_cells_of(op, **kwargs):
+        return jax_cells
 
 
 def source_version(module_file: str) -> int:

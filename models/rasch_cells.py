@@ -29,9 +29,13 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, grad_undefined
 from pytensor.graph.basic import Apply
-from pytensor.graph.op import Op
 
-from ._common import logistic_binomial_draws, source_version
+from ._common import (
+    LogisticCellsOp,
+    logistic_binomial_draws,
+    logistic_cells_jax,
+    register_cells_backends,
+)
 
 __all__ = ["RaschCells", "binomial_rasch", "rasch_cells"]
 
@@ -50,10 +54,10 @@ def _cells_numpy(k, n, theta, b, log_coef):
     return log_coef + k * x - n * softplus, k - n * sigmoid
 
 
-class RaschCells(Op):
+class RaschCells(LogisticCellsOp):
     """(k, n, theta, b, log C(n, k)) -> (cells, residual), both (L, M); module docstring."""
 
-    __props__ = ()
+    cells_numpy = staticmethod(_cells_numpy)
 
     def make_node(self, k, n, theta, b, log_coef):
         k, n, theta, b, log_coef = (
@@ -63,13 +67,6 @@ class RaschCells(Op):
                 "RaschCells takes k, n, log C(n, k) of shape (L, M) and theta (L,), b (M,)")
         cells = pt.matrix(dtype="float64", shape=k.type.shape)
         return Apply(self, [k, n, theta, b, log_coef], [cells, cells.type()])
-
-    def perform(self, node, inputs, output_storage):
-        for storage, value in zip(output_storage, _cells_numpy(*inputs), strict=True):
-            storage[0] = value
-
-    def infer_shape(self, node, shapes):
-        return [shapes[0], shapes[0]]
 
     def pullback(self, inputs, outputs, output_grads):
         k, n, theta, b, log_coef = inputs
@@ -114,52 +111,30 @@ def binomial_rasch(name, n, ability, difficulty, log_coef, observed, dims, weigh
     )
 
 
-def _register_backends() -> None:
-    from pytensor.link.jax.dispatch import jax_funcify
-    from pytensor.link.numba.dispatch.basic import (
-        numba_njit,
-        register_funcify_default_op_cache_key,
-    )
-
-    @register_funcify_default_op_cache_key(RaschCells)
-    def numba_rasch_cells(op, node=None, **kwargs):
-        @numba_njit
-        def rasch_cells_kernel(k, n, theta, b, log_coef):
-            L, M = k.shape
-            cells = np.empty((L, M))
-            residual = np.empty((L, M))
-            low = np.exp(-b)
-            for i in range(L):
-                high = np.exp(theta[i])
-                for j in range(M):
-                    x = theta[i] - b[j]
-                    u = high * low[j]
-                    if TINY < u < HUGE:
-                        softplus = np.log(1.0 + u)
-                        sigmoid = u / (1.0 + u)
-                    else:
-                        softplus = max(x, 0.0) + np.log1p(np.exp(-abs(x)))
-                        sigmoid = 1.0 / (1.0 + np.exp(-x))
-                    cells[i, j] = log_coef[i, j] + k[i, j] * x - n[i, j] * softplus
-                    residual[i, j] = k[i, j] - n[i, j] * sigmoid
-            return cells, residual
-
-        return rasch_cells_kernel, source_version(__file__)
-
-    @jax_funcify.register(RaschCells)
-    def jax_rasch_cells(op, **kwargs):
-        import jax.numpy as jnp
-        from jax.nn import sigmoid
-
-        def softplus(x):  # PyTensor's JAX softplus: the previous graph's density, same branches
-            return jnp.where(x < -37.0, jnp.exp(x), jnp.where(
-                x < 18.0, jnp.log1p(jnp.exp(x)), jnp.where(x < 33.3, x + jnp.exp(-x), x)))
-
-        def rasch_cells_jax(k, n, theta, b, log_coef):
-            x = theta[:, None] - b[None, :]
-            return (log_coef + k * x) - n * softplus(x), k - n * sigmoid(x)
-
-        return rasch_cells_jax
+def _rasch_cells_loop(k, n, theta, b, log_coef):
+    """The cells and residuals cell by cell (compiled by Numba for nutpie)."""
+    L, M = k.shape
+    cells = np.empty((L, M))
+    residual = np.empty((L, M))
+    low = np.exp(-b)
+    for i in range(L):
+        high = np.exp(theta[i])
+        for j in range(M):
+            x = theta[i] - b[j]
+            u = high * low[j]
+            if TINY < u < HUGE:
+                softplus = np.log(1.0 + u)
+                sigmoid = u / (1.0 + u)
+            else:
+                softplus = max(x, 0.0) + np.log1p(np.exp(-abs(x)))
+                sigmoid = 1.0 / (1.0 + np.exp(-x))
+            cells[i, j] = log_coef[i, j] + k[i, j] * x - n[i, j] * softplus
+            residual[i, j] = k[i, j] - n[i, j] * sigmoid
+    return cells, residual
 
 
-_register_backends()
+def _rasch_cells_jax(k, n, theta, b, log_coef):
+    return logistic_cells_jax(k, n, theta[:, None] - b[None, :], log_coef)
+
+
+register_cells_backends(RaschCells, _rasch_cells_loop, _rasch_cells_jax, __file__)
