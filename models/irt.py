@@ -24,7 +24,7 @@ Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
 
 The binomial Rasch's cells (log-pmf and score) are one Op, :mod:`models.rasch_cells`,
 with e^(theta_l - b_m) = e^(theta_l) e^(-b_m): 128 against 500 us per gradient on 43 x 400.
-The binomial 2PL's are :mod:`models.slope_cells` (one ``exp`` and one ``log1p`` per cell).
+The binomial 2PL's are :mod:`models.slope_cells` (one ``exp`` and one ``log`` per cell).
 
 The 2PL/3PL logit a_m (theta_l - b_m) is written in slope-intercept form
 a_m theta_l + beta_m: it is the same model, but the intercept does not couple

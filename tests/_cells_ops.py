@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytensor
+import pytensor.tensor as pt
 import pytest
 from pytensor.compile.mode import Mode
 from scipy import special, stats
@@ -16,6 +17,16 @@ def binomial_cells_data(rng, L=5, M=9, n=7):
     k = rng.integers(0, n + 1, (L, M)).astype(float)
     trials = np.full((L, M), float(n))
     return k, trials, special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+
+
+def cells_and_gradient(cells_of, names, mode: str):
+    """``cells_of(*vectors)`` and the gradient of its sum in each vector, compiled on ``mode``."""
+    if mode == "jax":
+        pytest.importorskip("jax")
+    vectors = [pt.vector(name) for name in names]
+    cells = cells_of(*vectors)
+    return pytensor.function(vectors, [cells, *pytensor.grad(cells.sum(), vectors)],
+                             mode=MODES[mode])
 
 
 def stable_cells(k, n, x, log_coef):
