@@ -42,7 +42,8 @@ sqrt(L)) prior of t (up to the items' own sample mean, whose sd is sigma_b /
 sqrt(M)).  **Convention: theta is reported with mean 0 over the models**
 (before issue 9: with mean difficulty 0); every contrast theta_l - theta_k,
 every logit theta_l - b_m and every solve probability is unchanged in
-meaning.  Why: real benchmarks always have questions solved by no model in
+meaning (models that solve nothing or everything stay out of that mean;
+see below).  Why: real benchmarks always have questions solved by no model in
 any trial, or by all (LiveCodeBench, 15 x 713 x 10: 189 never and 54 always
 solved; Reasoning Gym hard, 10 x 4550 x 1: 1,254 and 330).  The data bound
 such a difficulty only from one side, so its posterior is the prior's tail
@@ -80,6 +81,16 @@ cannot follow along a dense direction.  Full-size default fits (nutpie,
 seed 0, same machine): 3PL theta min bulk ESS 250, R-hat 1.0073 (an earlier
 run: 194, 1.011) -> 1,520, 1.0063, so the fit passes; 2PL 667 -> 2,686.  The
 pivot is data, like the question split.
+One-sided models (issue 9, seventeenth round).  A model that solves nothing
+(or everything) is bounded by the data from one side only, like an
+uninformed question: its ability is the prior's tail (LiveCodeBench, every
+6th question, one model's runs all failed: theta about -14 +- 1.2).  In the
+zero sum every other ability moved with that tail, and the default Rasch fit
+failed (theta bulk ESS below 400).  So the zero sum runs over the informed
+models only and the one-sided models get the exact prior of their offset
+from the informed mean (:func:`_abilities`); theta is then reported with
+mean 0 over the informed models (over all models when none is one-sided,
+as before), and the items' location has sd 3 / sqrt(L_I).
 One-sided difficulties (binomial Rasch, from 1,000 such questions by default):
 integrated out of the sampled density and reported as exact conditional
 draws, :mod:`models.one_sided` (Reasoning Gym hard: R-hat 1.0101 -> 1.0077).
@@ -398,30 +409,62 @@ def ability_pivot(k: np.ndarray, n: np.ndarray) -> int:
     return int(np.argmax(n.sum(axis=1) * rate * (1.0 - rate)))
 
 
-def _abilities(k: np.ndarray, n: np.ndarray, scale: float):
-    """theta ~ ZeroSumNormal(scale) over the models, pivoted on the best-informed model.
+def informed_models(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Models the data bound from both sides: some success and some failure, (L,) bool.
 
-    The same prior as ``pm.ZeroSumNormal`` (isotropic on the zero-sum
-    subspace; :func:`_reflected_zero_sum` with u = 1 / sqrt(L)), in another
-    orthonormal basis.  PyMC's basis makes the *last* model's ability the dense
-    mixture of all free coordinates; when that model is the least informed
-    one, its wide posterior lies along a direction no diagonal mass matrix
-    follows.  Measured (issue 9): ZeroEval MATH-L5 lists its weakest model,
-    gemma-2-2b-it (31 of 721 questions solved), last, and under the 3PL its
+    A model that solves nothing (or everything) has an ability bounded by the
+    data from one side only; its posterior is the prior's tail.  When every
+    model is one-sided, all count as informed (nothing better to centre on).
+    """
+    total, trials = k.sum(axis=1), n.sum(axis=1)
+    informed = (total > 0) & (total < trials)
+    return informed if informed.any() else np.ones_like(informed)
+
+
+def _abilities(k: np.ndarray, n: np.ndarray, scale: float):
+    """theta_l ~ N(0, scale) i.i.d., located by the informed models' mean, pivoted.
+
+    The informed models' abilities (:func:`informed_models`) are
+    ZeroSumNormal(scale) over those models: the same prior as
+    ``pm.ZeroSumNormal`` in another orthonormal basis (:func:`_reflected_zero_sum`
+    with u = 1_informed / sqrt(L_I)).  PyMC's basis makes the *last* model's
+    ability the dense mixture of all free coordinates; when that model is the
+    least informed one, its wide posterior lies along a direction no diagonal
+    mass matrix follows.  Measured (issue 9): ZeroEval MATH-L5 lists its weakest
+    model, gemma-2-2b-it (31 of 721 questions solved), last, and under the 3PL its
     ability has a long lower tail (theta about -6.5 +- 1.2: its few successes
     can sit on the guessing floors); with PyMC's basis that theta reached
     R-hat 1.0073-1.011 and bulk ESS 194-250 (default fits, seed 0; in the
     250 fit every other parameter had bulk ESS >= 1,357).  Pivoting on the
     best-informed model (:func:`ability_pivot`) puts the dense mixture where
-    the posterior is narrow.  The pivot is data (``theta_pivot``, ``theta_free``), so datasets
-    of one shape share one graph.
+    the posterior is narrow.
+
+    A model that solves nothing (or everything) stays out of the zero sum: its
+    ability is the prior's tail beyond the data's wall, and in the sum every
+    other ability would move with that tail (a slow direction, as the
+    uninformed questions' difficulties were).  Under the paper's i.i.d. prior,
+    with t the informed models' mean, the one-sided models' theta_u - t are
+    Normal with covariance scale^2 (I + 1 1^T / L_I), independent of the
+    informed deviations: sampled as scale (z + c 1 1^T z), c = (sqrt(1 + K /
+    L_I) - 1) / K for K one-sided models.  So theta has mean 0 over the
+    informed models, and every contrast keeps the paper's prior.  The pivot,
+    the direction and the one-sided mask are data (``theta_pivot``,
+    ``theta_free``, ``theta_direction``, ``theta_one_sided``), so datasets of
+    one shape share one graph.
     """
     L = k.shape[0]
+    informed = informed_models(k, n)
+    one_sided, n_informed = (~informed).astype(float), informed.sum()
+    K = one_sided.sum()
     pivot = ability_pivot(k, n)
     one_hot = pm.Data("theta_pivot", (np.arange(L) == pivot).astype(float))
     free = pm.Data("theta_free", np.delete(np.arange(L), pivot))
-    theta = _reflected_zero_sum("theta", L, one_hot, free, np.full(L, 1.0 / np.sqrt(L)), scale)
-    return pm.Deterministic("theta", theta, dims="llm")
+    direction = pm.Data("theta_direction", informed / np.sqrt(n_informed))
+    theta = _reflected_zero_sum("theta", L, one_hot, free, direction, scale)
+    mask = pm.Data("theta_one_sided", one_sided)
+    c = pm.Data("theta_one_sided_shift", (np.sqrt(1 + K / n_informed) - 1) / max(K, 1))
+    theta = theta + c * mask * pt.dot(mask, theta)
+    return pm.Deterministic("theta", theta, dims="llm"), n_informed
 
 
 def informative_items(k: np.ndarray, n: np.ndarray) -> bool:
@@ -499,10 +542,12 @@ def item_response(
         successes = pm.Data("successes", k, dims=CELL)
         trials = pm.Data("trials", n, dims=CELL)
 
-        theta = _abilities(k, n, ability_scale)
-        # the mean ability is 0; the items' common location carries the prior of the
-        # abilities' mean under the paper's theta_l ~ N(0, ability_scale) i.i.d.
-        location_sd = ability_scale / np.sqrt(k.shape[0])
+        theta, n_informed = _abilities(k, n, ability_scale)
+        # the informed models' mean ability is 0; the items' common location carries its
+        # prior under the paper's theta_l ~ N(0, ability_scale) i.i.d.
+        # data (datasets of one shape share a graph); a vector because Numba could not
+        # type the Normal's parameter check on a 0-d data sigma
+        location_sd = pm.Data("location_sd", np.array([ability_scale / np.sqrt(n_informed)]))[0]
         split = question_split(k, n, centered)
         weight = None
         if kind == "rasch":
@@ -641,7 +686,7 @@ def build(
     Returns
     -------
     pymc.Model
-        Ranking quantity ``theta`` (llm), mean 0 over the models; observed ``k``
+        Ranking quantity ``theta`` (llm), mean 0 over the informed models; observed ``k``
         (llm, question).
     """
     check_option("kind", kind, KINDS)

@@ -42,6 +42,18 @@ def rasch_prior_draw(rng, L, M, *, ability_scale=3.0):
     return theta, b
 
 
+def located_on_informed_models(theta, b, R):
+    """(theta, b) shifted so that the models R bounds from both sides have mean ability 0.
+
+    The IRT models report theta with mean 0 over the informed models (some success and
+    some failure); every logit theta_l - b_m is unchanged by the shift.
+    """
+    total = R.sum(axis=(1, 2))
+    informed = (total > 0) & (total < R.shape[1] * R.shape[2])
+    shift = theta[informed].mean() if informed.any() else theta.mean()
+    return theta - shift, b - shift
+
+
 def simulate_irt(rng, theta, b, N, *, a=None, c=None, phi=None):
     """Binary R from p_lm = c_m + (1 - c_m) logistic(a_m (theta_l - b_m)), shuffled trials.
 
