@@ -33,12 +33,17 @@ def solve_rates(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     return k.sum(axis=1) / np.maximum(n.sum(axis=1), 1)
 
 
-def wall_models(k: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """One-hot rows of the models with the highest and the lowest solve rate, (2, L)."""
+def wall_models(k: np.ndarray, n: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
+    """One-hot rows of the models with the highest and the lowest solve rate, (2, L).
+
+    ``among``: only these models (bool, L) can be walls.
+    """
     rate = solve_rates(k, n)
+    if among is not None:
+        rate = np.where(among, rate, np.nan)
     L = k.shape[0]
-    return np.stack([np.arange(L) == np.argmax(rate), np.arange(L) == np.argmin(rate)]).astype(
-        float)
+    return np.stack([np.arange(L) == np.nanargmax(rate),
+                     np.arange(L) == np.nanargmin(rate)]).astype(float)
 
 
 def wall_intercepts(raw, location, scale, side, walls: Walls):

@@ -325,21 +325,38 @@ def test_models_solving_nothing_or_everything_stay_out_of_the_zero_sum():
     assert structure_key(model, "rasch") == structure_key(everyone, "rasch")
 
 
-def test_rasch_with_a_model_solving_nothing_converges_on_real_data(shared_dir):
+@pytest.mark.parametrize("kind", ["rasch", "2pl"])
+def test_a_model_solving_nothing_converges_on_real_data(shared_dir, kind):
     """LiveCodeBench (every 6th question) with one model's runs all failed: defaults pass.
 
     With that model inside the abilities' zero sum its ability (the prior's tail, about
-    -14) moved every other ability: theta bulk ESS below 400 with the defaults (seed 0).
+    -14) moved every other ability: the Rasch's theta had bulk ESS below 400 with the
+    defaults (seed 0).  The 2PL's intercepts of the questions only that model fails
+    are one-sided tails; centred, their bulk ESS was 333 (seed 0).
     """
     real = np.load(shared_dir / "data" / "real_lcb_repair_2024_10" / "R.npz")
     R = real["repair"][:, ::6].copy()
     R[0] = 0
-    post = fit(ResponseData(R), "rasch", random_seed=0, log_likelihood=False,
-               progressbar=False)
+    post = fit(ResponseData(R), kind, random_seed=0, log_likelihood=False, progressbar=False)
     table = post.diagnostics
     assert table["passed"].all(), table
     assert table.attrs["divergences"] == 0
     assert post.theta.mean(("chain", "draw")).values.argmin() == 0
+
+
+def test_2pl_splits_questions_and_picks_walls_among_the_informed_models():
+    """A question every informed model solves is one-sided, walled by the worst informed model."""
+    rng = np.random.default_rng(3)
+    R = (rng.random((5, 10, 2)) < np.array([0.0, 0.3, 0.5, 0.7, 0.9])[:, None, None]).astype(int)
+    R[1:, 4] = 1  # solved by every informed model; model 0 solves nothing
+    R[:, 7] = 0  # solved by no model
+    model = irt.build(R, kind="2pl")
+    side = model["side"].get_value()
+    assert side[4] == -1 and side[7] == 1
+    informed_rates = R[1:].mean(axis=(1, 2))
+    best, worst = model["wall_models"].get_value()
+    assert best.argmax() == 1 + informed_rates.argmax()
+    assert worst.argmax() == 1 + informed_rates.argmin()  # not the model solving nothing
 
 
 def _one_sided_data():
