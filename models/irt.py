@@ -4,16 +4,18 @@ Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
 (examinee) l on question (item) m out of n_lm trials:
 
     theta    ~ ZeroSumNormal(3)                            abilities, sum_l theta_l = 0
-    Rasch:   mu_b ~ Normal(0, 3 / sqrt(L)),  sigma_b ~ HalfNormal(2.5)
+             (the sum over the L_I informed models when some model solves nothing
+             or everything; those models: the paper's prior relative to that mean)
+    Rasch:   mu_b ~ Normal(0, 3 / sqrt(L_I)),  sigma_b ~ HalfNormal(2.5)
              b_m  ~ Normal(mu_b, sigma_b)                  difficulties
              eta_lm  = theta_l - b_m
     2PL/3PL: log a_m ~ ZeroSumNormal(0.5) over the informed questions,   discriminations
                        Normal(0, 0.5) over the others (solved by no informed model or
                        by all: models solving nothing or everything do not count)
-             mu_beta ~ Normal(0, 3 / sqrt(L)),  sigma_beta ~ HalfNormal(2.5)
+             mu_beta ~ Normal(0, 3 / sqrt(L_I)),  sigma_beta ~ HalfNormal(2.5)
              beta_m  ~ Normal(mu_beta, sigma_beta)         intercepts
              (beta_m ~ Normal(mu_beta, sigma_beta_uninformed) for the questions
-             solved by no model or by all, sigma_beta_uninformed ~ HalfNormal(2.5),
+             solved by no informed model or by all, sigma_beta_uninformed ~ HalfNormal(2.5),
              sampled by their distance from the data's wall: models.item_effects)
              eta_lm  = a_m theta_l + beta_m,   difficulty b_m = -beta_m / a_m
     3PL:     c_m ~ Beta(1, 19)                             guessing floor in (0, 1)
