@@ -34,6 +34,17 @@ def logistic_binomial_draws(rng, n, eta, size=None):
     return rng.binomial(n, 1.0 / (1.0 + np.exp(-eta)), size=size)
 
 
+def cells_node_inputs(values, ndims: tuple[int, ...], usage: str):
+    """A cells Op's inputs as float64 tensors of the ranks ``ndims`` (else ValueError(usage)),
+    and the (L, M) output type of the first, a table of cells."""
+    import pytensor.tensor as pt
+
+    inputs = [pt.as_tensor_variable(v).astype("float64") for v in values]
+    if tuple(v.ndim for v in inputs) != ndims:
+        raise ValueError(usage)
+    return inputs, pt.matrix(dtype="float64", shape=inputs[0].type.shape)
+
+
 class LogisticCellsOp(Op):
     """Count tables and parameters -> (cells, residual), both (L, M): the log-pmf of binomial
     logit cells and its derivative in the logit.  Subclasses set ``cells_numpy``, the NumPy

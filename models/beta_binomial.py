@@ -43,7 +43,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from scipy.special import log_expit
 
-from ._common import source_version
+from ._common import cells_node_inputs, source_version
 
 __all__ = [
     "BetaBinomialCells", "MAX_STEPPED_TRIALS", "beta_binomial", "beta_binomial_cells",
@@ -106,14 +106,11 @@ class BetaBinomialCells(Op):
         self.max_trials = int(max_trials)
 
     def make_node(self, k, n, eta, c, log_delta, log_coef):
-        k, n, eta, c, log_delta, log_coef = (
-            pt.as_tensor_variable(v).astype("float64") for v in (k, n, eta, c, log_delta, log_coef))
-        if (k.ndim, n.ndim, eta.ndim, c.ndim, log_delta.ndim, log_coef.ndim) != (2, 2, 2, 1, 0, 2):
-            raise ValueError("BetaBinomialCells takes k, n, eta, log C(n, k) of shape (L, M), "
-                             "c (M,) and a scalar log delta")
-        cells = pt.matrix(dtype="float64", shape=k.type.shape)
-        return Apply(self, [k, n, eta, c, log_delta, log_coef],
-                     [cells, cells.type(), cells.type(), cells.type()])
+        inputs, cells = cells_node_inputs(
+            (k, n, eta, c, log_delta, log_coef), (2, 2, 2, 1, 0, 2),
+            "BetaBinomialCells takes k, n, eta, log C(n, k) of shape (L, M), c (M,) and a "
+            "scalar log delta")
+        return Apply(self, inputs, [cells, cells.type(), cells.type(), cells.type()])
 
     def perform(self, node, inputs, output_storage):
         for storage, value in zip(output_storage, _cells_numpy(*inputs), strict=True):

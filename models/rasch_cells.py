@@ -32,6 +32,7 @@ from pytensor.graph.basic import Apply
 
 from ._common import (
     LogisticCellsOp,
+    cells_node_inputs,
     logistic_binomial_draws,
     logistic_cells_jax,
     register_cells_backends,
@@ -60,13 +61,10 @@ class RaschCells(LogisticCellsOp):
     cells_numpy = staticmethod(_cells_numpy)
 
     def make_node(self, k, n, theta, b, log_coef):
-        k, n, theta, b, log_coef = (
-            pt.as_tensor_variable(v).astype("float64") for v in (k, n, theta, b, log_coef))
-        if (k.ndim, n.ndim, theta.ndim, b.ndim, log_coef.ndim) != (2, 2, 1, 1, 2):
-            raise ValueError(
-                "RaschCells takes k, n, log C(n, k) of shape (L, M) and theta (L,), b (M,)")
-        cells = pt.matrix(dtype="float64", shape=k.type.shape)
-        return Apply(self, [k, n, theta, b, log_coef], [cells, cells.type()])
+        inputs, cells = cells_node_inputs(
+            (k, n, theta, b, log_coef), (2, 2, 1, 1, 2),
+            "RaschCells takes k, n, log C(n, k) of shape (L, M) and theta (L,), b (M,)")
+        return Apply(self, inputs, [cells, cells.type()])
 
     def pullback(self, inputs, outputs, output_grads):
         k, n, theta, b, log_coef = inputs

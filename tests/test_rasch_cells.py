@@ -71,12 +71,9 @@ def test_the_binomial_rasch_samples_with_the_op_and_scores_as_before(variant):
     model = irt.build(R, **options)
     assert ("uninformed_difficulties" in model.named_vars) is (variant == "collapsed")
     assert count_ops(model, RaschCells) == (2 if variant == "prior_runs" else 1)
-    saved = irt.binomial_rasch
-    irt.binomial_rasch = lambda name, n, ability, b, log_coef, k, dims, weight: (
-        irt.binomial_logit(name, n, ability - b, log_coef, k, dims, weight))
-    try:
+    with pytest.MonkeyPatch.context() as patch:  # the graph before the Op
+        patch.setattr(irt, "binomial_rasch", lambda name, n, ability, b, log_coef, k, dims,
+                      weight: irt.binomial_logit(name, n, ability - b, log_coef, k, dims, weight))
         previous = irt.build(R, **options)
-    finally:
-        irt.binomial_rasch = saved
     assert count_ops(previous, RaschCells) == 0
     assert_same_density(model, previous, rng, sd=2)

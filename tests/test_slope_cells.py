@@ -70,12 +70,9 @@ def test_the_binomial_2pl_samples_with_the_op_and_scores_as_before(prior_runs):
         options["use_R0"] = True
     model = irt.build(R, **options)
     assert count_ops(model, SlopeCells) == (2 if prior_runs else 1)
-    saved = irt.binomial_2pl
-    irt.binomial_2pl = lambda name, n, ability, a, beta, log_coef, k, dims: (
-        irt.binomial_logit(name, n, a * ability + beta, log_coef, k, dims))
-    try:
+    with pytest.MonkeyPatch.context() as patch:  # the graph before the Op
+        patch.setattr(irt, "binomial_2pl", lambda name, n, ability, a, beta, log_coef, k, dims:
+                      irt.binomial_logit(name, n, a * ability + beta, log_coef, k, dims))
         previous = irt.build(R, **options)
-    finally:
-        irt.binomial_2pl = saved
     assert count_ops(previous, SlopeCells) == 0
     assert_same_density(model, previous, rng, sd=1.5)
