@@ -473,7 +473,7 @@ def _abilities(k: np.ndarray, n: np.ndarray, scale: float):
     mask = pm.Data("theta_one_sided", one_sided)
     c = pm.Data("theta_one_sided_shift", (np.sqrt(1 + K / n_informed) - 1) / max(K, 1))
     theta = theta + c * mask * pt.dot(mask, theta)
-    return pm.Deterministic("theta", theta, dims="llm"), n_informed
+    return pm.Deterministic("theta", theta, dims="llm"), informed
 
 
 def informative_items(k: np.ndarray, n: np.ndarray) -> bool:
@@ -551,15 +551,15 @@ def item_response(
         successes = pm.Data("successes", k, dims=CELL)
         trials = pm.Data("trials", n, dims=CELL)
 
-        theta, n_informed = _abilities(k, n, ability_scale)
+        theta, informed = _abilities(k, n, ability_scale)
         # the informed models' mean ability is 0; the items' common location carries its
         # prior under the paper's theta_l ~ N(0, ability_scale) i.i.d.
         # data (datasets of one shape share a graph); a vector because Numba could not
         # type the Normal's parameter check on a 0-d data sigma
-        location_sd = pm.Data("location_sd", np.array([ability_scale / np.sqrt(n_informed)]))[0]
+        location_sd = pm.Data("location_sd", np.array([ability_scale / np.sqrt(informed.sum())]))[0]
         # 2PL/3PL: questions one-sided among the informed models are one-sided (module
         # docstring); the Rasch's collapsed integrals need every model's cells one-sided
-        rows = informed_models(k, n) if kind != "rasch" else np.ones(k.shape[0], bool)
+        rows = informed if kind != "rasch" else np.ones(k.shape[0], bool)
         split = question_split(k[rows], n[rows], centered)
         weight = None
         if kind == "rasch":
