@@ -80,6 +80,51 @@ def test_paper_layout_with_greedy_archive(tmp_path: Path):
         load(path, key="brumo")
 
 
+def test_keyed_archive_takes_its_names_from_label_arrays(tmp_path: Path):
+    """The layout of the real benchmark archives: outcome tensors beside 1-D name arrays
+    (``models``, ``questions``, and ``models_n1`` for the ``repair_n1`` tensor)."""
+    rng = np.random.default_rng(3)
+    models, questions = np.array(["gpt-x", "llama-y", "qwen-z"]), np.array(["p1", "p2", "p3", "p4"])
+    path = tmp_path / "R.npz"
+    np.savez(path, repair=rng.integers(0, 2, (3, 4, 5)).astype(np.int8),
+             repair_n1=rng.integers(0, 2, (2, 4, 1)).astype(np.int8), models=models,
+             models_n1=np.array(["o1 (N=1)", "o1-mini (N=1)"]), questions=questions,
+             question_dates=np.array(["2024-10-01"] * 4))
+    full = load(path, key="repair")
+    assert full.models == tuple(models) and full.questions == tuple(questions)
+    small = load(path, key="repair_n1")
+    assert small.models == ("o1 (N=1)", "o1-mini (N=1)") and small.questions == tuple(questions)
+    assert load(path, key="repair", models=["a", "b", "c"]).models == ("a", "b", "c")
+    with pytest.raises(LoadError, match=r"several benchmarks \['repair', 'repair_n1'\]"):
+        load(path)
+    with pytest.raises(LoadError, match="'models' is not an outcome tensor.*3 names"):
+        load(path, key="models")
+    assert set(load_benchmarks(path)) == {"repair", "repair_n1"}
+    # one tensor: no key needed; a name array of the wrong length is not used
+    single = tmp_path / "one.npz"
+    np.savez(single, math=rng.integers(0, 2, (3, 4)), models=models, questions=questions[:3])
+    one = load(single)
+    assert one.models == tuple(models) and one.questions == ("q0", "q1", "q2", "q3")
+    names_only = tmp_path / "names.npz"
+    np.savez(names_only, models=models)
+    with pytest.raises(LoadError, match="holds no outcome tensor"):
+        load(names_only)
+
+
+def test_real_archives_load_with_their_model_names(shared_dir: Path):
+    """The shared real sets load with the models their SOURCE.md names, not model_0..."""
+    data = shared_dir / "data"
+    zeroeval = load(data / "real_zeroeval_math_l5" / "R.npz", key="math_l5")
+    assert zeroeval.R.shape == (38, 721, 1) and zeroeval.models[:2] == (
+        "o1-mini-2024-09-12", "o1-preview-2024-09-12")
+    rg = load(data / "real_reasoning_gym_hard" / "R.npz", key="rg_hard_cat")
+    assert rg.models[1] == "deepseek/deepseek-r1" and rg.questions[0].startswith("algebra/")
+    lcb = load(data / "real_lcb_repair_2024_10" / "R.npz", key="repair_n1")
+    assert lcb.models == ("O1-Preview-2024-09-12 (N=1)", "O1-Mini-2024-09-12 (N=1)")
+    with pytest.raises(DataError, match="integer outcomes.*threshold scores"):
+        load(data / "real_reasoning_gym_hard" / "R.npz", key="rg_hard_score")
+
+
 def test_long_format_custom_columns_and_missing_trials():
     frame = pd.DataFrame(
         {

@@ -7,7 +7,10 @@ Formats (chosen by file suffix, or ``format=``):
   ``weights``, ``models``, ``questions`` and optionally ``mask``, ``R0``), or
   the paper authors' layout with one tensor per benchmark key (``aime24``,
   ``aime25``, ``hmmt_feb_2025``, ``brumo_2025``, ``combined``, ...), selected
-  with ``key=``; a greedy archive with the same keys is passed as ``R0=``.
+  with ``key=`` (not needed when the archive holds one tensor); a greedy archive
+  with the same keys is passed as ``R0=``.  1-D string arrays beside the tensors
+  name their models and questions (``models``, ``questions``; ``models_n1`` for a
+  key ``repair_n1``), as in the real benchmark archives.
 - ``.csv``, ``.jsonl``, ``.parquet``: long format, one row per trial, columns
   ``model, question, trial, outcome`` (renamed with ``columns=``).  Cells with
   fewer trials than the longest become missing trials (a mask), never zeros.
@@ -134,15 +137,53 @@ def _prior_array(R0: Any, key: str | None) -> np.ndarray | None:
     return np.asarray(R0)
 
 
+def _is_label_array(array: np.ndarray) -> bool:
+    """A 1-D array of names (models, questions, ...) rather than outcomes."""
+    return array.ndim == 1 and array.dtype.kind in "US"
+
+
+def _benchmark_keys(arrays: Mapping[str, np.ndarray]) -> list[str]:
+    """Keys of the arrays that can be outcome tensors: numbers with 2 or 3 axes."""
+    return [k for k, a in arrays.items() if a.ndim in (2, 3) and a.dtype.kind in "biuf"]
+
+
 def _pick_key(arrays: Mapping[str, np.ndarray], key: str | None, path: Path) -> str:
+    """The benchmark to load: ``key``, or the archive's only outcome tensor."""
+    benchmarks = _benchmark_keys(arrays)
     if key is not None:
         if key not in arrays:
-            raise LoadError(f"{path} has no key {key!r}; keys: {sorted(arrays)}")
+            raise LoadError(f"{path} has no key {key!r}; benchmarks: {sorted(benchmarks)}")
+        if key not in benchmarks:
+            a = arrays[key]
+            held = (f"{a.size} names" if _is_label_array(a) else
+                    f"an array of shape {a.shape} and dtype {a.dtype.name}")
+            raise LoadError(f"{path}: {key!r} is not an outcome tensor of shape (L, M) or "
+                            f"(L, M, N) (it holds {held}); benchmarks: {sorted(benchmarks)}")
         return key
-    if len(arrays) == 1:
-        return next(iter(arrays))
-    raise _error(f"{path} holds several benchmarks {sorted(arrays)}; choose one with key=",
-                 f"{path} holds several benchmarks {sorted(arrays)}; choose one with --key")
+    if len(benchmarks) == 1:
+        return benchmarks[0]
+    if not benchmarks:
+        raise LoadError(f"{path} holds no outcome tensor (numbers of shape (L, M) or "
+                        f"(L, M, N)); keys: {sorted(arrays)}")
+    raise _error(f"{path} holds several benchmarks {sorted(benchmarks)}; choose one with key=",
+                 f"{path} holds several benchmarks {sorted(benchmarks)}; choose one with --key")
+
+
+def _archive_labels(arrays: Mapping[str, np.ndarray], key: str, axis: str,
+                    size: int) -> list[str] | None:
+    """Names for one axis of benchmark ``key`` stored beside it, or None.
+
+    Candidates, first match wins: ``{axis}_{suffix}`` for every ``_suffix`` that ends
+    ``key`` (``models_n1`` for ``repair_n1``), then ``{axis}`` itself; a candidate counts
+    only when it is a 1-D array of ``size`` distinct strings.
+    """
+    parts = key.split("_")
+    suffixes = ["_".join(parts[i:]) for i in range(1, len(parts))]
+    for name in [f"{axis}_{s}" for s in suffixes] + [axis]:
+        a = arrays.get(name)
+        if a is not None and _is_label_array(a) and a.size == size and len(set(a)) == size:
+            return [str(x) for x in a]
+    return None
 
 
 def _read_npy(path: Path) -> np.ndarray:
@@ -166,7 +207,11 @@ def _from_npz(path: Path, key: str | None, R0: Any, names: dict[str, Any]) -> Re
             mask=arrays["mask"].astype(bool) if "mask" in arrays else None,
         )
     chosen = _pick_key(arrays, key, path)
-    return ResponseData(arrays[chosen], R0=_prior_array(R0, chosen), **names)
+    R = arrays[chosen]
+    stored = {axis: _archive_labels(arrays, chosen, axis, R.shape[i])
+              for i, axis in enumerate(("models", "questions"))}
+    labels = {axis: v for axis, v in stored.items() if v is not None and axis not in names}
+    return ResponseData(R, R0=_prior_array(R0, chosen), **labels, **names)
 
 
 _TRUE_WORDS = frozenset({"1", "true", "yes"})
@@ -571,7 +616,7 @@ def load_benchmarks(path: str | os.PathLike, *, R0: Any = None) -> dict[str, Res
     """Every benchmark of a paper-layout ``.npz`` (and its keyed prior archive)."""
     p = Path(path)
     arrays = _read_npz(p)
-    return {key: load(p, key=key, R0=R0) for key in arrays}
+    return {key: load(p, key=key, R0=R0) for key in _benchmark_keys(arrays)}
 
 
 def save_benchmarks(

@@ -70,7 +70,9 @@ def _integer_outcomes(values: Any, name: str, observed: np.ndarray | None) -> np
         if frac.any():
             where = _first_index(frac)
             raise DataError(
-                f"{name} must hold integer outcomes; found {filled[where]!r} at index {where}"
+                f"{name} must hold integer outcomes (0/1, or category indices 0..C); found "
+                f"{filled[where].item():g} at index {where}: threshold scores in [0, 1] "
+                "(e.g. score == 1 is correct) or map them to categories first"
             )
         return filled.astype(np.int64)
     return arr.astype(np.int64)
