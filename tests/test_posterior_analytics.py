@@ -33,7 +33,11 @@ from bayesrank.analysis.rank_stats import (
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
 from bayesrank.ranking import scores_to_ranks
-from bayesrank.report.plots import plot_ppc_rootogram
+from bayesrank.report.plots import (
+    cells_are_binary,
+    plot_ppc_calibration,
+    plot_ppc_rootogram,
+)
 
 pm = pytest.importorskip("pymc")
 
@@ -448,6 +452,26 @@ def test_ppc_tree_works_with_arviz_plots(rasch_fit):
     fig = plot_ppc_rootogram(result)
     (ax,) = fig.axes
     assert "pooled" in ax.get_title() and ax.get_lines()
+
+
+def test_binary_cells_get_a_calibration_plot_not_a_rootogram(rasch_fit):
+    """N = 1: a rootogram of 0/1 counts has two bars; ArviZ's PAV calibration plot is
+    the check for binary outcomes (and it raises none of ArviZ's rootogram warnings)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    binary = fit(simulate(3, 0.0, M=40, N=1), "binomial")
+    result = binary.ppc(num_draws=100)
+    assert cells_are_binary(result)
+    assert not cells_are_binary(rasch_fit.ppc(num_draws=50))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = plot_ppc_calibration(result)
+    ax = fig.axes[0]
+    assert "Calibration" in ax.get_title() and ax.get_lines()
+    # the PAV curve is a step function of the predicted probability within [0, 1]
+    xs = np.concatenate([line.get_xdata() for line in ax.get_lines()])
+    assert xs.min() >= 0.0 and xs.max() <= 1.0
 
 
 def test_ppc_needs_the_generative_model(skewed_posterior):

@@ -379,8 +379,11 @@ def _ppc_section(result: Any, reason: str | None) -> str:
 
 
 def _counts_ppc_figure(result: Any) -> str:
-    from bayesrank.report.plots import plot_ppc_rootogram
+    from bayesrank.report.plots import cells_are_binary, plot_ppc_calibration, plot_ppc_rootogram
 
+    if cells_are_binary(result):
+        return _figure_html(plot_ppc_calibration(result),
+                            "posterior predictive calibration of the binary cells")
     fig = plot_ppc_rootogram(result)
     return _figure_html(fig, "posterior predictive rootogram of the cell counts")
 

@@ -25,6 +25,8 @@ __all__ = [
     "plot_rank_distribution",
     "plot_ppc_statistics",
     "plot_ppc_rootogram",
+    "plot_ppc_calibration",
+    "cells_are_binary",
     "figure_size",
 ]
 
@@ -183,6 +185,44 @@ def plot_ppc_rootogram(result: PPCResult) -> Figure:
     """
     import arviz as az
 
+    var, pooled = _pooled_cells(result)
+    collection = az.plot_ppc_rootogram(pooled, var_names=[var], backend="matplotlib")
+    fig = collection.viz["figure"].item()
+    fig.axes[0].set_title(f"Observed vs replicated {var} per cell (all cells pooled)",
+                          fontsize=10)
+    return fig
+
+
+def plot_ppc_calibration(result: PPCResult) -> Figure:
+    """PAV-adjusted calibration of binary cells (one trial each), all cells pooled.
+
+    With one outcome per model-question cell a rootogram has two bars and says
+    little; :func:`arviz.plot_ppc_pava` instead plots the observed rate of
+    success (isotonic in the predicted probability, with its predictive band)
+    against each cell's posterior-predictive probability: the diagonal is a
+    calibrated model (Dimitriadis, Gneiting & Jordan 2021).
+    """
+    import arviz as az
+
+    var, pooled = _pooled_cells(result)
+    collection = az.plot_ppc_pava(pooled, var_names=[var], backend="matplotlib")
+    fig = collection.viz["figure"].item()
+    ax = fig.axes[0]
+    ax.set_title(f"Calibration of the binary cells {var} (all cells pooled)", fontsize=10)
+    ax.set_xlabel("predicted probability of success")
+    ax.set_ylabel("observed rate (PAV-adjusted)")
+    return fig
+
+
+def cells_are_binary(result: PPCResult) -> bool:
+    """True when every observed and replicated cell value is 0 or 1 (one trial a cell)."""
+    var, pooled = _pooled_cells(result)
+    return all(int(pooled[g][var].max()) <= 1
+               for g in ("observed_data", "posterior_predictive"))
+
+
+def _pooled_cells(result: PPCResult) -> tuple[str, xr.DataTree]:
+    """The observed variable and a tree of its cells stacked into one ``cell`` dimension."""
     from bayesrank.datatree import group
 
     if result.idata is None:
@@ -190,18 +230,13 @@ def plot_ppc_rootogram(result: PPCResult) -> Figure:
     var = result.observed_var
     predictive = group(result.idata, "posterior_predictive")[[var]]
     observed = group(result.idata, "observed_data")[[var]]
-    cell_dims = [d for d in observed[var].dims]
-    pooled = xr.DataTree.from_dict(
+    cell_dims = list(observed[var].dims)
+    return var, xr.DataTree.from_dict(
         {
             "posterior_predictive": _pool_cells(predictive, cell_dims),
             "observed_data": _pool_cells(observed, cell_dims),
         }
     )
-    collection = az.plot_ppc_rootogram(pooled, var_names=[var], backend="matplotlib")
-    fig = collection.viz["figure"].item()
-    fig.axes[0].set_title(f"Observed vs replicated {var} per cell (all cells pooled)",
-                          fontsize=10)
-    return fig
 
 
 def _pool_cells(ds: xr.Dataset, cell_dims: list[str]) -> xr.Dataset:
