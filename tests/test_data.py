@@ -138,3 +138,19 @@ def test_caller_arrays_are_not_frozen_or_shared():
     mask[0, 0, 0] = True
     weights[1] = 5.0
     assert not d.mask[0, 0, 0] and d.weights[1] == 1.0
+
+
+def test_binarize_thresholds_categories_and_keeps_names_mask_and_prior():
+    R = np.array([[[0, 1, 2]], [[2, 2, 1]]])
+    mask = np.array([[[True, True, False]], [[True, True, True]]])
+    d = ResponseData(R, models=["x", "y"], questions=["q"], mask=mask,
+                     R0=np.array([[[1]], [[2]]]).reshape(2, 1, 1))
+    top = d.binarize()
+    assert top.is_binary and top.models == ("x", "y") and top.questions == ("q",)
+    np.testing.assert_array_equal(top.mask, mask)
+    np.testing.assert_array_equal(top.R[1, 0], [1, 1, 0])
+    np.testing.assert_array_equal(top.R0.ravel(), [0, 1])
+    np.testing.assert_array_equal(d.binarize(at=1).R[1, 0], [1, 1, 1])
+    for bad in (0, 3, 1.5, True):
+        with pytest.raises(DataError, match="binarize"):
+            d.binarize(at=bad)

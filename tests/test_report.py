@@ -391,3 +391,31 @@ def test_default_model_is_beta_binomial_rasch_only_with_repeated_trials():
     single = ResponseData(rng.integers(0, 2, size=(3, 5, 1)))
     assert default_model(repeated) == (DEFAULT_MODEL, {"likelihood": "beta_binomial"})
     assert default_model(single) == (DEFAULT_MODEL, {})  # n = 1: beta-binomial = Bernoulli
+    levels = ResponseData(rng.integers(0, 3, size=(3, 5, 1)))  # e.g. wrong / partial / right
+    assert default_model(levels) == ("bayes", {})  # the one model that reads categories
+
+
+def test_categorical_report_runs_by_default_and_its_advice_fits_binary_outcomes(tmp_path):
+    """Reasoning-Gym-like levels (0 / partial / 1) with cell-level over-dispersion: the
+    report's default fits them, and the misfit banner's suggested call runs on them."""
+    rng = np.random.default_rng(11)
+    L, M = 5, 60
+    logit = rng.normal(0, 1, L)[:, None] - rng.normal(0, 1.5, (L, M))
+    score = 1 / (1 + np.exp(-logit))
+    R = np.where(rng.random((L, M)) < score, 2, (rng.random((L, M)) < 0.3).astype(int))
+    d = ResponseData(R[..., None], models=list("abcde"))
+    src = tmp_path / "levels.npz"
+    bayesrank.save(d, src)
+    out = tmp_path / "levels.html"
+    assert main(["report", str(src), "--baselines", "avg", "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "model=bayes" in text and "outcome categories" in text
+    banner = text[text.index('id="misfit-warning"'):]
+    banner = banner[:banner.index("</div>")]
+    call = 'fit(data.binarize(), "rasch", likelihood="beta_binomial")'
+    assert call.replace('"', "&quot;") in banner
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        binary = eval(call, {"fit": bayesrank.fit, "data": d}, {})  # the advice as given
+    assert binary.data.is_binary and binary.model == "rasch"
+    np.testing.assert_array_equal(binary.data.R, (d.R == 2).astype(np.int8))

@@ -291,7 +291,9 @@ def likelihood_of(posterior: Posterior) -> str:
 def suggest_better_model(posterior: Posterior, result: PPCResult) -> str | None:
     """A model that would fit better when the overall dispersion checks fail, else None.
 
-    Returned as the call that fits it, e.g. ``fit(data, "2pl", likelihood="beta_binomial")``.
+    Returned as the call that fits it, e.g. ``fit(data, "2pl", likelihood="beta_binomial")``;
+    on categorical data, where only Bayes@N reads categories, the call fits the binary
+    outcomes (``data.binarize()``, the top category a success).
     """
     overall = result.overall
     if not bool(overall["flagged"].any()):
@@ -300,6 +302,9 @@ def suggest_better_model(posterior: Posterior, result: PPCResult) -> str | None:
     if better is None:
         return None
     kind, likelihood = better
+    data = getattr(posterior, "data", None)
+    if data is not None and not data.is_binary:  # the item-response models read 0/1 only
+        return f'fit(data.binarize(), "{kind}", likelihood="{likelihood}")'
     return f'fit(data, "{kind}", likelihood="{likelihood}")'
 
 
@@ -436,12 +441,13 @@ def _notes(table: pd.DataFrame, alpha: float, model: str) -> list[str]:
                 f"predicts (p = {row['p_value']:.3f})."
             )
     for name, what in (("accuracy", "models"), ("solve_rate", "questions")):
+        article = "an" if name[0] in "aeiou" else "a"
         sub = table[(table["statistic"] == name) & table["p_value"].notna()]
         n_flag = int(sub["flagged"].sum())
         if n_flag:
             notes.append(
-                f"{n_flag} of {len(sub)} {what} have a {name.replace('_', ' ')} outside the "
-                f"central {1 - alpha:.0%} of its posterior-predictive distribution."
+                f"{n_flag} of {len(sub)} {what} have {article} {name.replace('_', ' ')} "
+                f"outside the central {1 - alpha:.0%} of its posterior-predictive distribution."
             )
     if not notes:
         notes.append(

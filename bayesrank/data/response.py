@@ -320,8 +320,23 @@ class ResponseData:
         if not self.is_binary:
             raise DataError(
                 f"{what} needs binary outcomes (C = 1) but the data have {self.n_categories} "
-                "categories; reduce them first (e.g. R == C) or use a categorical method"
+                "categories; reduce them first (data.binarize(), i.e. R == C) or use a "
+                "categorical method"
             )
+
+    def binarize(self, at: int | None = None) -> ResponseData:
+        """Binary data: an outcome is a success when its category is at least ``at``.
+
+        ``at`` defaults to ``C``, the top category (for the Reasoning Gym levels
+        0 / partial / 1 that is "fully correct").  Models, questions, the mask and
+        the prior outcomes (thresholded alike) are kept; the weights become (0, 1).
+        """
+        at = self.C if at is None else at
+        if isinstance(at, bool) or not isinstance(at, int | np.integer) or not 1 <= at <= self.C:
+            raise DataError(f"binarize(at=...) takes a category in 1..{self.C}, got {at!r}")
+        R0 = None if self._R0 is None else (self._R0 >= at).astype(np.int8)
+        return ResponseData((self._R >= at).astype(np.int8), models=self.models,
+                            questions=self.questions, R0=R0, mask=self._mask)
 
     def require_complete(self, what: str = "this method") -> None:
         """Raise a :class:`DataError` when some trials are missing."""

@@ -47,8 +47,12 @@ def default_model(data: ResponseData) -> tuple[str, dict[str, Any]]:
     The beta-binomial Rasch (:data:`DEFAULT_MODEL`, :data:`DEFAULT_MODEL_OPTIONS`);
     with one trial per cell the beta-binomial is the Bernoulli, so the binomial
     Rasch is the same model without an unidentified dispersion parameter
-    (7.5x faster on ZeroEval MATH-L5, docs/report.md).
+    (7.5x faster on ZeroEval MATH-L5, docs/report.md).  Categorical outcomes get
+    the Dirichlet-multinomial Bayes@N (``"bayes"``), the one model that reads
+    categories with their weights.
     """
+    if not data.is_binary:  # the only model that reads categories
+        return "bayes", {}
     if int(data.reductions.trials.max(initial=0)) <= 1:
         return DEFAULT_MODEL, {}
     return DEFAULT_MODEL, dict(DEFAULT_MODEL_OPTIONS)
@@ -201,8 +205,12 @@ def _describe_call(call: str | None) -> str:
         return ""
     kind = call.split('"')[1]
     names = {"rasch": "Rasch", "2pl": "2PL", "3pl": "3PL"}
-    return f"beta-binomial {names.get(kind, kind)}: it lets each model-question cell vary " \
-           "around the item-response curve"
+    text = (f"beta-binomial {names.get(kind, kind)}: it lets each model-question cell vary "
+            "around the item-response curve")
+    if "binarize()" in call:
+        text += ("; it reads binary outcomes, so it is fitted to the top category as success, "
+                 "since no model that reads categories allows that variation")
+    return text
 
 
 def _model_label(post: RankAnalytics) -> str:
