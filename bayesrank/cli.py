@@ -126,20 +126,20 @@ def _cli_warnings() -> Iterator[None]:
 
 # -- data ----------------------------------------------------------------------------------
 def _load_data(path: str | None, key: str | None, prior: str | None,
-               columns: dict[str, str] | None = None):
+               columns: dict[str, str] | None = None, trials: int | None = None):
     from bayesrank import datasets
     from bayesrank.data import io
 
     if path is None:
-        if prior or columns:
-            flag = "--prior" if prior else "--columns"
+        if prior or columns or trials:
+            flag = "--prior" if prior else "--columns" if columns else "--trials"
             raise UsageError(f"{flag} applies to a DATA file; give one (the bundled example "
                              "already has its prior)")
         return datasets.example(key or "combined"), EXAMPLE_NOTE
     check_input_file(path)
     if prior is not None:
         check_input_file(prior, "--prior ")
-    return io.load(path, key=key, R0=prior, columns=columns), path
+    return io.load(path, key=key, R0=prior, columns=columns, trials=trials), path
 
 
 def check_input_file(path: str | os.PathLike, flag: str = "") -> None:
@@ -159,6 +159,9 @@ def _add_data_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--columns", type=columns_argument, metavar="OURS=YOURS,...",
                    help="names of your table's columns, e.g. "
                    "--columns model=llm,question=task_id,trial=sample_idx,outcome=correct")
+    p.add_argument("--trials", type=int, metavar="N",
+                   help="DATA is a wide table of success counts (a model column, one column "
+                   "per question), each out of N trials, e.g. MathArena's per-problem tables")
 
 
 def _add_common_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
@@ -210,7 +213,7 @@ def _cmd_rank(args: argparse.Namespace) -> int:
     from bayesrank import rank
 
     options = method_options(args.method, args.option)
-    data, source = _load_data(args.data, args.key, args.prior, args.columns)
+    data, source = _load_data(args.data, args.key, args.prior, args.columns, args.trials)
     _step(args, f"ranking {data.L} models with {args.method}")
     result = rank(data, args.method, ties=args.ties, **options)
     print(f"# {result.method} on {source}: {data!r}")
@@ -263,7 +266,7 @@ def _baselines(args: argparse.Namespace) -> list[str]:
 def _fit_for_report(args: argparse.Namespace):
     from bayesrank.report import default_model
 
-    data, source = _load_data(args.data, args.key, args.prior, args.columns)
+    data, source = _load_data(args.data, args.key, args.prior, args.columns, args.trials)
     # chosen by posterior-predictive checks and PSIS-LOO on real benchmarks (docs/report.md)
     model, options = (args.model, {}) if args.model else default_model(data)
     if model == "closed_form":
@@ -319,7 +322,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
     if args.signals:
         return categorical.cli_main(args)
 
-    data, source = _load_data(args.data, args.key, args.prior, args.columns)
+    data, source = _load_data(args.data, args.key, args.prior, args.columns, args.trials)
     try:
         result = run_study(
             data,

@@ -50,3 +50,16 @@ def test_console_script_installed():
         check=True,
     )
     assert out.stdout.startswith("bayesrank ")
+
+
+def test_rank_a_wide_count_table_with_trials(tmp_path, capsys):
+    path = tmp_path / "counts.csv"
+    path.write_text("model,p1,p2,p3\nweak,0,1,0\nstrong,4,4,3\nmid,2,2,1\n")
+    assert main(["rank", str(path), "--trials", "4", "--method", "avg"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    assert [r[1] for r in rows] == ["strong", "mid", "weak"]
+    assert float(rows[0][2]) == pytest.approx(11 / 12)
+    assert main(["rank", str(path), "--method", "avg"]) == 1  # a wide table is not long
+    err = capsys.readouterr().err
+    assert "lacks column(s) question, trial, outcome" in err and "--trials N" in err
+    assert main(["rank", "--trials", "4"]) == 2  # no DATA file

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from bayesrank import DataError, LoadError, ResponseData, load, save
-from bayesrank.data.io import load_benchmarks, save_benchmarks
+from bayesrank.data.io import from_counts, load_benchmarks, save_benchmarks
 
 FORMATS = ["npz", "nc", "csv", "jsonl", "parquet"]
 
@@ -123,6 +123,57 @@ def test_real_archives_load_with_their_model_names(shared_dir: Path):
     assert lcb.models == ("O1-Preview-2024-09-12 (N=1)", "O1-Mini-2024-09-12 (N=1)")
     with pytest.raises(DataError, match="integer outcomes.*threshold scores"):
         load(data / "real_reasoning_gym_hard" / "R.npz", key="rg_hard_score")
+
+
+def test_from_counts_keeps_the_counts_and_masks_the_trials_a_cell_lacks():
+    k = np.array([[2, 0], [3, 1]])
+    n = np.array([[3, 3], [3, 1]])
+    d = from_counts(k, n, models=["a", "b"], questions=["x", "y"])
+    np.testing.assert_array_equal(d.reductions.successes, k)
+    np.testing.assert_array_equal(d.reductions.trials, n)
+    assert d.N == 3 and d.mask is not None and d.mask[1, 1].tolist() == [True, False, False]
+    assert from_counts(k, 3).complete
+    for bad, match in [((k, 2), "'b', question 'x' has 3 successes out of only 2"),
+                       ((k - 1, 3), "non-negative integers"), ((k, 0), "integers >= 1"),
+                       ((k.astype(float) + 0.5, 3), "non-negative integers"),
+                       ((k[0], 3), r"\(L, M\) array"), ((k, [3, 3, 3]), "shape")]:
+        with pytest.raises(DataError, match=match):
+            from_counts(*bad, models=["a", "b"], questions=["x", "y"])
+
+
+def test_wide_count_tables_load_with_trials(tmp_path: Path):
+    frame = pd.DataFrame({"llm": ["m1", "m2"], "p1": [4, 0], "p2": [1, 3]})
+    path = tmp_path / "counts.csv"
+    frame.to_csv(path, index=False)
+    d = load(path, trials=4, columns={"model": "llm"})
+    assert d.models == ("m1", "m2") and d.questions == ("p1", "p2") and d.N == 4
+    np.testing.assert_array_equal(d.reductions.successes, [[4, 1], [0, 3]])
+    assert load(frame, trials=4, columns={"model": "llm"}) == d
+    with pytest.raises(LoadError, match="needs a 'model' column"):
+        load(path, trials=4)
+    frame.loc[1, "p2"] = None
+    frame.to_csv(path, index=False)
+    with pytest.raises(LoadError, match="question p2 holds nothing .an empty cell., not a count"):
+        load(path, trials=4, columns={"model": "llm"})
+    with pytest.raises(LoadError, match="whole number >= 1"):
+        load(path, trials=0)
+    frame["p2"] = frame["p2"].astype(object)
+    frame.loc[1, "p2"] = "three"
+    with pytest.raises(LoadError, match="question p2 holds 'three', not a count"):
+        load(frame, trials=4, columns={"model": "llm"})
+    with pytest.raises(LoadError, match="not a npy file"):
+        load(save(d, tmp_path / "d.npy"), trials=4)
+
+
+def test_matharena_count_table_reproduces_the_published_averages(shared_dir: Path):
+    """MathArena AIME 2025 I: the "Avg" row of table_data.js (SOURCE.md), in the file's order."""
+    path = shared_dir / "data" / "matharena_aime2025_I" / "counts_correct_of_4.csv"
+    data = load(path, trials=4)
+    assert data.shape == (16, 15, 4) and data.models[0] == "o3-mini (high)"
+    published = [80.0, 78.3333, 73.3333, 65.0, 53.3333, 53.3333, 51.6667, 50.0, 50.0,
+                 36.6667, 30.0, 28.3333, 26.6667, 25.0, 13.3333, 3.3333]
+    accuracy = 100 * data.reductions.successes.sum(axis=1) / data.reductions.trials.sum(axis=1)
+    np.testing.assert_allclose(accuracy, published, atol=5e-5)
 
 
 def test_long_format_custom_columns_and_missing_trials():

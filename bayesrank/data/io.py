@@ -15,6 +15,9 @@ Formats (chosen by file suffix, or ``format=``):
   ``model, question, trial, outcome`` (renamed with ``columns=``).  Cells with
   fewer trials than the longest become missing trials (a mask), never zeros.
 - ``.nc``: NetCDF written from :meth:`ResponseData.to_xarray`.
+- ``.csv``, ``.jsonl``, ``.parquet`` with ``trials=N``: a wide table of success
+  counts, a model column and one column per question, each cell out of N trials
+  (MathArena's per-problem tables); see :func:`from_counts`.
 
 Archives are read with ``allow_pickle=False``; nothing is ever unpickled.
 Writes go to a temporary file in the target folder and are renamed into place,
@@ -38,8 +41,8 @@ from bayesrank.data.response import ResponseData
 from bayesrank.errors import DataError, LoadError
 
 __all__ = [
-    "load", "save", "load_benchmarks", "save_benchmarks", "from_long", "align_prior",
-    "atomic_write",
+    "load", "save", "load_benchmarks", "save_benchmarks", "from_long", "from_counts",
+    "align_prior", "atomic_write",
 ]
 
 LONG_COLUMNS = ("model", "question", "trial", "outcome")
@@ -275,10 +278,100 @@ def _missing_columns_error(missing: list[str], frame: pd.DataFrame, source: str)
     found = ", ".join(map(str, frame.columns))
     head = f"{source} lacks column(s) {', '.join(missing)}; found {found}"
     example = ",".join(f"{c}=..." for c in missing)
+    wide = ("outcome" in missing and "question" in missing and frame.shape[1] > 1
+            and frame.iloc[:, 1:].apply(pd.to_numeric, errors="coerce").notna().all().all())
     return _error(
-        f"{head} (map yours with columns={{{', '.join(repr(c) + ': ...' for c in missing)}}})",
-        f"{head} (map yours with --columns {example})",
+        f"{head} (map yours with columns={{{', '.join(repr(c) + ': ...' for c in missing)}}}"
+        + ("; a wide table of success counts, one column per question, loads with "
+           "trials=N)" if wide else ")"),
+        f"{head} (map yours with --columns {example}"
+        + ("; a wide table of success counts, one column per question, loads with "
+           "--trials N)" if wide else ")"),
     )
+
+
+def from_counts(
+    successes: Any,
+    trials: Any,
+    *,
+    models: Sequence[str] | None = None,
+    questions: Sequence[str] | None = None,
+    R0: Any = None,
+) -> ResponseData:
+    """ResponseData from success counts ``k_lm`` out of ``n_lm`` trials (no trial order).
+
+    Cell (l, m) gets ``k_lm`` successes followed by ``n_lm - k_lm`` failures over the
+    first ``n_lm`` trial positions; positions beyond ``n_lm`` (cells with fewer trials
+    than the most) are missing (a mask), never zeros.  Everything that reads counts
+    (avg, Bayes@N, pass@k estimators, the IRT and beta-binomial models) is exact; rules
+    that pair trial t of one model with trial t of another (trial-level wins W/T,
+    rating streams) see this arbitrary order, as with any counts-only source.
+
+    Parameters
+    ----------
+    successes : array_like (L, M)
+        Non-negative integer counts.
+    trials : int or array_like (L, M)
+        Trials per cell, at least 1 and at least the successes.
+    """
+    k = np.asarray(successes)
+    if k.ndim != 2 or k.size == 0:
+        raise DataError(f"successes must be a non-empty (L, M) array, got shape {k.shape}")
+    try:
+        n = np.broadcast_to(np.asarray(trials), k.shape)
+    except ValueError:
+        raise DataError(f"trials must be one number or an array of the successes' shape "
+                        f"{k.shape}, got shape {np.shape(trials)}") from None
+    def cell(where: tuple[int, ...]) -> str:
+        if models is None or questions is None:
+            return f"cell {where}"
+        return f"model {models[where[0]]!r}, question {questions[where[1]]!r}"
+
+    for name, a in (("successes", k), ("trials", n)):
+        if a.dtype.kind not in "biuf":
+            raise DataError(f"{name} must be numbers, got dtype {a.dtype}")
+        bad = ~np.isfinite(a) | (a != np.round(a)) | (a < (0 if name == "successes" else 1))
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            need = "non-negative integers" if name == "successes" else "integers >= 1"
+            raise DataError(f"{name} must be {need}; found {a[where].item():g} at {cell(where)}")
+    over = k > n
+    if over.any():
+        where = tuple(int(i) for i in np.argwhere(over)[0])
+        raise DataError(f"{cell(where)} has {int(k[where])} successes out of only "
+                        f"{int(n[where])} trials")
+    k, n = k.astype(np.int64), n.astype(np.int64)
+    position = np.arange(int(n.max()))
+    R = (position < k[..., None]).astype(np.int8)
+    mask = None if bool((n == n.max()).all()) else position < n[..., None]
+    return ResponseData(R, models=models, questions=questions, R0=R0, mask=mask)
+
+
+def _from_wide_counts(frame: pd.DataFrame, trials: int, *, columns: Mapping[str, str] | None,
+                      R0: Any, source: str) -> ResponseData:
+    """A wide table of counts: a model column, then one column per question."""
+    model_col = (columns or {}).get("model", "model")
+    if model_col not in frame.columns:
+        raise LoadError(f"{source}: a wide table of counts (trials={trials}) needs a "
+                        f"{model_col!r} column naming the models; found "
+                        f"{', '.join(map(str, frame.columns))}")
+    counts = frame.drop(columns=[model_col])
+    if counts.shape[1] == 0:
+        raise LoadError(f"{source} has no question columns beside {model_col!r}")
+    values = counts.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    bad = np.isnan(values)
+    if bad.any():
+        r, c = (int(i) for i in np.argwhere(bad)[0])
+        value = counts.iat[r, c]
+        held = "nothing (an empty cell)" if pd.isna(value) else _show(value)
+        raise LoadError(f"{source}: model {frame[model_col].iloc[r]!s}, question "
+                        f"{counts.columns[c]!s} holds {held}, not a count")
+    models = [str(m) for m in frame[model_col]]
+    try:
+        return from_counts(values, trials, models=models,
+                           questions=[str(q) for q in counts.columns], R0=R0)
+    except DataError as exc:
+        raise LoadError(f"{source}: {exc}") from None
 
 
 def from_long(
@@ -464,6 +557,7 @@ def load(
     questions: Any = None,
     weights: Any = None,
     n_categories: int | None = None,
+    trials: int | None = None,
 ) -> ResponseData:
     """Load response data from an array, a DataFrame or a file.
 
@@ -488,18 +582,22 @@ def load(
         ``{"model": "llm", "trial": "sample_idx", "outcome": "correct"}``.
     models, questions, weights, n_categories
         Passed to :class:`ResponseData` (for array-like sources).
+    trials : int, optional
+        The table (a ``.csv`` / ``.jsonl`` / ``.parquet`` file or a DataFrame) is wide:
+        a ``model`` column (renamed with ``columns``) and one column per question
+        holding success counts out of ``trials`` (:func:`from_counts`).
     """
     named = _named_prior(R0, columns)
     data = _load(source, key=key, R0=None if named is not None else R0, format=format,
                  columns=columns, models=models, questions=questions, weights=weights,
-                 n_categories=n_categories)
+                 n_categories=n_categories, trials=trials)
     if named is None:
         return data
     return _with_prior(data, align_prior(named, data, f"prior {R0}"))
 
 
 def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
-          n_categories) -> ResponseData:
+          n_categories, trials=None) -> ResponseData:
     names = {
         k: v
         for k, v in dict(
@@ -509,6 +607,9 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
     }
     if isinstance(source, ResponseData):
         return source if R0 is None else _with_prior(source, _prior_array(R0, key))
+    if trials is not None:
+        return _load_wide_counts(source, trials, format=format, columns=columns,
+                                 R0=_prior_array(R0, key))
     if isinstance(source, pd.DataFrame):
         return from_long(source, columns=columns, R0=_prior_array(R0, key), weights=weights,
                          n_categories=n_categories, source="the DataFrame")
@@ -536,6 +637,26 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
         source=str(path),
         first_line=_FIRST_LINE.get(fmt),
     )
+
+
+def _load_wide_counts(source: Any, trials: int, *, format, columns, R0) -> ResponseData:
+    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
+        raise LoadError(f"trials= must be a whole number >= 1, got {trials!r}")
+    if isinstance(source, pd.DataFrame):
+        return _from_wide_counts(source, int(trials), columns=columns, R0=R0,
+                                 source="the DataFrame")
+    if not isinstance(source, str | os.PathLike):
+        raise LoadError("trials= reads a wide table of counts (a .csv/.jsonl/.parquet file or "
+                        "a DataFrame); for an array of counts use from_counts(k, n)")
+    path = Path(source)
+    if not path.is_file():
+        raise LoadError(f"no such file: {path}")
+    fmt = _format_of(path, format)
+    if fmt not in ("csv", "jsonl", "parquet"):
+        raise LoadError(f"trials= reads a wide table of counts (.csv/.jsonl/.parquet), "
+                        f"not a {fmt} file")
+    return _from_wide_counts(_read_table(path, fmt), int(trials), columns=columns, R0=R0,
+                             source=str(path))
 
 
 def _mode_for(target: Path) -> int:
