@@ -38,7 +38,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning"),
     pytest.mark.skipif(
         not os.environ.get("BAYESRANK_REAL_FITS"),
-        reason="27 default MCMC fits on the real sets take about 16 minutes on 2 cores, beyond "
+        reason="29 default MCMC fits on the real sets take about 16 minutes on 2 cores, beyond "
         "make test's budget: run them with `make test-real` (BAYESRANK_REAL_FITS=1)",
     ),
 ]
@@ -77,6 +77,20 @@ def test_default_fit_converges_on_real_data(real_sets, model, set_name):
         data = every_kth_question(data, MAX_QUESTIONS)
     assert_converged(bayesrank.fit(data, model, random_seed=0, log_likelihood=False,
                                    progressbar=False))
+
+
+@pytest.mark.parametrize("set_name", ["lcb_repair", "matharena_aime2025_I"])
+def test_report_default_model_converges_on_real_data(real_sets, set_name):
+    """What ``bayesrank report`` fits when no model is named, on the sets with repeated
+    trials: the beta-binomial Rasch (``default_model``), at full size, as a user's report
+    runs it (at N = 1 the default is the binomial Rasch, fitted above)."""
+    from bayesrank.report import default_model
+
+    data = real_sets[set_name]
+    model, options = default_model(data)
+    assert (model, options) == ("rasch", {"likelihood": "beta_binomial"})
+    assert_converged(bayesrank.fit(data, model, random_seed=0, log_likelihood=False,
+                                   progressbar=False, **options))
 
 
 @pytest.mark.parametrize("model", ["rasch", "2pl", "3pl"])
