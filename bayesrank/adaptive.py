@@ -396,6 +396,8 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--key", help="benchmark key inside a multi-benchmark .npz")
     p.add_argument("--columns", type=io.columns_argument, metavar="OURS=YOURS,...", default=None,
                    help="rename a long table's columns, e.g. trial=sample_idx,outcome=correct")
+    p.add_argument("--trials", type=int, metavar="N", default=None,
+                   help="DATA is a wide table of success counts, each out of N trials")
     p.add_argument("--budget", type=int, required=True, help="number of new trials to plan")
     p.add_argument("--target", default="top1", choices=list(TARGETS))
     p.add_argument("-k", type=int, default=None, help="size of the top set for --target top_k")
@@ -409,7 +411,7 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
 
 def cli_main(args: argparse.Namespace) -> int:
     """Plan the next ``--budget`` trials and write them to ``--output`` (nothing on error)."""
-    data = io.load(args.data, key=args.key, columns=args.columns)
+    data = io.load(args.data, key=args.key, columns=args.columns, trials=args.trials)
     try:
         post = closed_form(data, R0=None)
         state = settled(post, args.target, args.k, args.level)

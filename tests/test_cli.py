@@ -63,3 +63,6 @@ def test_rank_a_wide_count_table_with_trials(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "lacks column(s) question, trial, outcome" in err and "--trials N" in err
     assert main(["rank", "--trials", "4"]) == 2  # no DATA file
+    plan = tmp_path / "plan.csv"
+    assert main(["plan", str(path), "--trials", "4", "--budget", "6", "-o", str(plan)]) == 0
+    assert plan.read_text().startswith("model,question,trials")
