@@ -176,6 +176,23 @@ def test_binomial_intervals_are_overconfident_on_overdispersed_data(overdisperse
     assert overall.loc[["question_dispersion", "model_dispersion"], "flagged"].all()
 
 
+def test_2pl_ppc_with_one_sided_questions_raises_no_potential_warning():
+    """The 2PL samples one-sided intercepts from their walls through a Potential on the
+    parameters; replicating from frozen posterior draws is exact, and users saw PyMC's
+    "effect of Potentials ... ignored ... invalid or biased" warning in every such report."""
+    rng = np.random.default_rng(5)
+    R = (rng.random((5, 14, 3)) < np.linspace(0.2, 0.8, 5)[:, None, None]).astype(np.int8)
+    R[:, 0], R[:, 1] = 0, 1  # one question nobody solves, one everybody solves
+    post = fit(ResponseData(R), "2pl", draws=150, tune=200, chains=2, random_seed=1,
+               progressbar=False, log_likelihood=False)
+    assert any(v.startswith("one_sided_") for v in post.pymc_model.named_vars)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        result = post.ppc(num_draws=60, random_seed=2)
+    replicated = result.idata["posterior_predictive"]["k"].values
+    assert replicated.min() >= 0 and replicated.max() <= 3
+
+
 def test_beta_binomial_log_likelihood_is_scipys_pmf():
     rng = np.random.default_rng(3)
     R, _ = simulate_irt(rng, np.linspace(-1, 1, 4), zero_sum_normal(rng, 1.0, 6), 7, phi=4.0)

@@ -203,9 +203,13 @@ def _observed_values(posterior: Posterior, var: str) -> xr.DataArray:
 
 @contextmanager
 def _without_pymc_info() -> Iterator[None]:
-    """Hold back, here only, PyMC's "Sampling: [k]" INFO line for every predictive draw and
+    """Hold back, here only, PyMC's "Sampling: [k]" INFO line for every predictive draw,
     PyTensor's note that a custom likelihood's random draws run in Numba's object mode (a
-    speed remark about a few thousand draws, not a problem)."""
+    speed remark about a few thousand draws, not a problem), and PyMC's warning that
+    Potentials are ignored: every Potential of bayesrank's models is a density of the
+    parameters alone (the 2PL/3PL one-sided intercepts' change of variables; the scoring
+    twin of the Rasch has none), and the replicated data are drawn given frozen posterior
+    draws, which already carry it, so ignoring it there is exact."""
     logger = logging.getLogger("pymc")
     level = logger.level
     logger.setLevel(max(level, logging.WARNING))
@@ -213,6 +217,8 @@ def _without_pymc_info() -> Iterator[None]:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Numba will use object mode",
                                     category=UserWarning)
+            warnings.filterwarnings("ignore", message="The effect of Potentials on other "
+                                    "parameters is ignored", category=UserWarning)
             yield
     finally:
         logger.setLevel(level)
