@@ -62,7 +62,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;mar
 max-width:1200px;padding:0 1em;color:#222;line-height:1.45}
 h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid
 #ddd;padding-bottom:.2em}
-table{border-collapse:collapse;font-size:.85em;margin:.6em 0}
+table{border-collapse:collapse;font-size:.85em;margin:.6em 0;display:block;max-width:100%;overflow-x:auto}
 th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right;white-space:nowrap}
 th{background:#f3f5f8}td.name,th.name{text-align:left}
 tr.top td{background:#eef5ff}
