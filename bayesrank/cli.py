@@ -387,8 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None,
                    help="bayes, rasch, 2pl, 3pl, bradley_terry, davidson, davidson_luce, or "
                    "closed_form (Bayes@N normal approximation: no MCMC, seconds); default: "
-                   "the beta-binomial Rasch (binomial with one trial per cell), chosen by "
-                   "posterior-predictive checks on real benchmarks (docs/report.md)")
+                   "the beta-binomial 2PL (binomial with one trial per cell; bayes for "
+                   "categories), chosen by posterior-predictive checks and PSIS-LOO on real "
+                   "benchmarks (docs/report.md)")
     p.add_argument("--sampler", default=None, help="numpyro, nutpie or pymc (default: per model)")
     p.add_argument("--baselines", default="avg,bradley_terry,elo_tie_draw",
                    help="comma-separated deterministic methods to show beside the posterior")

@@ -97,7 +97,7 @@ def main() -> None:
                     "wall_s": round(wall, 1),
                     "max_rhat": _get(diag, "r_hat", max),
                     "min_ess_bulk": _get(diag, "ess_bulk", min),
-                    "divergences": _get(diag, "divergences", max),
+                    "divergences": diag.attrs.get("divergences", np.nan),
                     "acc_p_min": float(np.nanmin(np.minimum(acc, 1 - acc))),
                     "qdisp_p": overall("question_dispersion"),
                     "mdisp_p": overall("model_dispersion"),

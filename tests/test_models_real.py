@@ -82,13 +82,13 @@ def test_default_fit_converges_on_real_data(real_sets, model, set_name):
 @pytest.mark.parametrize("set_name", ["lcb_repair", "matharena_aime2025_I"])
 def test_report_default_model_converges_on_real_data(real_sets, set_name):
     """What ``bayesrank report`` fits when no model is named, on the sets with repeated
-    trials: the beta-binomial Rasch (``default_model``), at full size, as a user's report
-    runs it (at N = 1 the default is the binomial Rasch, fitted above)."""
+    trials: the beta-binomial 2PL (``default_model``), at full size, as a user's report
+    runs it (at N = 1 the default is the binomial 2PL, fitted above)."""
     from bayesrank.report import default_model
 
     data = real_sets[set_name]
     model, options = default_model(data)
-    assert (model, options) == ("rasch", {"likelihood": "beta_binomial"})
+    assert (model, options) == ("2pl", {"likelihood": "beta_binomial"})
     assert_converged(bayesrank.fit(data, model, random_seed=0, log_likelihood=False,
                                    progressbar=False, **options))
 

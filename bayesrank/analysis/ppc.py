@@ -276,7 +276,7 @@ _OBSERVATION_KINDS = {
 # the real sets in ../shared/data): the beta-binomial absorbs cell-level over-dispersion,
 # and 2PL adds per-question discrimination on top.
 _BETTER_FIT = {
-    ("bayes", "multinomial"): ("rasch", "beta_binomial"),
+    ("bayes", "multinomial"): ("2pl", "beta_binomial"),
     ("rasch", "binomial"): ("rasch", "beta_binomial"),
     ("2pl", "binomial"): ("2pl", "beta_binomial"),
     ("rasch", "beta_binomial"): ("2pl", "beta_binomial"),
