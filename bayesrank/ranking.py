@@ -25,6 +25,7 @@ from scipy import stats
 from scipy.sparse.csgraph import connected_components
 
 from bayesrank.data import ResponseData, as_response_data
+from bayesrank.data.reductions import NEAR_TIE_TOL
 
 __all__ = [
     "TIE_METHODS", "Ranking", "exchangeable_groups", "kendall_tau", "ranking_method",
@@ -42,7 +43,7 @@ TIE_METHODS: dict[str, str] = {
 }
 
 
-DEFAULT_TOL = 1e-12
+DEFAULT_TOL = NEAR_TIE_TOL  # relative: 1e-12 * max(1, max |score|)
 
 
 def scores_to_ranks(

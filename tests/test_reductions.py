@@ -173,3 +173,34 @@ def test_reductions_are_cached():
     d = ResponseData(np.ones((2, 2, 2), dtype=int))
     assert d.reductions is d.reductions
     assert d.reductions.wins is d.reductions.wins
+
+
+def test_equal_mean_utilities_tie_whatever_their_rounding():
+    """Weights 0, 1/3, 2/3, 1 (the default for four categories): trials (1, 2, 2, 2) and
+    (0, 2, 2, 3) both mean 7/12, but their float sums differ in the last bit; an exact
+    comparison counted a question-level win (found by hypothesis in the loop test)."""
+    from bayesrank import rank
+    from bayesrank.study.batched import DrawStack
+
+    R = np.array([[[1, 2, 2, 2], [3, 3, 3, 3]], [[0, 2, 2, 3], [0, 0, 0, 0]]], dtype=np.int8)
+    d = ResponseData(R, n_categories=4)
+    u = d.reductions.cell_utility
+    assert u[0, 0] != u[1, 0] and np.isclose(u[0, 0], u[1, 0])  # the rounding is real
+    np.testing.assert_array_equal(d.reductions.question_wins, [[0, 1], [0, 0]])
+    np.testing.assert_array_equal(d.reductions.question_ties, [[0, 1], [1, 0]])
+    stack = DrawStack.from_data(d, [np.arange(4)])  # the study's stacked reduction agrees
+    np.testing.assert_array_equal(stack.question_wins[0], d.reductions.question_wins)
+    # Majority Judgment reads the same grades: model 0 is better on question 2 only
+    assert rank(d, "majority_judgment").ranks.tolist() == [1, 2]
+
+
+def test_merge_near_ties_merges_rounding_only_and_keeps_rows_apart():
+    from bayesrank.data.reductions import merge_near_ties
+
+    x = np.array([[7 / 12, 0.5833333333333333, np.nan, 0.58333333334],
+                  [0.25, 0.25 + 1e-15, 0.9, 0.25 - 1e-15]])
+    merged = merge_near_ties(x, per_row=True)
+    assert merged[0, 0] == merged[0, 1] and merged[0, 3] != merged[0, 0]  # 7e-12 apart: kept
+    assert np.isnan(merged[0, 2])
+    assert merged[1, 0] == merged[1, 1] == merged[1, 3] == 0.25 - 1e-15 and merged[1, 2] == 0.9
+    np.testing.assert_array_equal(merge_near_ties(x[1]), merged[1])  # a row alone: the same

@@ -40,6 +40,7 @@ from bayesrank.baselines.voting_batch import (
 )
 from bayesrank.checks import check_choice, check_finite
 from bayesrank.data import ResponseData
+from bayesrank.data.reductions import merge_near_ties
 from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
 
@@ -650,4 +651,4 @@ def majority_judgment(data: ResponseData) -> np.ndarray:
             "majority judgment needs a grade for every model-question cell, but some cells "
             "have no observed trial"
         )
-    return majority_judgment_scores(utility)
+    return majority_judgment_scores(merge_near_ties(utility))  # equal grades, any rounding

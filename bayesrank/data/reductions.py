@@ -39,6 +39,37 @@ __all__ = ["Reductions", "SetwiseEvents"]
 
 _CHUNK_COLUMNS = 16384
 
+# values closer than this (relative to max(1, max |value|)) are one value: rounding
+NEAR_TIE_TOL = 1e-12
+
+
+def merge_near_ties(values: np.ndarray, *, per_row: bool = False) -> np.ndarray:
+    """``values`` with every chain of sorted neighbours within rounding set to its smallest.
+
+    Mean utilities that are equal as numbers can differ in the last bit when they come
+    from different category counts (with weights 0, 1/3, 2/3, 1: 1/3 + 2/3 against
+    3 x 1/3), and an exact comparison then turns a tie into a win.  Neighbours closer
+    than ``NEAR_TIE_TOL * max(1, max |value|)`` (as ``scores_to_ranks``) are merged;
+    NaN (unobserved) stays NaN.  ``per_row``: each row of a 2-D array is merged on its
+    own (the draws of a stack, so a draw's result does not depend on the others).
+    """
+    u = np.asarray(values, dtype=float)
+    rows = u.reshape(u.shape[0], -1) if per_row else u.reshape(1, -1)
+    finite = np.where(np.isnan(rows), np.inf, rows)
+    order = np.argsort(finite, axis=1, kind="stable")
+    ordered = np.take_along_axis(finite, order, axis=1)
+    scale = np.max(np.abs(np.where(np.isinf(ordered), 0.0, ordered)), axis=1, initial=0.0)
+    tol = NEAR_TIE_TOL * np.maximum(1.0, scale)[:, None]
+    starts = np.ones(ordered.shape, dtype=bool)
+    with np.errstate(invalid="ignore"):  # inf - inf between unobserved cells: NaN, a start
+        starts[:, 1:] = ~(np.diff(ordered, axis=1) <= tol)
+    index = np.where(starts, np.arange(ordered.shape[1]), 0)
+    first = np.maximum.accumulate(index, axis=1)
+    merged = np.empty_like(rows)
+    np.put_along_axis(merged, order, np.take_along_axis(ordered, first, axis=1), axis=1)
+    merged[np.isnan(rows)] = np.nan
+    return merged.reshape(u.shape)
+
 
 def _gram(blocks_left, blocks_right, L: int, n_cols: int) -> np.ndarray:
     """sum_c left_c @ right_c.T over column chunks; blocks are callables on a column slice."""
@@ -189,7 +220,7 @@ class Reductions:
             codes = self.successes.astype(np.int32)  # k_lm orders cells like k_lm / N
             levels = np.arange(d.N + 1)
         else:
-            u = self.cell_utility
+            u = merge_near_ties(self.cell_utility)  # equal means, whatever their rounding
             seen = ~np.isnan(u)
             levels, inverse = np.unique(u[seen], return_inverse=True)
             codes = np.full((L, M), -1, dtype=np.int32)  # -1: unobserved, matches no level

@@ -44,6 +44,7 @@ import numpy as np
 from scipy import stats
 
 from bayesrank.data import ResponseData
+from bayesrank.data.reductions import merge_near_ties
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
 from bayesrank.ranking import DEFAULT_TOL
 from bayesrank.registry import get_method, rank
@@ -362,7 +363,8 @@ def _trial_pairs(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def _question_pairs(counts: np.ndarray, weights: np.ndarray, binary: bool):
     """Question-level wins/ties: #questions with u_im > u_jm (= u_jm), every draw."""
-    u = counts[..., 1] if binary else counts @ weights  # same order as the cell utility
+    # same order as the cell utility; equal totals merged whatever their rounding, per draw
+    u = counts[..., 1] if binary else merge_near_ties(counts @ weights, per_row=True)
     D, L, M = u.shape
     wins = (u[:, :, None, :] > u[:, None, :, :]).sum(axis=3).astype(np.float64)
     ties = M - wins - np.swapaxes(wins, 1, 2)
