@@ -211,6 +211,7 @@ def plot_ppc_calibration(result: PPCResult) -> Figure:
     ax.set_title(f"Calibration of the binary cells {var} (all cells pooled)", fontsize=10)
     ax.set_xlabel("predicted probability of success")
     ax.set_ylabel("observed rate (PAV-adjusted)")
+    fig.tight_layout()  # room for the x label, which ArviZ's layout does not reserve
     return fig
 
 
