@@ -38,7 +38,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning"),
     pytest.mark.skipif(
         not os.environ.get("BAYESRANK_REAL_FITS"),
-        reason="29 default MCMC fits on the real sets take about 16 minutes on 2 cores, beyond "
+        reason="30 default MCMC fits on the real sets take about 16 minutes on 2 cores, beyond "
         "make test's budget: run them with `make test-real` (BAYESRANK_REAL_FITS=1)",
     ),
 ]
@@ -93,8 +93,10 @@ def test_report_default_model_converges_on_real_data(real_sets, set_name):
                                    progressbar=False, **options))
 
 
-@pytest.mark.parametrize("model", ["rasch", "2pl", "3pl"])
-def test_default_fit_converges_with_a_model_solving_nothing(real_sets, model):
+@pytest.mark.parametrize("model, options", [("rasch", {}), ("2pl", {}), ("3pl", {}),
+                                            ("2pl", {"likelihood": "beta_binomial"})],
+                         ids=["rasch", "2pl", "3pl", "2pl-beta_binomial (the report's)"])
+def test_default_fit_converges_with_a_model_solving_nothing(real_sets, model, options):
     """LiveCodeBench's weakest model with every run failed, as a weak model on a hard set.
 
     Its ability is bounded by the data from one side only (``models/irt.py``, one-sided
@@ -105,7 +107,7 @@ def test_default_fit_converges_with_a_model_solving_nothing(real_sets, model):
     R[R.sum(axis=(1, 2)).argmin()] = 0
     zeroed = bayesrank.ResponseData(R, models=list(data.models), questions=list(data.questions))
     assert_converged(bayesrank.fit(zeroed, model, random_seed=0, log_likelihood=False,
-                                   progressbar=False))
+                                   progressbar=False, **options))
 
 
 def assert_converged(post) -> None:
