@@ -322,6 +322,7 @@ def from_counts(
     except ValueError:
         raise DataError(f"trials must be one number or an array of the successes' shape "
                         f"{k.shape}, got shape {np.shape(trials)}") from None
+
     def cell(where: tuple[int, ...]) -> str:
         if models is None or questions is None:
             return f"cell {where}"
