@@ -38,7 +38,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning"),
     pytest.mark.skipif(
         not os.environ.get("BAYESRANK_REAL_FITS"),
-        reason="30 default MCMC fits on the real sets take about 16 minutes on 2 cores, beyond "
+        reason="30 default MCMC fits on the real sets take about 12 minutes on 2 cores, beyond "
         "make test's budget: run them with `make test-real` (BAYESRANK_REAL_FITS=1)",
     ),
 ]
