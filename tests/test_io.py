@@ -105,6 +105,15 @@ def test_keyed_archive_takes_its_names_from_label_arrays(tmp_path: Path):
     np.savez(single, math=rng.integers(0, 2, (3, 4)), models=models, questions=questions[:3])
     one = load(single)
     assert one.models == tuple(models) and one.questions == ("q0", "q1", "q2", "q3")
+    # other spellings: the one array whose name says what it holds; two candidates: none
+    spelled = tmp_path / "spelled.npz"
+    np.savez(spelled, math=rng.integers(0, 2, (3, 4)), model_names=models, problem_ids=questions,
+             task=np.array(["t1", "t1", "t2", "t2"]))
+    assert load(spelled).models == tuple(models) and load(spelled).questions == tuple(questions)
+    ambiguous = tmp_path / "ambiguous.npz"
+    np.savez(ambiguous, math=rng.integers(0, 2, (3, 4)), model_names=models,
+             model_dirs=np.array(["d1", "d2", "d3"]))
+    assert load(ambiguous).models == ("model_0", "model_1", "model_2")
     names_only = tmp_path / "names.npz"
     np.savez(names_only, models=models)
     with pytest.raises(LoadError, match="holds no outcome tensor"):

@@ -10,7 +10,8 @@ Formats (chosen by file suffix, or ``format=``):
   with ``key=`` (not needed when the archive holds one tensor); a greedy archive
   with the same keys is passed as ``R0=``.  1-D string arrays beside the tensors
   name their models and questions (``models``, ``questions``; ``models_n1`` for a
-  key ``repair_n1``), as in the real benchmark archives.
+  key ``repair_n1``; else the one array named like ``model_names`` / ``problem_ids``),
+  as in the real benchmark archives.
 - ``.csv``, ``.jsonl``, ``.parquet``: long format, one row per trial, columns
   ``model, question, trial, outcome`` (renamed with ``columns=``).  Cells with
   fewer trials than the longest become missing trials (a mask), never zeros.
@@ -172,21 +173,29 @@ def _pick_key(arrays: Mapping[str, np.ndarray], key: str | None, path: Path) -> 
                  f"{path} holds several benchmarks {sorted(benchmarks)}; choose one with --key")
 
 
+_LABEL_WORDS = {"models": ("model", "llm"), "questions": ("question", "problem", "item", "task")}
+
+
 def _archive_labels(arrays: Mapping[str, np.ndarray], key: str, axis: str,
                     size: int) -> list[str] | None:
     """Names for one axis of benchmark ``key`` stored beside it, or None.
 
     Candidates, first match wins: ``{axis}_{suffix}`` for every ``_suffix`` that ends
-    ``key`` (``models_n1`` for ``repair_n1``), then ``{axis}`` itself; a candidate counts
-    only when it is a 1-D array of ``size`` distinct strings.
+    ``key`` (``models_n1`` for ``repair_n1``), then ``{axis}`` itself, then the one other
+    array whose name says what it holds (``model_names``, ``problem_ids``; none when two
+    fit); a candidate counts only when it is a 1-D array of ``size`` distinct strings.
     """
+    def fits(a: np.ndarray | None) -> bool:
+        return a is not None and _is_label_array(a) and a.size == size and len(set(a)) == size
+
     parts = key.split("_")
     suffixes = ["_".join(parts[i:]) for i in range(1, len(parts))]
     for name in [f"{axis}_{s}" for s in suffixes] + [axis]:
-        a = arrays.get(name)
-        if a is not None and _is_label_array(a) and a.size == size and len(set(a)) == size:
-            return [str(x) for x in a]
-    return None
+        if fits(arrays.get(name)):
+            return [str(x) for x in arrays[name]]
+    named = [name for name, a in arrays.items()
+             if any(w in name.lower() for w in _LABEL_WORDS[axis]) and fits(a)]
+    return [str(x) for x in arrays[named[0]]] if len(named) == 1 else None
 
 
 def _read_npy(path: Path) -> np.ndarray:
