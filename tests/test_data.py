@@ -41,7 +41,7 @@ def test_immutable():
         (np.zeros((2, 0, 4)), {}, "empty axis: 0 questions"),
         (np.zeros((2, 3, 0)), {}, "empty axis: 0 trials"),
         (np.array([[[0, 2]], [[1, 1]]]), {"n_categories": 2}, "outcome 2 outside 0..1"),
-        (np.array([[[0, -1]], [[1, 1]]]), {}, "negative outcome"),
+        (np.array([[[0, -1]], [[1, 1]]]), {}, r"negative outcome.*mask=\(R >= 0\)"),
         (np.array([[[0.0, 0.5]], [[1.0, 1.0]]]), {}, "integer outcomes"),
         (np.array([[[0.0, np.nan]], [[1.0, 1.0]]]), {}, "NaN"),
         (np.array([["a", "b"], ["c", "d"]]), {}, "numeric"),
@@ -154,3 +154,10 @@ def test_binarize_thresholds_categories_and_keeps_names_mask_and_prior():
     for bad in (0, 3, 1.5, True):
         with pytest.raises(DataError, match="binarize"):
             d.binarize(at=bad)
+
+
+def test_negative_sentinels_for_missing_trials_load_with_the_mask_the_error_names():
+    R = np.array([[[0, 1, -1]], [[1, 1, 0]]])
+    d = ResponseData(R, mask=R >= 0)
+    assert d.reductions.trials.tolist() == [[2], [3]]
+    assert d.reductions.successes.tolist() == [[1], [2]]

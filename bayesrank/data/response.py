@@ -215,7 +215,10 @@ class ResponseData:
         vals = values if observed is None else values[observed]
         if vals.size and vals.min() < 0:
             where = _first_index((values < 0) if observed is None else (values < 0) & observed)
-            raise DataError(f"{name} has negative outcome {int(vals.min())} at index {where}")
+            raise DataError(
+                f"{name} has negative outcome {int(vals.min())} at index {where}; if negative "
+                "values mark trials that were not run, pass mask=(R >= 0) (or leave those "
+                "rows out of a long table)")
         limit = len(weights) if weights is not None else n_categories
         if limit is not None and vals.size and vals.max() >= limit:
             bad = values >= limit if observed is None else (values >= limit) & observed
