@@ -600,3 +600,32 @@ def test_bayes_accuracy_is_its_theta_and_pairwise_models_have_none():
     frame = bt.leaderboard()
     assert "accuracy" not in frame.columns
     assert "bradley_terry" in frame.attrs["accuracy_note"]
+
+
+def test_misfit_advice_never_suggests_the_beta_binomial_at_one_trial_per_cell():
+    """At N = 1 the beta-binomial is the Bernoulli: suggesting it (as the report did on
+    LiveCodeBench's N = 1 runs) names the same model; the 2PL is the advice, or nothing."""
+    from types import SimpleNamespace
+
+    from bayesrank.analysis.ppc import PPCResult, suggest_better_model
+
+    flagged = PPCResult(pd.DataFrame({"statistic": ["model_dispersion"], "target": ["all"],
+                                      "p_value": [0.0], "flagged": [True]}), {}, {}, "k", 0.05)
+    rng = np.random.default_rng(0)
+    one = ResponseData(rng.integers(0, 2, (3, 8, 1)))
+    many = ResponseData(rng.integers(0, 2, (3, 8, 4)))
+    levels = ResponseData(rng.integers(0, 3, (3, 8, 1)))
+
+    def posterior(model, data, phi=False):
+        names = {"theta": 0} | ({"phi": 0} if phi else {})
+        return SimpleNamespace(model=model, data=data,
+                               idata={"posterior": SimpleNamespace(data_vars=names)})
+
+    assert suggest_better_model(posterior("rasch", one), flagged) == 'fit(data, "2pl")'
+    assert suggest_better_model(posterior("2pl", one), flagged) is None
+    assert suggest_better_model(posterior("bayes", levels), flagged) == \
+        'fit(data.binarize(), "2pl")'
+    assert suggest_better_model(posterior("rasch", many), flagged) == \
+        'fit(data, "rasch", likelihood="beta_binomial")'
+    assert suggest_better_model(posterior("rasch", many, phi=True), flagged) == \
+        'fit(data, "2pl", likelihood="beta_binomial")'

@@ -413,7 +413,7 @@ def test_categorical_report_runs_by_default_and_its_advice_fits_binary_outcomes(
     assert "model=bayes" in text and "outcome categories" in text
     banner = text[text.index('id="misfit-warning"'):]
     banner = banner[:banner.index("</div>")]
-    call = 'fit(data.binarize(), "2pl", likelihood="beta_binomial")'
+    call = 'fit(data.binarize(), "2pl")'  # one trial per cell: the binomial 2PL
     assert call.replace('"', "&quot;") in banner
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -282,6 +282,17 @@ _BETTER_FIT = {
     ("rasch", "beta_binomial"): ("2pl", "beta_binomial"),
     ("3pl", "binomial"): ("3pl", "beta_binomial"),
 }
+# With one trial per cell the beta-binomial is the Bernoulli and cannot fit better; the 2PL's
+# discriminations can (PSIS-LOO on the real one-trial sets, docs/report.md).
+_BETTER_FIT_ONE_TRIAL = {
+    ("bayes", "multinomial"): ("2pl", "binomial"),
+    ("rasch", "binomial"): ("2pl", "binomial"),
+}
+
+
+def one_trial_per_cell(data) -> bool:
+    """True when no model-question cell has more than one observed trial."""
+    return data is not None and int(data.reductions.trials.max(initial=0)) <= 1
 
 
 def likelihood_of(posterior: Posterior) -> str:
@@ -299,19 +310,22 @@ def suggest_better_model(posterior: Posterior, result: PPCResult) -> str | None:
 
     Returned as the call that fits it, e.g. ``fit(data, "2pl", likelihood="beta_binomial")``;
     on categorical data, where only Bayes@N reads categories, the call fits the binary
-    outcomes (``data.binarize()``, the top category a success).
+    outcomes (``data.binarize()``, the top category a success).  With one trial per cell
+    the beta-binomial is the Bernoulli, so it is never the advice there.
     """
     overall = result.overall
     if not bool(overall["flagged"].any()):
         return None
-    better = _BETTER_FIT.get((posterior.model, likelihood_of(posterior)))
+    data = getattr(posterior, "data", None)
+    table = _BETTER_FIT_ONE_TRIAL if one_trial_per_cell(data) else _BETTER_FIT
+    better = table.get((posterior.model, likelihood_of(posterior)))
     if better is None:
         return None
     kind, likelihood = better
-    data = getattr(posterior, "data", None)
-    if data is not None and not data.is_binary:  # the item-response models read 0/1 only
-        return f'fit(data.binarize(), "{kind}", likelihood="{likelihood}")'
-    return f'fit(data, "{kind}", likelihood="{likelihood}")'
+    # the item-response models read 0/1 only
+    target = "data.binarize()" if data is not None and not data.is_binary else "data"
+    option = "" if likelihood == "binomial" else f', likelihood="{likelihood}"'
+    return f'fit({target}, "{kind}"{option})'
 
 
 def not_applicable_reason(posterior: Posterior) -> str | None:

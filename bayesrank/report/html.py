@@ -177,7 +177,7 @@ def _baseline_rankings(data: ResponseData, baselines: Sequence[str]) -> dict[str
 
 def _misfit_warning(post: RankAnalytics, ppc: Any) -> str:
     """Plain-words warning, shown first, when the fitted model fails its predictive checks."""
-    from bayesrank.analysis.ppc import likelihood_of, suggest_better_model
+    from bayesrank.analysis.ppc import likelihood_of, one_trial_per_cell, suggest_better_model
 
     if ppc is None or not bool(ppc.overall["flagged"].any()):
         return ""
@@ -189,6 +189,10 @@ def _misfit_warning(post: RankAnalytics, ppc: Any) -> str:
     better = suggest_better_model(post, ppc)  # type: ignore[arg-type]
     advice = (f" A model that would fit better: <code>{_esc(better)}</code> (the "
               f"{_esc(_describe_call(better))})." if better else "")
+    if better is None and one_trial_per_cell(getattr(post, "data", None)):
+        advice = (" With one trial per model-question cell no model here can absorb this: "
+                  "variation from cell to cell is only identified with repeated trials, "
+                  "where the beta-binomial likelihood models it.")
     over = any(row.p_value < 0.5 for row in ppc.overall.itertuples() if row.flagged)
     what = ("the benchmark's results vary more from cell to cell than this model allows, so "
             "its intervals are too narrow and the verdicts below (top set, 'separated', "
@@ -208,11 +212,15 @@ def _describe_call(call: str | None) -> str:
         return ""
     kind = call.split('"')[1]
     names = {"rasch": "Rasch", "2pl": "2PL", "3pl": "3PL"}
-    text = (f"beta-binomial {names.get(kind, kind)}: it lets each model-question cell vary "
-            "around the item-response curve")
+    if "beta_binomial" not in call:
+        text = (f"{names.get(kind, kind)}: a discrimination per question, which PSIS-LOO "
+                "prefers on the real benchmarks with one trial per cell")
+    else:
+        text = (f"beta-binomial {names.get(kind, kind)}: it lets each model-question cell "
+                "vary around the item-response curve")
     if "binarize()" in call:
         text += ("; it reads binary outcomes, so it is fitted to the top category as success, "
-                 "since no model that reads categories allows that variation")
+                 "since no model that reads categories does better")
     return text
 
 
