@@ -217,8 +217,11 @@ def plot_ppc_calibration(result: PPCResult) -> Figure:
 
 def cells_are_binary(result: PPCResult) -> bool:
     """True when every observed and replicated cell value is 0 or 1 (one trial a cell)."""
-    var, pooled = _pooled_cells(result)
-    return all(int(pooled[g][var].max()) <= 1
+    from bayesrank.datatree import group
+
+    if result.idata is None:
+        raise ValueError("this PPCResult carries no replicated data (result.idata is None)")
+    return all(int(group(result.idata, g)[result.observed_var].max()) <= 1
                for g in ("observed_data", "posterior_predictive"))
 
 
