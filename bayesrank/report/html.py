@@ -53,9 +53,11 @@ def default_model(data: ResponseData) -> tuple[str, dict[str, Any]]:
     outcomes get the Dirichlet-multinomial Bayes@N (``"bayes"``), the one model that
     reads categories with their weights.
     """
+    from bayesrank.analysis.ppc import one_trial_per_cell
+
     if not data.is_binary:  # the only model that reads categories
         return "bayes", {}
-    if int(data.reductions.trials.max(initial=0)) <= 1:
+    if one_trial_per_cell(data):
         return DEFAULT_MODEL, {}
     return DEFAULT_MODEL, dict(DEFAULT_MODEL_OPTIONS)
 
@@ -177,7 +179,7 @@ def _baseline_rankings(data: ResponseData, baselines: Sequence[str]) -> dict[str
 
 def _misfit_warning(post: RankAnalytics, ppc: Any) -> str:
     """Plain-words warning, shown first, when the fitted model fails its predictive checks."""
-    from bayesrank.analysis.ppc import likelihood_of, one_trial_per_cell, suggest_better_model
+    from bayesrank.analysis.ppc import one_trial_per_cell, suggest_better_model
 
     if ppc is None or not bool(ppc.overall["flagged"].any()):
         return ""
@@ -199,7 +201,6 @@ def _misfit_warning(post: RankAnalytics, ppc: Any) -> str:
             "P(best)) are overconfident" if over else
             "the benchmark's results vary less than this model expects, so its intervals "
             "are likely too wide")
-    del likelihood_of
     return (
         f'<div class="banner" id="misfit-warning">MODEL MISFIT: the {_esc(label)} model fails '
         f"its posterior-predictive checks ({_esc(failed)}): {what}. Read this leaderboard "
