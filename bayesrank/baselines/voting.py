@@ -40,7 +40,6 @@ from bayesrank.baselines.voting_batch import (
 )
 from bayesrank.checks import check_choice, check_finite
 from bayesrank.data import ResponseData
-from bayesrank.data.reductions import merge_near_ties
 from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
 
@@ -645,10 +644,10 @@ def baldwin(data: ResponseData, *, rank_ties: str = "average") -> np.ndarray:
 @ranking_method
 def majority_judgment(data: ResponseData) -> np.ndarray:
     """Majority Judgment with per-question grades ``u_lm`` (= ``k_lm / N``; paper App.)."""
-    utility = data.reductions.cell_utility
-    if np.isnan(utility).any():
+    grades = data.reductions.cell_grades
+    if np.isnan(grades).any():
         raise DataError(
             "majority judgment needs a grade for every model-question cell, but some cells "
             "have no observed trial"
         )
-    return majority_judgment_scores(merge_near_ties(utility))  # equal grades, any rounding
+    return majority_judgment_scores(grades)

@@ -9,6 +9,7 @@ attribute                  shape           meaning
 ``trials``                 (L, M)          n_lm = number of observed trials
 ``category_counts``        (L, M, C+1)     trials of cell (l, m) with outcome k
 ``cell_utility``           (L, M)          mean utility w[R] over observed trials
+``cell_grades``            (L, M)          the same, equal means made equal (comparisons)
 ``wins``                   (L, L)          W_ij: trials where i's utility beats j's
 ``ties``                   (L, L)          T_ij: trials where both are equal (0 on diag)
 ``question_wins``          (L, L)          #questions with u_im > u_jm (questions vote)
@@ -149,6 +150,15 @@ class Reductions:
             return np.where(n > 0, total / np.maximum(n, 1), np.nan)
 
     @cached_property
+    def cell_grades(self) -> np.ndarray:
+        """:attr:`cell_utility` with means equal up to rounding made equal
+        (:func:`merge_near_ties`): what comparisons between cells read (question-level
+        preferences, Majority Judgment's grades)."""
+        grades = merge_near_ties(self.cell_utility)
+        grades.setflags(write=False)
+        return grades
+
+    @cached_property
     def solve_rate(self) -> np.ndarray:
         """p_hat_lm = k_lm / n_lm (binary data); NaN for unobserved cells."""
         self.data.require_binary("solve rates")
@@ -220,7 +230,7 @@ class Reductions:
             codes = self.successes.astype(np.int32)  # k_lm orders cells like k_lm / N
             levels = np.arange(d.N + 1)
         else:
-            u = merge_near_ties(self.cell_utility)  # equal means, whatever their rounding
+            u = self.cell_grades
             seen = ~np.isnan(u)
             levels, inverse = np.unique(u[seen], return_inverse=True)
             codes = np.full((L, M), -1, dtype=np.int32)  # -1: unobserved, matches no level

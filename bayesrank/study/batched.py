@@ -188,6 +188,12 @@ class DrawStack:
         """Mean utility of every cell of every draw, (D, L, M)."""
         return (self.counts @ self.data.weights) / self.n_trials
 
+    @cached_property
+    def cell_grades(self) -> np.ndarray:
+        """:attr:`cell_utility` with equal means made equal, each draw on its own (as
+        ``Reductions.cell_grades`` of the draw alone)."""
+        return merge_near_ties(self.cell_utility, per_row=True)
+
     def pool(self, models: np.ndarray) -> DrawStack:
         """The same draws on a model pool: rows (and columns) of every count, nothing redone."""
         if self.models is not None:

@@ -44,7 +44,6 @@ import numpy as np
 
 from bayesrank.baselines import metrics, paired, pairwise_batch, ratings, voting, voting_batch
 from bayesrank.checks import check_int
-from bayesrank.data.reductions import merge_near_ties
 from bayesrank.errors import DataError
 from bayesrank.threads import worker_threads
 
@@ -167,7 +166,7 @@ def _borda_elimination(rule: str) -> Callable[..., np.ndarray | None]:
 
 
 def _majority_judgment(stack: DrawStack) -> np.ndarray:
-    return voting_batch.majority_judgment_batch(merge_near_ties(stack.cell_utility, per_row=True))
+    return voting_batch.majority_judgment_batch(stack.cell_grades)
 
 
 def _pass_family(metric: str) -> Callable[..., np.ndarray | None]:
