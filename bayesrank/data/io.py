@@ -289,13 +289,12 @@ def _missing_columns_error(missing: list[str], frame: pd.DataFrame, source: str)
     example = ",".join(f"{c}=..." for c in missing)
     wide = ("outcome" in missing and "question" in missing and frame.shape[1] > 1
             and frame.iloc[:, 1:].apply(pd.to_numeric, errors="coerce").notna().all().all())
+    hint = "; a wide table of success counts, one column per question, loads with {}"
     return _error(
         f"{head} (map yours with columns={{{', '.join(repr(c) + ': ...' for c in missing)}}}"
-        + ("; a wide table of success counts, one column per question, loads with "
-           "trials=N)" if wide else ")"),
+        + (hint.format("trials=N") if wide else "") + ")",
         f"{head} (map yours with --columns {example}"
-        + ("; a wide table of success counts, one column per question, loads with "
-           "--trials N)" if wide else ")"),
+        + (hint.format("--trials N") if wide else "") + ")",
     )
 
 
@@ -615,15 +614,21 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
         ).items()
         if v is not None
     }
+    if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int | np.integer)
+                               or trials < 1):
+        raise LoadError(f"trials= must be a whole number >= 1, got {trials!r}")
     if isinstance(source, ResponseData):
         return source if R0 is None else _with_prior(source, _prior_array(R0, key))
-    if trials is not None:
-        return _load_wide_counts(source, trials, format=format, columns=columns,
-                                 R0=_prior_array(R0, key))
     if isinstance(source, pd.DataFrame):
+        if trials is not None:
+            return _from_wide_counts(source, int(trials), columns=columns,
+                                     R0=_prior_array(R0, key), source="the DataFrame")
         return from_long(source, columns=columns, R0=_prior_array(R0, key), weights=weights,
                          n_categories=n_categories, source="the DataFrame")
     if not isinstance(source, str | os.PathLike):
+        if trials is not None:
+            raise LoadError("trials= reads a wide table of counts (a .csv/.jsonl/.parquet file "
+                            "or a DataFrame); for an array of counts use from_counts(k, n)")
         return ResponseData(source, R0=_prior_array(R0, key), **names)
     path = Path(source)
     if not path.exists():
@@ -631,6 +636,9 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
     if path.is_dir():
         raise LoadError(f"{path} is a directory, not a data file")
     fmt = _format_of(path, format)
+    if trials is not None and fmt not in ("csv", "jsonl", "parquet"):
+        raise LoadError(f"trials= reads a wide table of counts (.csv/.jsonl/.parquet), "
+                        f"not a {fmt} file")
     if fmt == "npy":
         return ResponseData(_read_npy(path), R0=_prior_array(R0, key), **names)
     if fmt == "npz":
@@ -638,8 +646,12 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
     if fmt == "netcdf":
         data = _read_netcdf(path)
         return data if R0 is None else _with_prior(data, _prior_array(R0, key))
+    table = _read_table(path, fmt)
+    if trials is not None:
+        return _from_wide_counts(table, int(trials), columns=columns, R0=_prior_array(R0, key),
+                                 source=str(path))
     return from_long(
-        _read_table(path, fmt),
+        table,
         columns=columns,
         R0=_prior_array(R0, key),
         weights=weights,
@@ -647,26 +659,6 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
         source=str(path),
         first_line=_FIRST_LINE.get(fmt),
     )
-
-
-def _load_wide_counts(source: Any, trials: int, *, format, columns, R0) -> ResponseData:
-    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
-        raise LoadError(f"trials= must be a whole number >= 1, got {trials!r}")
-    if isinstance(source, pd.DataFrame):
-        return _from_wide_counts(source, int(trials), columns=columns, R0=R0,
-                                 source="the DataFrame")
-    if not isinstance(source, str | os.PathLike):
-        raise LoadError("trials= reads a wide table of counts (a .csv/.jsonl/.parquet file or "
-                        "a DataFrame); for an array of counts use from_counts(k, n)")
-    path = Path(source)
-    if not path.is_file():
-        raise LoadError(f"no such file: {path}")
-    fmt = _format_of(path, format)
-    if fmt not in ("csv", "jsonl", "parquet"):
-        raise LoadError(f"trials= reads a wide table of counts (.csv/.jsonl/.parquet), "
-                        f"not a {fmt} file")
-    return _from_wide_counts(_read_table(path, fmt), int(trials), columns=columns, R0=R0,
-                             source=str(path))
 
 
 def _mode_for(target: Path) -> int:
