@@ -14,12 +14,15 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from pathlib import Path
 
 import arviz as az
 import numpy as np
 import pandas as pd
 
 from bayesrank.inference.diagnostics import summarize
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def summarize_arviz(idata) -> pd.DataFrame:
@@ -60,7 +63,6 @@ def synthetic_posterior(draws: int, seed: int = 0):
 
 def real_fit(draws: int):
     import sys
-    from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_models_real import load_real_sets
@@ -102,8 +104,12 @@ def main() -> None:
     parser.add_argument("--no-fit", action="store_true", help="skip the real lcb_repair fit")
     args = parser.parse_args()
     compare("synthetic", synthetic_posterior(args.draws), args.repeats)
-    if not args.no_fit:
-        compare("lcb_repair", real_fit(args.draws), args.repeats)
+    if args.no_fit:
+        return
+    if not SHARED_DATA.is_dir():
+        print(f"no real data at {SHARED_DATA}: the lcb_repair fit is skipped")
+        return
+    compare("lcb_repair", real_fit(args.draws), args.repeats)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,9 @@ import bayesrank
 from bayesrank.inference.backends import model_var_names, nutpie_backend
 from bayesrank.inference.nutpie_models import compile_for_nutpie, nutpie_cores
 
+#: Reads the real sets in ../shared/data: run_all.py skips it where they are absent.
+NEEDS_SHARED_DATA = True
+
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 OUT = Path(__file__).resolve().parents[1] / "bench-results"
 MODEL_NAMES = ("rasch", "2pl", "3pl", "bradley_terry", "davidson", "davidson_luce")

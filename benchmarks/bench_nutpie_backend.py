@@ -38,6 +38,9 @@ from bayesrank.inference import backends
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_models_real import load_real_sets  # noqa: E402
 
+#: Reads the real sets in ../shared/data: run_all.py skips it where they are absent.
+NEEDS_SHARED_DATA = True
+
 OUT = Path(__file__).resolve().parents[1] / "bench-results"
 DEFAULT_FITS = ("lcb_repair:rasch,zeroeval_math_l5:rasch,lcb_repair:2pl,"
                 "matharena_aime2025_I:3pl,lcb_repair:bradley_terry,lcb_repair:davidson,"

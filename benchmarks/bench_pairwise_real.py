@@ -60,6 +60,9 @@ from bayesrank.inference.cache import clear_cache
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_models_real import load_real_sets  # noqa: E402
 
+#: Reads the real sets in ../shared/data: run_all.py skips it where they are absent.
+NEEDS_SHARED_DATA = True
+
 OUT = Path(__file__).resolve().parents[1] / "bench-results"
 MODEL_NAMES = ("bradley_terry", "davidson", "davidson_luce")
 

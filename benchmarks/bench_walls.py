@@ -26,6 +26,9 @@ import pandas as pd
 from bayesrank.models import MODELS, irt
 from bench_models_real import OUT, every_kth_question, load_real_sets, measure
 
+#: Reads the real sets in ../shared/data: run_all.py skips it where they are absent.
+NEEDS_SHARED_DATA = True
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
