@@ -32,13 +32,14 @@ import bayesrank
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from bench_models_real import load_real_sets  # noqa: E402
+from bench_real_variants import real_variants  # noqa: E402
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.filterwarnings("ignore::UserWarning"),
     pytest.mark.skipif(
         not os.environ.get("BAYESRANK_REAL_FITS"),
-        reason="30 default MCMC fits on the real sets take about 12 minutes on 2 cores, beyond "
+        reason="32 default MCMC fits on the real sets take about 14 minutes on 2 cores, beyond "
         "make test's budget: run them with `make test-real` (BAYESRANK_REAL_FITS=1)",
     ),
 ]
@@ -107,6 +108,25 @@ def test_default_fit_converges_with_a_model_solving_nothing(real_sets, model, op
     R[R.sum(axis=(1, 2)).argmin()] = 0
     zeroed = bayesrank.ResponseData(R, models=list(data.models), questions=list(data.questions))
     assert_converged(bayesrank.fit(zeroed, model, random_seed=0, log_likelihood=False,
+                                   progressbar=False, **options))
+
+
+@pytest.fixture(scope="module")
+def variant_sets(shared_dir: Path) -> dict[str, bayesrank.ResponseData]:
+    return real_variants(shared_dir / "data")
+
+
+@pytest.mark.parametrize("set_name", ["lcb43", "crux48"])
+def test_report_default_model_converges_on_real_variants(variant_sets, set_name):
+    """The report's default on sets of issue 9's shapes built from the real ones
+    (``benchmarks/bench_real_variants.py``: 43 x 400 x 10 with 108 never-solved questions and
+    near-identical mixed models; 48 x 800 x 1 with repeated questions), at full size."""
+    from bayesrank.report import default_model
+
+    data = variant_sets[set_name]
+    assert data.R.shape == {"lcb43": (43, 400, 10), "crux48": (48, 800, 1)}[set_name]
+    model, options = default_model(data)
+    assert_converged(bayesrank.fit(data, model, random_seed=0, log_likelihood=False,
                                    progressbar=False, **options))
 
 
