@@ -126,9 +126,14 @@ def bootstrap_table(args) -> None:
                       f"{format_seconds(at)} | {at / at_new:.1f}x |", flush=True)
 
 
+#: CPU seconds (every thread of this process) of each :func:`timed` call, in order.
+CPU_SECONDS: list[float] = []
+
+
 def timed(func, *args, **kwargs):
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     out = func(*args, **kwargs)
+    CPU_SECONDS.append(time.process_time() - cpu)
     return time.perf_counter() - start, out
 
 
@@ -168,28 +173,34 @@ def main() -> None:
     print(f"# study at paper scale on {args.key}: {data!r}; {len(ids)} methods")
     rows = []  # (protocol, batched s, how, reference s, how)
 
+    cpu = {}  # protocol row -> CPU seconds of the batched engine (extrapolated as its wall)
     sec, _ = timed(study.gold_standard_agreement, data, ids)
+    cpu["gold"] = CPU_SECONDS[-1]
     rows.append(("gold agreement (full N)", sec, "measured", sec, "same code"))
 
     sec_b, stab = timed(study.stability, data, ids)
+    cpu["stability"] = CPU_SECONDS[-1]
     sec_r, _ = timed(study.stability, data, ids, draws=args.ref_draws, engine="reference")
     rows.append(("N=1 stability (80 draws, 2 targets)", sec_b, "measured",
                  sec_r * N / args.ref_draws, f"x{N / args.ref_draws:g} of {args.ref_draws} draws"))
 
     budgets = study.default_budgets(N)
     sec_b, _ = timed(study.convergence, data, ids, budgets=budgets, reps=20)
+    cpu["convergence"] = CPU_SECONDS[-1]
     sec_r, _ = timed(study.convergence, data, ids, budgets=budgets, reps=5, engine="reference")
     rows.append((f"convergence ({len(budgets)} budgets x 20 reps)", sec_b, "measured",
                  sec_r * 4, "x4 of 5 reps"))
 
     sec_b, _ = timed(study.prior_effect, data, reps=50)
     sec_b += timed(study.prior_diagnostics, data, reps=50)[0]
+    cpu["prior"] = CPU_SECONDS[-2] + CPU_SECONDS[-1]
     sec_r, _ = timed(study.prior_effect, data, reps=50, engine="reference")
     sec_r += timed(study.prior_diagnostics, data, reps=50, engine="reference")[0]
     rows.append(("prior effect (8 budgets x 50) + Table 4 row", sec_b, "measured", sec_r,
                  "measured"))
 
     sec_b, boot = timed(study.model_pool_bootstrap, data, ids, sizes=SIZES, subsets=args.pools)
+    cpu["bootstrap"] = CPU_SECONDS[-1] * PAPER_POOLS / args.pools
     sec_r, _ = timed(study.model_pool_bootstrap, data, ids, sizes=SIZES, subsets=args.ref_pools,
                      engine="reference")
     rows.append((f"model-pool bootstrap ({PAPER_POOLS} pools x sizes 5, 10, 15)",
@@ -226,6 +237,13 @@ def main() -> None:
     verdict = "met" if total_b < 600 else "NOT met"
     print(f"\n10-minute target ({len(ids)} methods): {verdict} "
           f"(batched {total_b:.0f} s, today's runner {total_r:.0f} s)")
+    cores, work = os.cpu_count() or 1, sum(cpu.values())
+    needed = "no less" if work <= 600 * cores else f"{work / (600 * cores):.1f}x less"
+    print(f"Work of the batched engine: {format_seconds(work)} of CPU time "
+          f"({work / total_b:.2f} cores busy on average; the bootstrap "
+          f"{format_seconds(cpu['bootstrap'])}).  With all {cores} cores busy the protocol "
+          f"takes at least {format_seconds(work / cores)}; 10 minutes hold {10 * cores} "
+          f"CPU-minutes here, so the target needs {needed} work.")
 
     per_method = (stab[stab["target"] == "gold"].set_index("method")["seconds"]
                   .sort_values(ascending=False))
