@@ -58,6 +58,15 @@ CHANGED = ("rasch", "2pl", "3pl")
 PREVIOUS_TARGET_ACCEPT = {"rasch": 0.9, "2pl": 0.8, "3pl": 0.8}
 
 
+def write_table(rows: list[dict], name: str, float_format=None) -> pd.DataFrame:
+    """The rows as a table: written to ``bench-results/<name>.csv`` and printed."""
+    table = pd.DataFrame(rows)
+    OUT.mkdir(exist_ok=True)
+    table.to_csv(OUT / f"{name}.csv", index=False)
+    print(table.to_string(index=False, float_format=float_format))
+    return table
+
+
 def load_real_sets(root: Path = DATA) -> dict[str, bayesrank.ResponseData]:
     """The real binary data sets in ``root`` (``../shared/data``), by short name."""
     sets = {}
@@ -225,10 +234,7 @@ def main() -> None:
                 rows.append(row)
                 print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in row.items()), flush=True)
-    table = pd.DataFrame(rows)
-    OUT.mkdir(exist_ok=True)
-    table.to_csv(OUT / "bench_models_real.csv", index=False)
-    print(table.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    write_table(rows, "bench_models_real", float_format=lambda x: f"{x:.4g}")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ import time
 import warnings
 from pathlib import Path
 
-import pandas as pd
 from bayesrank.models import get_model
 
 import bayesrank
@@ -36,12 +35,11 @@ from bayesrank.datatree import group
 from bayesrank.inference import backends
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_models_real import load_real_sets  # noqa: E402
+from bench_models_real import load_real_sets, write_table  # noqa: E402
 
 #: Reads the real sets in ../shared/data: run_all.py skips it where they are absent.
 NEEDS_SHARED_DATA = True
 
-OUT = Path(__file__).resolve().parents[1] / "bench-results"
 DEFAULT_FITS = ("lcb_repair:rasch,zeroeval_math_l5:rasch,lcb_repair:2pl,"
                 "matharena_aime2025_I:3pl,lcb_repair:bradley_terry,lcb_repair:davidson,"
                 "matharena_aime2025_I:davidson_luce")
@@ -91,10 +89,7 @@ def main() -> None:
                    **one_fit(sets[name], model, backend)}
             rows.append(row)
             print(row, flush=True)
-    table = pd.DataFrame(rows)
-    OUT.mkdir(exist_ok=True)
-    table.to_csv(OUT / "bench_nutpie_backend.csv", index=False)
-    print(table.to_string(index=False))
+    write_table(rows, "bench_nutpie_backend")
 
 
 if __name__ == "__main__":

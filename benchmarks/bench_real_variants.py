@@ -30,8 +30,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-from bench_models_real import DATA, OUT, load_real_sets
+from bench_models_real import DATA, load_real_sets, write_table
 
 import bayesrank
 
@@ -132,10 +131,7 @@ def main() -> None:
             rows.append({"data": set_name, "shape": "x".join(map(str, data.R.shape)),
                          **fit_row(data, name)})
             print(" ".join(f"{k}={v}" for k, v in rows[-1].items()), flush=True)
-    table = pd.DataFrame(rows)
-    OUT.mkdir(exist_ok=True)
-    table.to_csv(OUT / "bench_real_variants.csv", index=False)
-    print(table.to_string(index=False))
+    write_table(rows, "bench_real_variants")
 
 
 if __name__ == "__main__":
