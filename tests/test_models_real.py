@@ -17,6 +17,8 @@ weakest model's long lower tail, see ``models/irt.py``), Rasch and 3PL on Reason
 hard (10 x 4550 x 1: 1,584 one-sided questions), and Bradley-Terry, Davidson
 and Davidson-Luce on every set at full size (their sufficient statistics do
 not grow with the questions, or grow only with the distinct setwise events).
+The report's default model is also fitted at full size to the two sets of issue 9's
+shapes that ``benchmarks/bench_real_variants.py`` builds from the real ones.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning"),
     pytest.mark.skipif(
         not os.environ.get("BAYESRANK_REAL_FITS"),
-        reason="32 default MCMC fits on the real sets take about 14 minutes on 2 cores, beyond "
+        reason="32 default MCMC fits on the real sets take about 15 minutes on 2 cores, beyond "
         "make test's budget: run them with `make test-real` (BAYESRANK_REAL_FITS=1)",
     ),
 ]
