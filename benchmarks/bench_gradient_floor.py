@@ -138,8 +138,8 @@ def main() -> None:
         if data.N != 1:
             raise SystemExit(f"{name} has {data.N} trials per cell: the floor is for N = 1")
         y = data.R[..., 0].astype(float)
-        floor_numba = per_call_s(*(lambda f, a: (f, *a))(*numba_floor(y)))
-        floor_jax = per_call_s(*(lambda f, a: (f, *a))(*jax_floor(y)))
+        floor_numba, floor_jax = (per_call_s(func, *func_args) for func, func_args in
+                                  (numba_floor(y), jax_floor(y)))
         model_s = model_gradient_s(data)
         fit = default_fit(data)
         floor = min(floor_numba, floor_jax)

@@ -126,15 +126,16 @@ def bootstrap_table(args) -> None:
                       f"{format_seconds(at)} | {at / at_new:.1f}x |", flush=True)
 
 
-#: CPU seconds (every thread of this process) of each :func:`timed` call, in order.
-CPU_SECONDS: list[float] = []
+def timed_work(func, *args, **kwargs):
+    """Wall seconds, CPU seconds (every thread of this process) and result of one call."""
+    start, cpu = time.perf_counter(), time.process_time()
+    out = func(*args, **kwargs)
+    return time.perf_counter() - start, time.process_time() - cpu, out
 
 
 def timed(func, *args, **kwargs):
-    start, cpu = time.perf_counter(), time.process_time()
-    out = func(*args, **kwargs)
-    CPU_SECONDS.append(time.process_time() - cpu)
-    return time.perf_counter() - start, out
+    wall, _, out = timed_work(func, *args, **kwargs)
+    return wall, out
 
 
 def main() -> None:
@@ -174,33 +175,32 @@ def main() -> None:
     rows = []  # (protocol, batched s, how, reference s, how)
 
     cpu = {}  # protocol row -> CPU seconds of the batched engine (extrapolated as its wall)
-    sec, _ = timed(study.gold_standard_agreement, data, ids)
-    cpu["gold"] = CPU_SECONDS[-1]
+    sec, cpu["gold"], _ = timed_work(study.gold_standard_agreement, data, ids)
     rows.append(("gold agreement (full N)", sec, "measured", sec, "same code"))
 
-    sec_b, stab = timed(study.stability, data, ids)
-    cpu["stability"] = CPU_SECONDS[-1]
+    sec_b, cpu["stability"], stab = timed_work(study.stability, data, ids)
     sec_r, _ = timed(study.stability, data, ids, draws=args.ref_draws, engine="reference")
     rows.append(("N=1 stability (80 draws, 2 targets)", sec_b, "measured",
                  sec_r * N / args.ref_draws, f"x{N / args.ref_draws:g} of {args.ref_draws} draws"))
 
     budgets = study.default_budgets(N)
-    sec_b, _ = timed(study.convergence, data, ids, budgets=budgets, reps=20)
-    cpu["convergence"] = CPU_SECONDS[-1]
+    sec_b, cpu["convergence"], _ = timed_work(study.convergence, data, ids, budgets=budgets,
+                                              reps=20)
     sec_r, _ = timed(study.convergence, data, ids, budgets=budgets, reps=5, engine="reference")
     rows.append((f"convergence ({len(budgets)} budgets x 20 reps)", sec_b, "measured",
                  sec_r * 4, "x4 of 5 reps"))
 
-    sec_b, _ = timed(study.prior_effect, data, reps=50)
-    sec_b += timed(study.prior_diagnostics, data, reps=50)[0]
-    cpu["prior"] = CPU_SECONDS[-2] + CPU_SECONDS[-1]
+    sec_b, cpu["prior"], _ = timed_work(study.prior_effect, data, reps=50)
+    sec_d, cpu_d, _ = timed_work(study.prior_diagnostics, data, reps=50)
+    sec_b, cpu["prior"] = sec_b + sec_d, cpu["prior"] + cpu_d
     sec_r, _ = timed(study.prior_effect, data, reps=50, engine="reference")
     sec_r += timed(study.prior_diagnostics, data, reps=50, engine="reference")[0]
     rows.append(("prior effect (8 budgets x 50) + Table 4 row", sec_b, "measured", sec_r,
                  "measured"))
 
-    sec_b, boot = timed(study.model_pool_bootstrap, data, ids, sizes=SIZES, subsets=args.pools)
-    cpu["bootstrap"] = CPU_SECONDS[-1] * PAPER_POOLS / args.pools
+    sec_b, cpu_b, boot = timed_work(study.model_pool_bootstrap, data, ids, sizes=SIZES,
+                                    subsets=args.pools)
+    cpu["bootstrap"] = cpu_b * PAPER_POOLS / args.pools
     sec_r, _ = timed(study.model_pool_bootstrap, data, ids, sizes=SIZES, subsets=args.ref_pools,
                      engine="reference")
     rows.append((f"model-pool bootstrap ({PAPER_POOLS} pools x sizes 5, 10, 15)",
