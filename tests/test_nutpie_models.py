@@ -62,6 +62,24 @@ def test_swapped_data_of_the_same_shape_is_read_and_other_shapes_are_refused():
         compiled.with_data(nope=np.zeros(3))
 
 
+def test_scalar_data_keeps_its_shape_so_a_reused_model_takes_its_own_data_back():
+    """A 0-d ``pm.Data`` (the 2PL's ``theta_one_sided_shift``, present when a model solves
+    nothing) stays 0-d in the compiled model.  It used to become shape (1,), so the second
+    fit of the same data in one process (compiled-model reuse) raised "this compiled model
+    takes float64 of shape (1,) only"; reused, the model samples the same draws."""
+    R = np.random.default_rng(5).integers(0, 2, (4, 7, 3))
+    R[0] = 0
+    model = get_model("2pl").build(ResponseData(R))
+    scalars = [v.name for v in model.data_vars if np.ndim(v.get_value()) == 0]
+    assert "theta_one_sided_shift" in scalars
+    names = model_var_names(model)
+    compiled = compile_for_nutpie(model, "numba", names)
+    reused = compiled.with_data(**{v.name: v.get_value(borrow=True) for v in model.data_vars})
+    a = nutpie.sample(compiled, **RUN).posterior
+    b = nutpie.sample(reused, **RUN).posterior
+    np.testing.assert_array_equal(a["theta"].values, b["theta"].values)
+
+
 def test_initial_points_asked_from_several_threads_at_once_are_all_whole():
     """nutpie's chains ask for initial points concurrently; PyTensor's function shares its
     output storage between calls, so unguarded calls return missing values (115 of 1,200

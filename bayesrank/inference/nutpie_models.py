@@ -179,7 +179,7 @@ def nutpie_numba_model(model: pm.Model, var_names: list[str]):
         _functions(model, var_names, "NUMBA", join_expanded=True))
     shared = {}
     for var in (*logp_fn.get_shared(), *expand_fn.get_shared()):
-        shared.setdefault(var.name, (var, np.ascontiguousarray(var.get_value(borrow=True))))
+        shared.setdefault(var.name, (var, np.asarray(var.get_value(borrow=True), order="C")))
     logp_names = [v.name for v in logp_fn.get_shared()]
     names = logp_names + [v.name for v in expand_fn.get_shared()]
     arrays = [shared[name][1] for name in names]
