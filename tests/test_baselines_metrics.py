@@ -163,6 +163,30 @@ def test_bayes_at_n_worked_example(shared_dir):
                                             abs=1e-6)
 
 
+def test_tau_bench_pass_hat_k_reproduces_the_published_leaderboard_row(shared_dir):
+    """tau-bench airline, gpt-4o (50 tasks x 4 trials): README pass^1..4 = 0.420, 0.273,
+    0.220, 0.200 (its SOURCE.md), from the long table loaded as one model's runs.
+
+    The task-by-trial matrix of the same rewards is the independent check: there pass^k
+    is counted by hand, mean over tasks of C(c, k) / C(4, k) with c successes of 4.
+    """
+    folder = shared_dir / "data" / "tau_bench_gpt4o_airline"
+    data = bayesrank.load(folder / "rewards_long.csv", models=["gpt-4o"],
+                          columns={"question": "task_id", "outcome": "reward"})
+    assert (data.L, data.M, data.N) == (1, 50, 4)
+    matrix = np.loadtxt(folder / "rewards_matrix_task_by_trial.csv", delimiter=",",
+                        skiprows=1)[:, 1:]
+    c = matrix.sum(axis=1)
+    published = {1: 0.420, 2: 0.273, 3: 0.220, 4: 0.200}
+    for k, value in published.items():
+        score = metrics.pass_hat_k(data, k=k).scores[0]
+        assert score == pytest.approx(value, abs=5e-4)  # published to three decimals
+        assert score == pytest.approx(np.mean([math.comb(int(x), k) for x in c])
+                                      / math.comb(4, k), abs=1e-12)
+    assert metrics.pass_hat_k(data, k=2).scores[0] == pytest.approx(41 / 150, abs=1e-12)
+    assert data.R.sum() == 84  # "84 of 200 trials succeed"
+
+
 def test_thompson_is_seeded_and_matches_exact_expected_ranks():
     R = simulate(4, 6, 5, seed=12)
     data = ResponseData(R)

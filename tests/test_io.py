@@ -201,6 +201,28 @@ def test_long_format_custom_columns_and_missing_trials():
     np.testing.assert_array_equal(d.reductions.successes, [[1, 1], [1, 0]])
 
 
+def test_one_models_long_table_without_a_model_column_is_named_by_models(tmp_path: Path):
+    """An agent's rewards per task and trial (tau-bench's shape): models=["name"] names
+    the one model; the error without it says so; a second name or a model column is
+    refused rather than ignored, and so is questions= for any table."""
+    frame = pd.DataFrame({"task": [0, 0, 1, 1], "trial": [0, 1, 0, 1], "reward": [1, 0, 0, 0]})
+    path = tmp_path / "rewards.csv"
+    frame.to_csv(path, index=False)
+    columns = {"question": "task", "outcome": "reward"}
+    for source in (frame, path):
+        d = load(source, columns=columns, models=["agent"])
+        assert d.models == ("agent",) and d.questions == ("0", "1") and d.N == 2
+        np.testing.assert_array_equal(d.reductions.successes, [[1, 0]])
+    with pytest.raises(LoadError, match=r"lacks column\(s\) model.*models=\['its name'\]"):
+        load(path, columns=columns)
+    with pytest.raises(DataError, match="models= must name one model, got 2"):
+        load(path, columns=columns, models=["a", "b"])
+    with pytest.raises(DataError, match="has a model column, which names its models"):
+        load(frame.assign(model="x"), columns=columns, models=["agent"])
+    with pytest.raises(LoadError, match="questions= name the axes of an array"):
+        load(path, columns=columns, models=["agent"], questions=["a", "b"])
+
+
 @pytest.mark.parametrize(
     ("frame", "message"),
     [

@@ -290,9 +290,11 @@ def _missing_columns_error(missing: list[str], frame: pd.DataFrame, source: str)
     wide = ("outcome" in missing and "question" in missing and frame.shape[1] > 1
             and frame.iloc[:, 1:].apply(pd.to_numeric, errors="coerce").notna().all().all())
     hint = "; a wide table of success counts, one column per question, loads with {}"
+    one = "model" in missing
     return _error(
         f"{head} (map yours with columns={{{', '.join(repr(c) + ': ...' for c in missing)}}}"
-        + (hint.format("trials=N") if wide else "") + ")",
+        + (hint.format("trials=N") if wide else "")
+        + ("; a table of one model's runs loads with models=['its name']" if one else "") + ")",
         f"{head} (map yours with --columns {example}"
         + (hint.format("--trials N") if wide else "") + ")",
     )
@@ -390,6 +392,7 @@ def from_long(
     R0: Any = None,
     weights: Any = None,
     n_categories: int | None = None,
+    models: Sequence[str] | None = None,
     source: str = "table",
     first_line: int | None = None,
 ) -> ResponseData:
@@ -405,6 +408,10 @@ def from_long(
     ----------
     columns : mapping, optional
         ``{our name: your column}`` for any of model, question, trial, outcome.
+    models : sequence of one str, optional
+        A table of one model's runs without a model column (e.g. an agent's
+        rewards per task and trial): ``models=["gpt-4o"]`` names that model.
+        A table with a model column names its models itself.
     source : str
         What the table is called in error messages (a file name).
     first_line : int, optional
@@ -416,6 +423,8 @@ def from_long(
     if unknown:
         raise DataError(f"columns= maps unknown name(s) {unknown}; use {list(LONG_COLUMNS)}")
     df = frame.rename(columns=rename)
+    if models is not None:
+        df = _one_model_table(df, models, source)
     missing = [c for c in LONG_COLUMNS if c not in df.columns]
     if missing:
         raise _missing_columns_error(missing, frame, source)
@@ -454,6 +463,27 @@ def from_long(
         n_categories=n_categories,
         mask=None if observed.all() else observed,
     )
+
+
+def _refuse_names_for_tables(**names: Any) -> None:
+    """A table names its models and questions in its columns: ``questions=`` (and a wide
+    table's ``models=``) would be ignored, so they are refused."""
+    given = [name for name, value in names.items() if value is not None]
+    if given:
+        raise LoadError(f"{'= and '.join(given)}= name the axes of an array; a table names "
+                        f"them in its columns (rename them in the table itself)")
+
+
+def _one_model_table(df: pd.DataFrame, models: Any, source: str) -> pd.DataFrame:
+    """``df`` with a model column naming its one model ``models[0]`` (from_long's ``models``)."""
+    names = [models] if isinstance(models, str) else list(models)
+    if "model" in df.columns:
+        raise DataError(f"{source} has a model column, which names its models; models= "
+                        f"names the one model of a table without one")
+    if len(names) != 1:
+        raise DataError(f"{source} has no model column, so it holds one model's runs; "
+                        f"models= must name one model, got {len(names)}: {names[:4]}")
+    return df.assign(model=str(names[0]))
 
 
 _FIRST_LINE = {"csv": 2, "jsonl": 1}  # a CSV's header is line 1
@@ -590,7 +620,9 @@ def load(
         Long-format column names, ``{our name: yours}``, e.g.
         ``{"model": "llm", "trial": "sample_idx", "outcome": "correct"}``.
     models, questions, weights, n_categories
-        Passed to :class:`ResponseData` (for array-like sources).
+        Passed to :class:`ResponseData` (for array-like sources).  For a long
+        table without a model column (one model's runs), ``models=["name"]``
+        names its model (:func:`from_long`).
     trials : int, optional
         The table (a ``.csv`` / ``.jsonl`` / ``.parquet`` file or a DataFrame) is wide:
         a ``model`` column (renamed with ``columns``) and one column per question
@@ -620,11 +652,12 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
     if isinstance(source, ResponseData):
         return source if R0 is None else _with_prior(source, _prior_array(R0, key))
     if isinstance(source, pd.DataFrame):
+        _refuse_names_for_tables(questions=questions, models=models if trials else None)
         if trials is not None:
             return _from_wide_counts(source, int(trials), columns=columns,
                                      R0=_prior_array(R0, key), source="the DataFrame")
         return from_long(source, columns=columns, R0=_prior_array(R0, key), weights=weights,
-                         n_categories=n_categories, source="the DataFrame")
+                         n_categories=n_categories, models=models, source="the DataFrame")
     if not isinstance(source, str | os.PathLike):
         if trials is not None:
             raise LoadError("trials= reads a wide table of counts (a .csv/.jsonl/.parquet file "
@@ -646,6 +679,7 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
     if fmt == "netcdf":
         data = _read_netcdf(path)
         return data if R0 is None else _with_prior(data, _prior_array(R0, key))
+    _refuse_names_for_tables(questions=questions, models=models if trials else None)
     table = _read_table(path, fmt)
     if trials is not None:
         return _from_wide_counts(table, int(trials), columns=columns, R0=_prior_array(R0, key),
@@ -656,6 +690,7 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
         R0=_prior_array(R0, key),
         weights=weights,
         n_categories=n_categories,
+        models=models,
         source=str(path),
         first_line=_FIRST_LINE.get(fmt),
     )
