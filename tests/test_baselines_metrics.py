@@ -187,6 +187,33 @@ def test_tau_bench_pass_hat_k_reproduces_the_published_leaderboard_row(shared_di
     assert data.R.sum() == 84  # "84 of 200 trials succeed"
 
 
+def test_alpaca_eval_discrete_win_rates_reproduce_the_published_leaderboard(shared_dir):
+    """AlpacaEval 2.0 (52 models x 805 instructions, judge preference against GPT-4
+    Turbo): as a 3-category tensor (baseline preferred, tie, model preferred) with
+    weights (0, 1/2, 1), avg@1 is the published discrete win rate of all 51 published
+    models, and the category counts are their n_wins_base / n_draws / n_wins (SOURCE.md).
+    Bayes@N orders the models exactly as the discrete win rate does."""
+    import pandas as pd
+
+    folder = shared_dir / "data" / "alpaca_eval2_gpt4turbo_judge"
+    table = pd.read_csv(folder / "preferences_model_by_instruction.csv")
+    published = pd.read_csv(folder / "published_leaderboard_rows.csv").set_index("model")
+    preference = table.drop(columns="model").to_numpy()
+    category = np.where(preference > 1.5, 2, np.where(preference < 1.5, 0, 1))
+    data = ResponseData(category[:, :, None], models=table["model"].tolist(), n_categories=3,
+                        weights=[0.0, 0.5, 1.0])
+    assert (data.L, data.M, data.N) == (52, 805, 1)
+    rows = [data.models.index(m) for m in published.index]
+    assert len(rows) == 51
+    discrete = bayesrank.rank(data, "avg").scores[rows] * 100
+    np.testing.assert_allclose(discrete, published["discrete_win_rate"], atol=1e-9)
+    counts = data.reductions.category_counts[rows].sum(axis=1)  # (51, 3)
+    np.testing.assert_array_equal(
+        counts, published[["n_wins_base", "n_draws", "n_wins"]].to_numpy())
+    bayes = bayesrank.rank(data, "bayes").scores[rows]
+    assert stats.kendalltau(bayes, published["discrete_win_rate"]).statistic == 1.0
+
+
 def test_thompson_is_seeded_and_matches_exact_expected_ranks():
     R = simulate(4, 6, 5, seed=12)
     data = ResponseData(R)
