@@ -411,6 +411,11 @@ def test_categorical_report_runs_by_default_and_its_advice_fits_binary_outcomes(
     assert main(["report", str(src), "--baselines", "avg", "-o", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert "model=bayes" in text and "outcome categories" in text
+    header = parse(out).tables["leaderboard"][0]
+    assert "expected score [90% CrI]" in header  # a weighted score, not an accuracy
+    assert not any("accuracy" in h for h in header)
+    weights = ", ".join(f"{w:g}" for w in d.weights)
+    assert f"score on a question (the category weights {weights} averaged" in text
     banner = text[text.index('id="misfit-warning"'):]
     banner = banner[:banner.index("</div>")]
     call = 'fit(data.binarize(), "2pl")'  # one trial per cell: the binomial 2PL

@@ -237,8 +237,10 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
     from bayesrank.ranking import kendall_tau
 
     accuracy: dict[str, list[str]] = {}
+    # with categories the model's mean is its expected score under the category weights
+    quantity = "accuracy" if post.data.is_binary else "score"
     if "accuracy" in board:
-        accuracy[f"expected accuracy [{prob:.0%} CrI]"] = [
+        accuracy[f"expected {quantity} [{prob:.0%} CrI]"] = [
             f"{_fmt(m)} [{_fmt(a)}, {_fmt(b)}]" for m, a, b in
             zip(board["accuracy"], board["accuracy_lower"], board["accuracy_upper"], strict=True)
         ]
@@ -288,10 +290,14 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
                 "(the gap is within 2 Monte Carlo standard errors), so no order between "
                 "them is reported.</p>")
     if "accuracy" in board:
-        scale = (f"<p>Expected accuracy is each model's posterior mean probability of solving "
-                 f"a question of this benchmark, averaged over its {len(post.data.questions)} "
-                 "questions, with a central credible interval: the scale people read. Theta is "
-                 "the ranking quantity on the model's own scale.</p>")
+        per_question = ("posterior mean probability of solving a question" if post.data.is_binary
+                        else "posterior mean score on a question (the category weights "
+                        f"{', '.join(f'{w:g}' for w in post.data.weights)} averaged over its "
+                        "outcome probabilities)")
+        scale = (f"<p>Expected {quantity} is each model's {per_question} of this benchmark, "
+                 f"averaged over its {len(post.data.questions)} questions, with a central "
+                 "credible interval: the scale people read. Theta is the ranking quantity on "
+                 "the model's own scale.</p>")
     else:
         note = _esc(board.attrs.get("accuracy_note"))
         scale = f'<p class="note" id="accuracy-note">{note}</p>'
