@@ -34,7 +34,8 @@ Priors:
     theta        ~ ZeroSumNormal(scale)                  log-strengths, sum 0, scale 1
                    (``hierarchical=True``: sigma ~ HalfNormal(scale), theta ~ ZeroSumNormal(sigma))
     log delta_t  = log L - log C(L, t) + eta_t,   eta_t ~ Normal(0, 3),  t = 2..D
-                   (sampled as mean + zero-sum deviations: the same prior, better geometry)
+                   (sampled as the log-odds of a winner set's size, eta_t + h_t(theta):
+                   the same prior and posterior, :func:`_size_log_odds`)
 
 so eta = 0 means "every winner-set size is equally likely" when all L models
 compete with equal strengths.  The observed variable ``events`` holds the
@@ -55,19 +56,22 @@ Real benchmark data (issue 9).  Question-trials that every model solves or
 none does are not events (see above), so they add no parameter and no slow
 direction; the location is fixed on theta itself.  ``bayesrank.fit`` with its
 defaults (nutpie, 4 x (1,000 + 1,000), target_accept 0.8, ``random_seed=0``)
-passes on every real set in ``../shared/data``, full size, with this
-parameterisation unchanged:
+passes on every real set in ``../shared/data``, full size:
 
-    set                               events  R-hat   min bulk (var) / tail ESS  div  steps/draw
-    lcb_repair 15 x 713 x 10          834     1.0032  1,586 (eta) / 2,228        0    7.1
-    zeroeval_math_l5 38 x 721 x 1     658     1.0053  644 (eta_deviation) / 832  0    7.1
-    reasoning_gym_hard 10 x 4550 x 1  406     1.0026  1,816 (theta) / 2,229      0    7.0
-    aime2025_I 16 x 15 x 4            29      1.0037  3,798 (eta) / 2,182        0    7.0
+    set                               R-hat   min bulk (var) / tail ESS        div  steps/draw
+    lcb_repair 15 x 713 x 10          1.0062  1,470 (size log-odds) / 2,101    0    7.1
+    zeroeval_math_l5 38 x 721 x 1     1.0058  1,209 (size log-odds) / 1,699    0    7.0
+    reasoning_gym_hard 10 x 4550 x 1  1.0032  3,138 (size log-odds) / 2,790    0    6.9
+    aime2025_I 16 x 15 x 4            1.0052  1,647 (size log-odds) / 2,037    0    7.0
+    AlpacaEval 2.0 wins 52 x 805 x 1  1.0045  1,411 (theta) / 1,895            0    8.7
 
-The slowest direction is the tie prevalences when L is large and N = 1
-(ZeroEval: 36 tie orders, each winner-set size seen 3-38 times): it still
-passes, with the smallest margin (686 / 1,069 in a second run).  Compilation
-dominates the wall time of small sets.  At L = 38-43, sampling costs as much
+The slowest direction used to be the tie prevalences when L is large and N = 1:
+with eta_t sampled directly (as a mean and zero-sum deviations), ZeroEval's 36 tie
+orders reached bulk ESS 636-686 and AlpacaEval's 50 only 318, failing the check
+(14.7 steps per draw).  Each eta_t moves with every ability through e_t, the
+reason the tie effects are now sampled as size log-odds (:func:`_size_log_odds`;
+docs/samplers.md).  Compilation dominates the wall time of small sets.  At L = 38-43,
+sampling costs as much
 as compiling: the normaliser's last tree levels multiply dense
 ((d+1)^2 x (D+1)) convolution matrices, about 675 us per logp+gradient at
 L = 38 against 56 us at L = 15 (docs/samplers.md,
@@ -161,6 +165,18 @@ def log_tie_normalisers(theta, log_delta, sets: np.ndarray, max_order: int):
     -------
     tensor (G,)
     """
+    shift, diagonal = tie_size_terms(theta, sets, max_order)
+    return shift + pt.log(pt.sum(pt.exp(log_delta)[:, None] * diagonal, axis=0))
+
+
+def tie_size_terms(theta, sets: np.ndarray, max_order: int):
+    """(s, E): E[t-1, g] = e_t(pi^(1/t)) e^(-s) over the members of set g, t = 1..D.
+
+    s = max(theta) keeps the products in range; E is 0 where t >= |S_g| (those
+    winner sets are not events).  Shared by :func:`log_tie_normalisers` and
+    :func:`_size_log_odds`, which build it from the same theta, so the compiled
+    log-density computes it once.
+    """
     shift = pt.max(theta)
     order = np.arange(1, max_order + 1, dtype=float)
     # x[t-1, g, i] = 1{i in S_g} exp((theta_i - shift) / t): non-members add a factor 1 + 0 z
@@ -171,8 +187,7 @@ def log_tie_normalisers(theta, log_delta, sets: np.ndarray, max_order: int):
     # winner sets of size |S| (everyone present ties) are discarded from the data, so Z leaves
     # them out: the likelihood is conditional on an informative event
     proper = order[:, None] < sets.sum(axis=1)[None, :]
-    diagonal = diagonal * proper
-    return shift + pt.log(pt.sum(pt.exp(log_delta)[:, None] * diagonal, axis=0))
+    return shift, diagonal * proper
 
 
 def _suffix_esp(x: np.ndarray, max_order: int) -> np.ndarray:
@@ -227,21 +242,37 @@ def sample_winner_sets(
     return winners
 
 
-def _tie_effects(n_orders: int, scale: float = 3.0):
-    """eta_t ~ Normal(0, scale) i.i.d., written as mean + zero-sum deviations.
+def _size_log_odds(theta, sets: np.ndarray, reference: int, max_order: int,
+                   log_binom: np.ndarray, n_models: int, scale: float = 3.0):
+    """eta_t ~ Normal(0, scale) i.i.d., sampled as the log-odds of a winner set's size.
 
-    For K i.i.d. N(0, s^2) values, their mean ~ N(0, s^2 / K) and the deviations
-    from it ~ ZeroSumNormal(s) are independent, so this is the same prior.  The
-    data pin down the eta_t mostly relative to each other and all of them
-    against delta_1 = 1 through one shared direction; separating that
-    direction lets a diagonal mass matrix fit it (min bulk ESS of eta rose from
-    about 450 to 2,100 per 4,000 draws on 20 x 120 x 80 data).
+    In a comparison set S the size of the winner set has P(t | S) = delta_t e_t(pi^(1/t))
+    / Z(S), so log P(t | S) / P(1 | S) = eta_t + h_t(theta) with
+
+        h_t(theta) = log e_t(pi^(1/t)) - log e_1(pi) - log C(L, t) + log L
+
+    (0 when every strength is equal).  The free coordinate is omega_t = eta_t +
+    h_t(theta) on ``sets[reference]`` (the comparison set of most question-trials;
+    h_t = 0 for orders that set cannot hold): what
+    the counts of each winner-set size pin down, whatever theta is.  eta_t itself
+    moves with every theta through h_t, so with eta free each step in theta had to
+    move all D - 1 tie effects along (AlpacaEval 2.0's wins, 52 models, 50 tie
+    orders: min bulk ESS 318 of eta at the default 4 x 1,000 draws).  For fixed
+    theta eta -> omega is a translation, so the prior on eta and the posterior are
+    unchanged; the prior enters as a Potential on eta.
     """
-    if n_orders == 1:
-        return pm.Normal("eta", 0.0, scale, dims="tie_order")
-    mean = pm.Normal("eta_mean", 0.0, scale / np.sqrt(n_orders))
-    deviation = pm.ZeroSumNormal("eta_deviation", sigma=scale, dims="tie_order")
-    return pm.Deterministic("eta", mean + deviation, dims="tie_order")
+    # theta reshaped as the events' log-density reshapes it: the same graph, computed once
+    _, diagonal = tie_size_terms(pt.reshape(theta, (n_models,)), sets, max_order)
+    proper = np.arange(2, max_order + 1) < sets[reference].sum()
+    e = diagonal[:, reference]  # e_t(x^(t)) e^(-shift), t = 1..D
+    h = pt.where(proper, pt.log(pt.where(proper, e[1:], 1.0)) - pt.log(e[0]), 0.0) - pt.where(
+        proper, log_binom - np.log(n_models), 0.0)
+    omega = pm.Flat("tie_size_log_odds", dims="tie_order")
+    eta = pm.Deterministic("eta", omega - h, dims="tie_order")
+    # N(0, scale) by hand: the constant log(scale) in float64 (PyTensor took log(3.0) as float32)
+    constant = (max_order - 1) * (np.log(scale) + 0.5 * np.log(2.0 * np.pi))
+    pm.Potential("eta_prior", -0.5 * pt.sum((eta / scale) ** 2) - constant)
+    return eta
 
 
 def davidson_luce(
@@ -321,7 +352,8 @@ def davidson_luce(
         theta = pm.ZeroSumNormal("theta", sigma=sigma, dims="llm")
         log_delta = pt.zeros(1)
         if D >= 2:
-            eta = _tie_effects(D - 1)
+            reference = int(np.bincount(set_index, weights=weights).argmax())
+            eta = _size_log_odds(theta, sets.astype(float), reference, D, log_binom, n_models)
             log_delta_ties = pm.Deterministic(
                 "log_delta", np.log(n_models) - log_binom + eta, dims="tie_order"
             )

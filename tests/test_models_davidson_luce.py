@@ -35,10 +35,40 @@ def test_elementary_symmetric_polynomials_match_enumeration(n, max_order):
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-300)
 
 
-def values(theta, eta) -> dict:
-    """Free-variable values of the untransformed model for log-strengths and tie effects."""
+def values(model, theta, eta) -> dict:
+    """Free-variable values of ``model`` (untransformed) for log-strengths and tie effects.
+
+    The free tie coordinate is omega = eta + h(theta) (``_size_log_odds``); h is read off
+    the model's own map at omega = 0, eta = -h(theta)."""
+    eta_at = model.compile_fn(model["eta"], inputs=[model["theta"], model["tie_size_log_odds"]],
+                              on_unused_input="ignore", point_fn=False)
     eta = np.asarray(eta, dtype=float)
-    return {"theta": theta, "eta_mean": eta.mean(), "eta_deviation": eta - eta.mean()}
+    h = -eta_at(np.asarray(theta, dtype=float), np.zeros_like(eta))
+    return {"theta": theta, "tie_size_log_odds": eta + h}
+
+
+def test_tie_coordinates_are_the_winner_size_log_odds_and_keep_the_prior():
+    """omega_t = log P(|U| = t | S) / P(|U| = 1 | S), by enumerating the subsets of S,
+    and the model's density in (theta, omega) is the prior N(0, 1) x N(0, 3) on
+    (theta, eta) plus the likelihood (the map is a translation for fixed theta)."""
+    rng = np.random.default_rng(3)
+    L = 5
+    R = (rng.random((L, 9, 3)) < rng.random((L, 1, 1))).astype(int)
+    model = remove_value_transforms(dl.build(ResponseData(R)))
+    theta = zero_sum_normal(rng, 1.0, L)
+    eta = rng.normal(0.0, 1.0, L - 2)
+    log_delta = np.concatenate([[0.0], np.log(L) - np.log(comb(L, np.arange(2, L))) + eta])
+    size_weight = [np.exp(log_delta[t - 1]) * sum(np.exp(theta[list(T)].mean())
+                                                  for T in itertools.combinations(range(L), t))
+                   for t in range(1, L)]
+    point = values(model, theta, eta)
+    np.testing.assert_allclose(point["tie_size_log_odds"],
+                               np.log(size_weight[1:]) - np.log(size_weight[0]), rtol=1e-10)
+    joint = model.compile_logp(sum=True)(point)
+    likelihood = model.compile_logp(vars=[model["events"]], sum=True)(point)
+    theta_prior = pm.logp(pm.ZeroSumNormal.dist(sigma=1.0, shape=L), theta).eval()
+    prior = stats.norm(0, 3).logpdf(eta).sum() + theta_prior
+    assert joint - likelihood == pytest.approx(prior, rel=1e-10)
 
 
 def log_likelihood_by_enumeration(data, theta, log_delta, D):
@@ -69,7 +99,7 @@ def test_likelihood_equals_subset_enumeration(masked):
     model = remove_value_transforms(dl.build(data))
     theta = zero_sum_normal(rng, 1.0, L)
     eta = rng.normal(0.0, 1.0, L - 2)
-    logp = model.compile_logp(vars=[model["events"]], sum=True)(values(theta, eta))
+    logp = model.compile_logp(vars=[model["events"]], sum=True)(values(model, theta, eta))
     log_delta = np.concatenate([[0.0], np.log(L) - np.log(comb(L, np.arange(2, L))) + eta])
     assert logp == pytest.approx(log_likelihood_by_enumeration(data, theta, log_delta, L - 1))
 
@@ -82,7 +112,7 @@ def test_complete_data_likelihood_is_the_papers_formula():
     model = remove_value_transforms(dl.build(data))
     theta = zero_sum_normal(rng, 1.0, L)
     eta = np.zeros(L - 2)
-    logp = model.compile_logp(vars=[model["events"]], sum=True)(values(theta, eta))
+    logp = model.compile_logp(vars=[model["events"]], sum=True)(values(model, theta, eta))
     log_delta = np.concatenate([[0.0], np.log(L) - np.log(comb(L, np.arange(2, L)))])
     ev = data.reductions.setwise
     paper_Z = sum(  # sum_{t=1}^{min(D, |S|)} with D = L - 1 and S = all models
@@ -125,7 +155,7 @@ def test_posterior_recovers_strengths_and_tie_prevalences(simulated):
     umodel = remove_value_transforms(post.pymc_model)
     total = umodel.compile_logp(vars=[umodel["events"]], sum=True)
     at = {v: post.idata.posterior[v].values[1, 17] for v in ("theta", "eta")}
-    assert float(loglik.values[1, 17].sum()) == pytest.approx(total(values(**at)))
+    assert float(loglik.values[1, 17].sum()) == pytest.approx(total(values(umodel, **at)))
 
 
 def test_posterior_mode_matches_davidson_luce_map(simulated):
