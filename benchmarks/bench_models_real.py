@@ -90,7 +90,17 @@ def load_real_sets(root: Path = DATA) -> dict[str, bayesrank.ResponseData]:
         models=[row[0] for row in rows[1:]],
         questions=rows[0][1:],
     )
+    sets["alpaca_eval_wins"] = alpaca_eval_wins(root)
     return sets
+
+
+def alpaca_eval_wins(root: Path = DATA) -> bayesrank.ResponseData:
+    """AlpacaEval 2.0 (52 x 805 x 1): 1 where the judge preferred the model's output to
+    GPT-4 Turbo's (preference > 1.5), 0 for a loss or a tie (its SOURCE.md)."""
+    table = pd.read_csv(root / "alpaca_eval2_gpt4turbo_judge"
+                        / "preferences_model_by_instruction.csv")
+    wins = (table.drop(columns="model").to_numpy() > 1.5).astype(np.int8)
+    return bayesrank.ResponseData(wins[..., None], models=table["model"].tolist())
 
 
 # -- peer: the IRT parameterisation before issue 9 (copied from models/irt.py) -------------

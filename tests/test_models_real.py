@@ -19,6 +19,8 @@ and Davidson-Luce on every set at full size (their sufficient statistics do
 not grow with the questions, or grow only with the distinct setwise events).
 The report's default model is also fitted at full size to the two sets of issue 9's
 shapes that ``benchmarks/bench_real_variants.py`` builds from the real ones.
+AlpacaEval 2.0 enters as its wins against GPT-4 Turbo (52 x 805 x 1, a tie or a loss
+is 0: ``bench_models_real.alpaca_eval_wins``).
 """
 
 from __future__ import annotations
@@ -41,12 +43,13 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning"),
     pytest.mark.skipif(
         not os.environ.get("BAYESRANK_REAL_FITS"),
-        reason="32 default MCMC fits on the real sets take about 15 minutes on 2 cores, beyond "
+        reason="38 default MCMC fits on the real sets take about 18 minutes on 2 cores, beyond "
         "make test's budget: run them with `make test-real` (BAYESRANK_REAL_FITS=1)",
     ),
 ]
 
-SETS = ("lcb_repair", "zeroeval_math_l5", "reasoning_gym_hard", "matharena_aime2025_I")
+SETS = ("lcb_repair", "zeroeval_math_l5", "reasoning_gym_hard", "matharena_aime2025_I",
+        "alpaca_eval_wins")
 MAX_QUESTIONS = 120
 # the Reasoning Gym Rasch at full size integrates its 1,584 one-sided difficulties out; the
 # 3PL samples their intercepts from their walls (models/item_effects.py): the 3PL on
@@ -71,10 +74,25 @@ def every_kth_question(data: bayesrank.ResponseData, limit: int) -> bayesrank.Re
     )
 
 
+#: Known failures, kept as strict xfails so that a fix shows (docs/samplers.md, "AlpacaEval").
+KNOWN_FAILURES = {
+    ("2pl", "alpaca_eval_wins"): (
+        "divergences: seed 0 has 1 (seeds 0-5: 0-44), at the steep slope of a question the data "
+        "separate perfectly (5 of 52 models win it); R-hat and ESS pass; target_accept=0.9 "
+        "still leaves 1 in 2 of 6 seeds"),
+    ("3pl", "alpaca_eval_wins"): (
+        "divergences: 3 at seed 0; at full size the floor-intercept ridge leaves the tail ESS "
+        "of a few intercepts at 331 and 299 (seeds 0 and 1)"),
+}
+
+
 @pytest.mark.parametrize("set_name", SETS)
 @pytest.mark.parametrize("model", ["rasch", "2pl", "3pl", "bradley_terry", "davidson",
                                    "davidson_luce"])
-def test_default_fit_converges_on_real_data(real_sets, model, set_name):
+def test_default_fit_converges_on_real_data(real_sets, model, set_name, request):
+    if (model, set_name) in KNOWN_FAILURES:
+        request.applymarker(pytest.mark.xfail(strict=True,
+                                              reason=KNOWN_FAILURES[model, set_name]))
     data = real_sets[set_name]
     if (model, set_name) not in FULL_SIZE:
         data = every_kth_question(data, MAX_QUESTIONS)
