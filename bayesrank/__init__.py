@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "load": "bayesrank.data.io",
     "save": "bayesrank.data.io",
-    "from_counts": "bayesrank.data.io",
+    "from_counts": "bayesrank.data.counts",
     "datasets": "bayesrank.datasets",
     "fit": "bayesrank.inference.fitting",
     "fit_many": "bayesrank.inference.fitting",
