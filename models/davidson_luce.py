@@ -59,9 +59,9 @@ defaults (nutpie, 4 x (1,000 + 1,000), target_accept 0.8, ``random_seed=0``)
 passes on every real set in ``../shared/data``, full size:
 
     set                               R-hat   min bulk (var) / tail ESS        div  steps/draw
-    lcb_repair 15 x 713 x 10          1.0062  1,470 (size log-odds) / 2,101    0    7.1
-    zeroeval_math_l5 38 x 721 x 1     1.0058  1,209 (size log-odds) / 1,699    0    7.0
-    reasoning_gym_hard 10 x 4550 x 1  1.0032  3,138 (size log-odds) / 2,790    0    6.9
+    lcb_repair 15 x 713 x 10          1.0034  1,482 (size log-odds) / 1,957    0    7.1
+    zeroeval_math_l5 38 x 721 x 1     1.0058  1,161 (size log-odds) / 1,708    0    7.0
+    reasoning_gym_hard 10 x 4550 x 1  1.0034  3,444 (size log-odds) / 2,900    0    6.9
     aime2025_I 16 x 15 x 4            1.0052  1,647 (size log-odds) / 2,037    0    7.0
     AlpacaEval 2.0 wins 52 x 805 x 1  1.0045  1,411 (theta) / 1,895            0    8.7
 
@@ -265,8 +265,10 @@ def _size_log_odds(theta, sets: np.ndarray, reference: int, max_order: int,
     _, diagonal = tie_size_terms(pt.reshape(theta, (n_models,)), sets, max_order)
     proper = np.arange(2, max_order + 1) < sets[reference].sum()
     e = diagonal[:, reference]  # e_t(x^(t)) e^(-shift), t = 1..D
-    h = pt.where(proper, pt.log(pt.where(proper, e[1:], 1.0)) - pt.log(e[0]), 0.0) - pt.where(
-        proper, log_binom - np.log(n_models), 0.0)
+    # the inner where keeps log(0) of the orders the set cannot hold out of the gradient
+    log_odds_equal = log_binom - np.log(n_models)  # log e_t / e_1 at equal strengths
+    h = pt.where(proper, pt.log(pt.where(proper, e[1:], 1.0)) - pt.log(e[0]) - log_odds_equal,
+                 0.0)
     omega = pm.Flat("tie_size_log_odds", dims="tie_order")
     eta = pm.Deterministic("eta", omega - h, dims="tie_order")
     # N(0, scale) by hand: the constant log(scale) in float64 (PyTensor took log(3.0) as float32)
