@@ -312,6 +312,7 @@ class QuestionSplit(NamedTuple):
     informed: np.ndarray
     centred: np.ndarray
     side: np.ndarray
+    own_scale: bool = True
 
     @property
     def size(self) -> int:
@@ -322,7 +323,8 @@ class QuestionSplit(NamedTuple):
 
         ``log_a_pivot`` is one-hot on the first informed question (the first
         question when none is), ``log_a_free`` the M - 1 other positions
-        (:func:`_log_discriminations`).
+        (:func:`_log_discriminations`); ``own_scale`` (one entry, 0 or 1) whether the
+        one-sided questions' intercepts have their own scale (:func:`question_split`).
         """
         informed = np.flatnonzero(self.informed)
         pivot = int(informed[0]) if informed.size else 0
@@ -334,6 +336,7 @@ class QuestionSplit(NamedTuple):
             "log_a_pivot": (np.arange(self.size) == pivot).astype(float),
             "log_a_free": np.delete(np.arange(self.size), pivot),
             "log_a_direction": direction / np.sqrt(direction.sum()),
+            "own_scale": np.array([float(self.own_scale)]),
         }
 
     def data(self, which: str):
@@ -352,11 +355,22 @@ class QuestionSplit(NamedTuple):
         return pm.Data(which, self.arrays()[which])
 
 
-def question_split(k: np.ndarray, n: np.ndarray, centered: bool = True) -> QuestionSplit:
-    """Split the questions by :func:`informed_questions`; only informed ones can be centred."""
+#: 2PL/3PL: the one-sided questions' intercepts get their own scale from this many such
+#: questions; fewer share the informed questions' scale (module docstring).
+OWN_SCALE_MIN_QUESTIONS = 10
+
+
+def question_split(k: np.ndarray, n: np.ndarray, centered: bool = True,
+                   own_scale_min: int = OWN_SCALE_MIN_QUESTIONS) -> QuestionSplit:
+    """Split the questions by :func:`informed_questions`; only informed ones can be centred.
+
+    The one-sided questions get their own intercept scale when there are at least
+    ``own_scale_min`` of them.
+    """
     informed = informed_questions(k, n)
     side = np.where(informed, 0, np.where(k.sum(axis=0) == 0, 1, -1))
-    return QuestionSplit(informed, informed & bool(centered), side)
+    return QuestionSplit(informed, informed & bool(centered), side,
+                         int((~informed).sum()) >= own_scale_min)
 
 
 def _reflected_zero_sum(name: str, size: int, pivot, free, direction, scale):
@@ -511,6 +525,7 @@ def item_response(
     collapse_uninformed: bool = False,
     score_every_cell: bool = False,
     walls: bool = True,
+    own_scale_min: int = OWN_SCALE_MIN_QUESTIONS,
 ) -> pm.Model:
     """Hierarchical binomial IRT model (see module docstring for the formulas).
 
@@ -544,6 +559,9 @@ def item_response(
     walls : bool
         2PL/3PL: sample the one-sided questions' intercepts from their walls
         (:func:`models.item_effects.wall_intercepts`; False: plainly non-centred).
+    own_scale_min : int
+        2PL/3PL: the one-sided questions' intercepts have their own scale from this
+        many such questions on; fewer share the informed ones' (module docstring).
     """
     n_of = {"k": n, "k0": None if k0 is None else np.full(k0.shape, n0)}
     k_of = {"k": k, "k0": k0}
@@ -560,7 +578,7 @@ def item_response(
         # 2PL/3PL: questions one-sided among the informed models are one-sided (module
         # docstring); the Rasch's collapsed integrals need every model's cells one-sided
         rows = informed if kind != "rasch" else np.ones(k.shape[0], bool)
-        split = question_split(k[rows], n[rows], centered)
+        split = question_split(k[rows], n[rows], centered, own_scale_min)
         weight = None
         if kind == "rasch":
             mu_b = pm.Normal("mu_b", 0.0, location_sd)

@@ -106,7 +106,9 @@ def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool =
     questions are which.
 
     ``uninformed_scale``: the uninformed questions get their own scale
-    ``{scale_name}_uninformed`` ~ HalfNormal(2.5) (the 2PL and 3PL; :mod:`models.irt`).
+    ``{scale_name}_uninformed`` ~ HalfNormal(2.5) (the 2PL and 3PL; :mod:`models.irt`)
+    where ``split.own_scale``; otherwise they share ``scale`` and that variable keeps its
+    prior (it is in the graph either way, so that datasets of one shape share one graph).
     ``walls``: with ``uninformed_scale``, the one-sided questions' z is
     measured from their wall (:func:`wall_intercepts`; the Potential
     ``one_sided_{name}`` carries that map's density).
@@ -124,7 +126,8 @@ def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool =
     )
     outside, z = scale, raw
     if uninformed_scale:
-        own = pm.HalfNormal(f"{scale_name}_uninformed", 2.5)
+        own = pt.where(split.data("own_scale")[0] > 0,
+                       pm.HalfNormal(f"{scale_name}_uninformed", 2.5), scale)
         outside = pt.where(split.data("informed") > 0, scale, own)
         if walls is not None:
             z, log_density = wall_intercepts(raw, location, own, split.data("side"), walls)

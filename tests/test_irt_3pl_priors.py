@@ -34,14 +34,16 @@ def evaluate(model, names, point):
     return dict(zip(names, values, strict=True))
 
 
-def plain_3pl(binary, walls=False, kind="3pl"):
+def plain_3pl(binary, walls=False, kind="3pl", own_scale_min=1):
     """The 3PL (or 2PL) as :func:`irt.build` makes it, with the one-sided intercepts plainly
-    non-centred (``walls=False``) or measured from their walls."""
+    non-centred (``walls=False``) or measured from their walls; by default with their own
+    scale, which :func:`irt.build` gives them from 10 such questions on (``binary`` has 2)."""
     k, n = binary.sum(-1), np.full(binary.shape[:2], binary.shape[2])
     coords = {"llm": [f"m{i}" for i in range(k.shape[0])],
               "question": [f"q{i}" for i in range(k.shape[1])]}
     return irt.item_response(k, n, kind=kind, coords=coords,
-                             likelihood=irt.DEFAULT_LIKELIHOOD[kind], walls=walls)
+                             likelihood=irt.DEFAULT_LIKELIHOOD[kind], walls=walls,
+                             own_scale_min=own_scale_min)
 
 
 def test_3pl_uninformed_intercepts_use_their_own_scale(binary):
@@ -128,18 +130,56 @@ def test_one_sided_intercepts_from_their_walls_are_a_change_of_variables(binary,
             plain.compile_logp()(old_point) + jacobian, rel=1e-11)
 
 
+def test_the_one_sided_share_the_informed_scale_when_few(binary):
+    """With fewer than ``OWN_SCALE_MIN_QUESTIONS`` one-sided questions their intercepts use
+    sigma_beta, and sigma_beta_uninformed enters the density through its own prior only (a
+    scale learnt from two questions' one-sided tails funnelled: divergences on AlpacaEval's
+    wins, docs/samplers.md)."""
+    shared, own = irt.build(binary, kind="2pl"), plain_3pl(binary, True, "2pl")
+    assert irt.OWN_SCALE_MIN_QUESTIONS > 2
+    assert shared["own_scale"].get_value()[0] == 0 and own["own_scale"].get_value()[0] == 1
+    point = random_point(shared, seed=7)
+    moved = dict(point, sigma_beta_uninformed_log__=point["sigma_beta_uninformed_log__"] + 1.3)
+    prior = stats.halfnorm(scale=2.5)
+
+    def log_prior(p):  # HalfNormal(2.5) on the log scale, with its Jacobian
+        u = p["sigma_beta_uninformed_log__"]
+        return prior.logpdf(np.exp(u)) + u
+
+    logp = shared.compile_logp()
+    assert logp(moved) - logp(point) == pytest.approx(log_prior(moved) - log_prior(point),
+                                                      rel=1e-10)
+    np.testing.assert_array_equal(evaluate(shared, ["beta"], moved)["beta"],
+                                  evaluate(shared, ["beta"], point)["beta"])
+    # with their own scale, the same move changes the one-sided intercepts
+    assert not np.allclose(evaluate(own, ["beta"], moved)["beta"][:2],
+                           evaluate(own, ["beta"], point)["beta"][:2])
+
+
+def test_own_scale_from_ten_one_sided_questions():
+    k = np.tile([[0] * 10 + [1, 2]], (3, 1))
+    k[0, 10] = 3
+    n = np.full(k.shape, 3)
+    assert irt.question_split(k, n).own_scale
+    assert not irt.question_split(k[:, 1:], n[:, 1:]).own_scale
+
+
+@pytest.mark.parametrize("own_scale_min", [1, irt.OWN_SCALE_MIN_QUESTIONS],
+                         ids=["own scale", "shared scale"])
 @pytest.mark.parametrize("kind", ["2pl", "3pl"])
-def test_wall_map_is_increasing_onto_the_line_and_puts_the_wall_at_the_reference(binary, kind):
+def test_wall_map_is_increasing_onto_the_line_and_puts_the_wall_at_the_reference(
+        binary, kind, own_scale_min):
     """z - z_w = side h(v), h(v) = -softplus(-v) + v / s: the best model's logit for a question
     nobody solves is s h(v) (the worst model's, for one everybody solves, -s h(v))."""
-    model = irt.build(binary, kind=kind)
+    model = plain_3pl(binary, True, kind, own_scale_min)
+    scale_name = "sigma_beta_uninformed" if own_scale_min == 1 else "sigma_beta"
     point = random_point(model, seed=21)
     ks = binary.sum(-1).sum(-1)
     best, worst = int(np.argmax(ks)), int(np.argmin(ks))
     for v in (-40.0, -2.0, 0.0, 2.0, 40.0):
         point["beta_raw"] = np.full(8, v)
-        got = evaluate(model, ["beta", "a", "theta", "sigma_beta_uninformed"], point)
-        s = got["sigma_beta_uninformed"]
+        got = evaluate(model, ["beta", "a", "theta", scale_name], point)
+        s = got[scale_name]
         h = -np.logaddexp(0.0, -v) + v / s
         never = got["a"][0] * got["theta"][best] + got["beta"][0]
         always = got["a"][1] * got["theta"][worst] + got["beta"][1]

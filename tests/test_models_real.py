@@ -76,10 +76,6 @@ def every_kth_question(data: bayesrank.ResponseData, limit: int) -> bayesrank.Re
 
 #: Known failures, kept as strict xfails so that a fix shows (docs/samplers.md, "AlpacaEval").
 KNOWN_FAILURES = {
-    ("2pl", "alpaca_eval_wins"): (
-        "divergences: seed 0 has 1 (seeds 0-5: 0-44), at the steep slope of a question the data "
-        "separate perfectly (5 of 52 models win it); R-hat and ESS pass; target_accept=0.9 "
-        "still leaves 1 in 2 of 6 seeds"),
     ("3pl", "alpaca_eval_wins"): (
         "divergences: 3 at seed 0; at full size the floor-intercept ridge leaves the tail ESS "
         "of a few intercepts at 331 and 299 (seeds 0 and 1)"),
