@@ -15,10 +15,12 @@ Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
              mu_beta ~ Normal(0, 3 / sqrt(L_I)),  sigma_beta ~ HalfNormal(2.5)
              beta_m  ~ Normal(mu_beta, sigma_beta)         intercepts
              (beta_m ~ Normal(mu_beta, sigma_beta_uninformed) for the questions
-             solved by no informed model or by all, sigma_beta_uninformed ~ HalfNormal(2.5),
-             sampled by their distance from the data's wall: models.item_effects)
+             solved by no informed model or by all, sigma_beta_uninformed ~ HalfNormal(2.5)
+             when there are at least 10 such questions, else sigma_beta; sampled by
+             their distance from the data's wall: models.item_effects)
              eta_lm  = a_m theta_l + beta_m,   difficulty b_m = -beta_m / a_m
     3PL:     c_m ~ Beta(1, 19)                             guessing floor in (0, 1)
+             (sampled with beta_m by its share of p_m(0): models.item_effects.floors)
     p_lm     = c_m + (1 - c_m) logistic(eta_lm)           (c = 0 for Rasch and 2PL)
     k_lm     ~ Binomial(n_lm, p_lm)                       (observed ``k``; Rasch, 2PL)
     or, with ``likelihood="beta_binomial"`` (the 3PL default):
@@ -183,6 +185,26 @@ scale alone had doubled the 2PL's steps (31 -> 63: the same wall); with the
 walls the full-size LiveCodeBench 2PL went from min bulk ESS 740, R-hat
 1.0093 (one scale, 99 s) to 1,487, 1.0079 (118 s), 31 steps each, so the
 2PL has both.
+Few one-sided questions (issue 9, 2026-12-02).  From the one-sided tails of
+two questions (AlpacaEval's wins, every 7th question: 2 never won) that own
+scale is set by its prior, and with those questions' slopes it formed a
+funnel: the 2PL diverged in 4 of 6 seeds (every divergence moved
+sigma_beta_uninformed and the two questions' slopes and intercepts).  So the
+own scale applies from ``OWN_SCALE_MIN_QUESTIONS`` (10) one-sided questions
+on; fewer share sigma_beta (and sigma_beta_uninformed keeps its prior alone:
+the switch is data, ``own_scale``, so datasets of one shape share one graph).
+That subsample's 2PL: 0 of 6 seeds with a divergence, 1.05x the steps.
+The 3PL's floors by their share (same day): for an informed question the
+floor and the intercept are sampled as u = logit p_m(0) and w = logit(c_m /
+p_m(0)), p_m(0) the solve probability at the mean ability
+(:func:`models.item_effects.floors`; the same prior and posterior).  A
+question that does not separate the models has a floor near its win rate
+with the curve pushed away (beta -> -infinity) as one explanation and a flat
+curve with no floor as another; the data fix p_m(0) all along that ridge, so
+in (u, w) it runs along w.  AlpacaEval's wins at full size, seed 0, back to
+back: R-hat 1.0100, min bulk / tail ESS 642 / 447 (an earlier run: tail 331,
+failing) -> 1.0072, 1,317 / 1,118, 250 -> 234 s; LiveCodeBench 2,373 -> 3,855
+and ZeroEval MATH-L5 1,523 -> 1,828 min bulk ESS, 31 steps per draw each.
 
 Empirical prior from R0 (opt-in, ``use_R0=True``).  Prior outcomes such as one
 greedy decode per question are modelled as a second, shifted examinee:
@@ -221,7 +243,7 @@ from ._common import (
     response_data,
 )
 from .beta_binomial import beta_binomial
-from .item_effects import Walls, pooled, solve_rates, wall_models
+from .item_effects import Walls, floors, pooled, solve_rates, wall_models
 from .one_sided import COLLAPSE_MIN_QUESTIONS, collapsed_difficulties, collapsible, scoring_twin
 from .rasch_cells import binomial_rasch
 from .slope_cells import binomial_2pl
@@ -354,6 +376,10 @@ class QuestionSplit(NamedTuple):
             return model[which]
         return pm.Data(which, self.arrays()[which])
 
+
+#: 3PL: the floors' share coordinate w is sampled as w - INITIAL_SHARE (logit 0.05, the
+#: Beta(1, 19) prior's mean), so that sampling starts at 0 there.
+INITIAL_SHARE = float(np.log(0.05 / 0.95))
 
 #: 2PL/3PL: the one-sided questions' intercepts get their own scale from this many such
 #: questions; fewer share the informed questions' scale (module docstring).
@@ -607,7 +633,13 @@ def item_response(
             mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
             # 3PL: the uninformed questions' intercepts get their own scale (module docstring)
             wall_frame = Walls(a, theta, wall_models(k, n, rows)) if walls else None
-            beta = pooled("beta", mu_beta, "sigma_beta", split, True, walls=wall_frame)
+            shift = None
+            if kind == "3pl" and fix_guessing is None:  # floors by their share (floors())
+                # free coordinate w - logit 0.05: the sampler starts at the prior mean's floor
+                share = pm.Flat("c_share", dims="question") + INITIAL_SHARE
+                shift = split.data("centred") * pt.softplus(share)
+            beta = pooled("beta", mu_beta, "sigma_beta", split, True, walls=wall_frame,
+                          shift=shift)
             pm.Deterministic("b", -beta / a, dims="question")
 
             def logit(ability):
@@ -616,7 +648,7 @@ def item_response(
         c = None
         if kind == "3pl":
             if fix_guessing is None:
-                c = pm.Beta("c", *guessing, dims="question")
+                c = floors("c", guessing, share, model["beta_raw"], split.data("centred"))
             else:
                 c = pt.as_tensor(float(fix_guessing))
 

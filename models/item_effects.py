@@ -16,8 +16,9 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
+from scipy.special import gammaln
 
-__all__ = ["Walls", "pooled", "solve_rates", "wall_intercepts", "wall_models"]
+__all__ = ["Walls", "floors", "pooled", "solve_rates", "wall_intercepts", "wall_models"]
 
 
 class Walls(NamedTuple):
@@ -94,7 +95,7 @@ def _wall_rows(models: np.ndarray):
 
 
 def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool = False,
-           uninformed=None, walls: Walls | None = None):
+           uninformed=None, walls: Walls | None = None, shift=None):
     """Item effects i.i.d. Normal(location, scale), scale ~ HalfNormal(2.5).
 
     The questions that ``split.centred`` marks are sampled as they are (the
@@ -112,15 +113,18 @@ def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool =
     ``walls``: with ``uninformed_scale``, the one-sided questions' z is
     measured from their wall (:func:`wall_intercepts`; the Potential
     ``one_sided_{name}`` carries that map's density).
+    ``shift`` (M,): the centred questions' free coordinate is effect + shift, i.e.
+    ``{name}_raw`` ~ Normal(location + shift, scale) there (:func:`floors`).
     ``uninformed(raw, location, scale)``: the uninformed questions' reported
     values from their z (:func:`models.one_sided.collapsed_difficulties`); then
     the result is the pair (the plain map, unnamed; the reported Deterministic).
     """
     scale = pm.HalfNormal(scale_name, 2.5)
     centred = split.data("centred") > 0
+    shift = 0.0 if shift is None else shift
     raw = pm.Normal(
         f"{name}_raw",
-        pt.where(centred, location, 0.0),
+        pt.where(centred, location + shift, 0.0),
         pt.where(centred, scale, 1.0),
         dims="question",
     )
@@ -132,9 +136,38 @@ def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool =
         if walls is not None:
             z, log_density = wall_intercepts(raw, location, own, split.data("side"), walls)
             pm.Potential(f"one_sided_{name}", log_density.sum())
-    plain = pt.where(centred, raw, location + outside * z)
+    plain = pt.where(centred, raw - shift, location + outside * z)
     if uninformed is None:
         return pm.Deterministic(name, plain, dims="question")
     own = uninformed(raw, location, scale)
     reported = pt.where(split.data("informed") > 0, plain, own)
     return plain, pm.Deterministic(name, reported, dims="question")
+
+
+def floors(name: str, guessing: tuple[float, float], share, level, centred):
+    """3PL guessing floors c_m ~ Beta(alpha, beta) i.i.d., sampled by their share of p_m(0).
+
+    For a centred (informed) question the free coordinates are u_m = logit p_m(0)
+    for a logit that is the intercept at the mean ability, u_m = beta_m + softplus(w_m)
+    (``level``, the intercepts' raw coordinate shifted by ``share``: :func:`pooled`), and
+    w_m (``share``) with
+
+        c_m = logistic(u_m) logistic(w_m),   beta_m = u_m - softplus(w_m),
+
+    i.e. w_m is the log-odds of the floor's share c_m / p_m(0) of the solve probability
+    p_m(0) = c_m + (1 - c_m) logistic(beta_m) at the mean ability.  Why: a question that
+    does not separate the models (AlpacaEval's wins: one won by 25 of 52 models, half of
+    the weaker and half of the stronger) is explained by a floor near its win rate with
+    the curve pushed out of the way (beta_m -> -infinity) as well as by a flat curve
+    and no floor; in (logit c, beta) that ridge bends, in (u, w) it runs along w at the
+    p_m(0) the data fix, which a diagonal mass matrix follows.  The map (u, w) ->
+    (logit c, beta) has |Jacobian| 1, so the density is the Beta prior of c times
+    c (1 - c) (the log-odds Jacobian) with the intercepts' prior at beta_m: the same
+    model.  Elsewhere c_m = logistic(w_m).  Returns c (a Deterministic ``name``).
+    """
+    log_c = -pt.softplus(-share) - centred * pt.softplus(-level)
+    log1m_c = pt.log1mexp(log_c)
+    alpha, beta = guessing
+    log_norm = gammaln(alpha) + gammaln(beta) - gammaln(alpha + beta)
+    pm.Potential(f"{name}_prior", (alpha * log_c + beta * log1m_c - log_norm).sum())
+    return pm.Deterministic(name, pt.exp(log_c), dims="question")

@@ -79,17 +79,42 @@ def test_3pl_likelihood_is_scipys_betabinomial(binary):
 
 
 @pytest.mark.parametrize("guessing", [None, (2.0, 30.0)])
-def test_floors_are_iid_beta(binary, guessing):
-    """Compared as differences between two points: PyMC's log Beta function is off by a
-    constant (2.4e-6 for (2, 30)), which cancels; the shape of the density does not."""
+def test_floors_are_iid_beta_in_their_share_coordinates(binary, guessing):
+    """A centred question's floor and intercept are sampled as (u, w) = (beta + softplus(w),
+    logit(c / p(0))) (``models.item_effects.floors``).  The map to (logit c, beta) has
+    |Jacobian| 1 (by finite differences here), so the density must be scipy's Beta(c) times
+    the log-odds Jacobian c (1 - c), and Normal(mu_beta, sigma_beta) at beta."""
     options = {} if guessing is None else {"guessing": guessing}
-    model = irt.build(binary, kind="3pl", **options)
+    model = irt.build(binary, kind="3pl", centered=True, **options)
     prior = stats.beta(*((1.0, 19.0) if guessing is None else guessing))
-    logp = model.compile_logp(vars=[model["c"]], jacobian=False)
-    first, second = random_point(model, seed=4), random_point(model, seed=5)
-    c1, c2 = evaluate(model, ["c"], first)["c"], evaluate(model, ["c"], second)["c"]
-    expected = prior.logpdf(c1).sum() - prior.logpdf(c2).sum()
-    assert logp(first) - logp(second) == pytest.approx(expected, rel=1e-9)
+    centred = model["centred"].get_value() > 0
+    assert centred.sum() == 6  # every question but the never and the always solved
+    names = ["c", "beta", "mu_beta", "sigma_beta"]
+    for seed in (4, 5):
+        point = random_point(model, seed=seed)
+        got = evaluate(model, names, point)
+        c, beta = got["c"], got["beta"]
+        assert model.compile_logp(vars=[model["c_prior"]])(point) == pytest.approx(
+            (prior.logpdf(c) + np.log(c) + np.log1p(-c)).sum(), rel=1e-10)
+        expected = (stats.norm(got["mu_beta"], got["sigma_beta"]).logpdf(beta[centred]).sum()
+                    + stats.norm.logpdf(point["beta_raw"][~centred]).sum())
+        assert model.compile_logp(vars=[model["beta_raw"]])(point) == pytest.approx(
+            expected, rel=1e-10)
+        # the floor is below the solve probability at the mean ability
+        assert np.all(c[centred] < c[centred] + (1 - c[centred]) * expit(beta[centred]))
+
+    def mapped(u, w, m):
+        moved = dict(point, beta_raw=point["beta_raw"].copy(), c_share=point["c_share"].copy())
+        moved["beta_raw"][m], moved["c_share"][m] = u, w
+        out = evaluate(model, ["c", "beta"], moved)
+        return np.array([np.log(out["c"][m] / (1 - out["c"][m])), out["beta"][m]])
+
+    eps = 1e-6
+    for m in np.flatnonzero(centred):
+        u, w = point["beta_raw"][m], point["c_share"][m]
+        jac = np.column_stack([(mapped(u + eps, w, m) - mapped(u - eps, w, m)) / (2 * eps),
+                               (mapped(u, w + eps, m) - mapped(u, w - eps, m)) / (2 * eps)])
+        assert abs(np.linalg.det(jac)) == pytest.approx(1.0, rel=1e-6)
 
 
 @pytest.mark.parametrize("guessing", [(0.0, 1.0), (1.0,)])

@@ -210,10 +210,12 @@ def test_binomial_3pl_is_multimodal_where_the_default_converges(monkeypatch):
     the binomial 3PL's do not.
 
     At equal length the default's worst R-hat is within ordinary Monte Carlo error
-    (1.009 measured) with no divergences, the binomial's far beyond it (1.57, with
-    divergences).  Before the abilities carried the location the binomial chains sat
-    in modes with R-hat 1.5-2.1 at full length; with it they still end above the
-    1.01 check at the default 1,000 draws (1.012 measured), and the default passes.
+    (1.009 measured) with no divergences, the binomial's beyond it (1.57, with
+    divergences, until the floors were sampled by their share of p(0),
+    ``models.item_effects.floors``; since then 1.038).  Before the abilities carried
+    the location the binomial chains sat in modes with R-hat 1.5-2.1 at full length;
+    with it they still ended above the 1.01 check at the default 1,000 draws (1.012
+    measured), and the default passes.
     Measured with nutpie's JAX build, which this test therefore asks for: the Numba
     build ("auto"'s pick for runs this long) samples the same densities, but its chains
     from the same seed took another path, the binomial's R-hat 1.057 (still failing the
@@ -228,7 +230,7 @@ def test_binomial_3pl_is_multimodal_where_the_default_converges(monkeypatch):
     assert default.diagnostics["r_hat"].max() < 1.02, default.diagnostics
     assert default.diagnostics.attrs["divergences"] == 0
     binomial = fit(data, "3pl", likelihood="binomial", **run)
-    assert binomial.diagnostics["r_hat"].max() > 1.1
+    assert binomial.diagnostics["r_hat"].max() > 1.02
     assert not binomial.diagnostics["passed"].all()
 
 
