@@ -378,7 +378,8 @@ class QuestionSplit(NamedTuple):
 
 
 #: 3PL: the floors' share coordinate w is sampled as w - INITIAL_SHARE (logit 0.05, the
-#: Beta(1, 19) prior's mean), so that sampling starts at 0 there.
+#: Beta(1, 19) prior's mean), so that sampling starts at a floor of 0.05 (one-sided
+#: questions) or of 0.05 p(0) (informed ones).
 INITIAL_SHARE = float(np.log(0.05 / 0.95))
 
 #: 2PL/3PL: the one-sided questions' intercepts get their own scale from this many such
@@ -635,7 +636,7 @@ def item_response(
             wall_frame = Walls(a, theta, wall_models(k, n, rows)) if walls else None
             shift = None
             if kind == "3pl" and fix_guessing is None:  # floors by their share (floors())
-                # free coordinate w - logit 0.05: the sampler starts at the prior mean's floor
+                # free coordinate w - INITIAL_SHARE (where sampling starts)
                 share = pm.Flat("c_share", dims="question") + INITIAL_SHARE
                 shift = split.data("centred") * pt.softplus(share)
             beta = pooled("beta", mu_beta, "sigma_beta", split, True, walls=wall_frame,
