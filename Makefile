@@ -31,7 +31,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
 
-## test-real: every model fitted with defaults to every real set in ../shared (about 22 minutes)
+## test-real: every model fitted with defaults to every real set in ../shared (about 30 minutes)
 test-real: $(STAMP)
 	BAYESRANK_REAL_FITS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 \
 		tests/test_models_real.py
