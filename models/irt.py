@@ -193,7 +193,7 @@ sigma_beta_uninformed and the two questions' slopes and intercepts).  So the
 own scale applies from ``OWN_SCALE_MIN_QUESTIONS`` (10) one-sided questions
 on; fewer share sigma_beta (and sigma_beta_uninformed keeps its prior alone:
 the switch is data, ``own_scale``, so datasets of one shape share one graph).
-That subsample's 2PL: 0 of 6 seeds with a divergence, 1.05x the steps.
+That subsample's 2PL: 0 of 6 seeds with a divergence, 1.06x the steps.
 The 3PL's floors by their share (same day): for an informed question the
 floor and the intercept are sampled as u = logit p_m(0) and w = logit(c_m /
 p_m(0)), p_m(0) the solve probability at the mean ability

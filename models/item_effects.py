@@ -147,22 +147,21 @@ def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool =
 def floors(name: str, guessing: tuple[float, float], share, level, centred):
     """3PL guessing floors c_m ~ Beta(alpha, beta) i.i.d., sampled by their share of p_m(0).
 
-    For a centred (informed) question the free coordinates are u_m = logit p_m(0)
-    for a logit that is the intercept at the mean ability, u_m = beta_m + softplus(w_m)
-    (``level``, the intercepts' raw coordinate shifted by ``share``: :func:`pooled`), and
-    w_m (``share``) with
+    For a centred (informed) question the free coordinates are u_m = beta_m +
+    softplus(w_m) (``level``: the intercepts' raw coordinate, shifted in :func:`pooled`)
+    and w_m (``share``), with
 
         c_m = logistic(u_m) logistic(w_m),   beta_m = u_m - softplus(w_m),
 
-    i.e. w_m is the log-odds of the floor's share c_m / p_m(0) of the solve probability
-    p_m(0) = c_m + (1 - c_m) logistic(beta_m) at the mean ability.  Why: a question that
-    does not separate the models (AlpacaEval's wins: one won by 25 of 52 models, half of
-    the weaker and half of the stronger) is explained by a floor near its win rate with
-    the curve pushed out of the way (beta_m -> -infinity) as well as by a flat curve
-    and no floor; in (logit c, beta) that ridge bends, in (u, w) it runs along w at the
-    p_m(0) the data fix, which a diagonal mass matrix follows.  The map (u, w) ->
-    (logit c, beta) has |Jacobian| 1, so the density is the Beta prior of c times
-    c (1 - c) (the log-odds Jacobian) with the intercepts' prior at beta_m: the same
+    i.e. u_m = logit p_m(0), p_m(0) = c_m + (1 - c_m) logistic(beta_m) the solve
+    probability at the mean ability, and w_m the log-odds of the floor's share c_m / p_m(0).
+    Why: a question that does not separate the models (AlpacaEval's wins: one won by 25 of
+    52 models, half of the weaker and half of the stronger) is explained by a floor near its
+    win rate with the curve pushed out of the way (beta_m -> -infinity) as well as by a flat
+    curve and no floor; in (logit c, beta) that ridge bends, in (u, w) it runs along w at
+    the p_m(0) the data fix, which a diagonal mass matrix follows. The map (u, w) -> (logit
+    c, beta) has |Jacobian| 1, so the density is the Beta prior of c times c (1 - c) (the
+    log-odds Jacobian) with the intercepts' prior at beta_m: the same
     model.  Elsewhere c_m = logistic(w_m).  Returns c (a Deterministic ``name``).
     """
     log_c = -pt.softplus(-share) - centred * pt.softplus(-level)

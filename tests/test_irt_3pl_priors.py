@@ -100,8 +100,13 @@ def test_floors_are_iid_beta_in_their_share_coordinates(binary, guessing):
                     + stats.norm.logpdf(point["beta_raw"][~centred]).sum())
         assert model.compile_logp(vars=[model["beta_raw"]])(point) == pytest.approx(
             expected, rel=1e-10)
-        # the floor is below the solve probability at the mean ability
-        assert np.all(c[centred] < c[centred] + (1 - c[centred]) * expit(beta[centred]))
+        # w = logit of the floor's share of the solve probability at the mean ability
+        p0 = c + (1 - c) * expit(beta)
+        np.testing.assert_allclose(c[centred] / p0[centred],
+                                   expit(point["c_share"][centred] + irt.INITIAL_SHARE),
+                                   rtol=1e-10)
+        # and u, the intercepts' raw coordinate, its logit
+        np.testing.assert_allclose(p0[centred], expit(point["beta_raw"][centred]), rtol=1e-10)
 
     def mapped(u, w, m):
         moved = dict(point, beta_raw=point["beta_raw"].copy(), c_share=point["c_share"].copy())
