@@ -19,6 +19,14 @@ One log-density and gradient of the whole 2PL, PyTensor's Numba function (same r
 521 against 864 on ZeroEval MATH-L5, 1,329 against 1,896 on Reasoning Gym hard
 (docs/samplers.md, sixteenth round).
 
+Numba compiles ``exp`` and ``log`` to scalar library calls, so that loop ran one cell at a
+time.  It now calls :mod:`models._vector_math` (range reduction and polynomials, no call,
+no branch), which LLVM runs 8 cells at a time: the whole 2PL's log-density and gradient,
+same run (2026-12-02), 452 against 187 us on ZeroEval MATH-L5, 1,040 against 513 on
+Reasoning Gym hard, 195 against 102 on LiveCodeBench; its default fits 53.9 against
+29.8 s (new graph's compile included) and 275.7 against 160.1 s, same steps per draw,
+both passing (docs/samplers.md).
+
 The back ends are those of :mod:`models.rasch_cells` (NumPy, Numba for nutpie, and JAX
 with PyTensor's own softplus).
 """
@@ -38,6 +46,7 @@ from ._common import (
     logistic_cells_jax,
     register_cells_backends,
 )
+from ._vector_math import KERNEL_OPTIONS, softplus_and_sigmoid
 
 __all__ = ["SlopeCells", "binomial_2pl", "slope_cells"]
 
@@ -98,18 +107,18 @@ def binomial_2pl(name, n, ability, a, beta, log_coef, observed, dims):
 
 
 def _slope_cells_loop(k, n, theta, a, beta, log_coef):
-    """The cells and residuals cell by cell (compiled by Numba for nutpie)."""
+    """The cells and residuals row by row (compiled by Numba for nutpie, vectorised)."""
     L, M = k.shape
     cells = np.empty((L, M))
     residual = np.empty((L, M))
     for i in range(L):
+        k_row, n_row, coef_row = k[i], n[i], log_coef[i]
+        cells_row, residual_row = cells[i], residual[i]
         for j in range(M):
             x = a[j] * theta[i] + beta[j]
-            u = np.exp(-abs(x))
-            softplus = max(x, 0.0) + np.log(1.0 + u)
-            sigmoid = 1.0 / (1.0 + u) if x >= 0.0 else u / (1.0 + u)
-            cells[i, j] = log_coef[i, j] + k[i, j] * x - n[i, j] * softplus
-            residual[i, j] = k[i, j] - n[i, j] * sigmoid
+            softplus, sigmoid = softplus_and_sigmoid(x)
+            cells_row[j] = coef_row[j] + k_row[j] * x - n_row[j] * softplus
+            residual_row[j] = k_row[j] - n_row[j] * sigmoid
     return cells, residual
 
 
@@ -117,4 +126,5 @@ def _slope_cells_jax(k, n, theta, a, beta, log_coef):
     return logistic_cells_jax(k, n, theta[:, None] * a[None, :] + beta[None, :], log_coef)
 
 
-register_cells_backends(SlopeCells, _slope_cells_loop, _slope_cells_jax, __file__)
+register_cells_backends(SlopeCells, _slope_cells_loop, _slope_cells_jax, __file__,
+                        kernel_options=KERNEL_OPTIONS)
