@@ -18,6 +18,8 @@ import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 from scipy.special import gammaln
 
+from .wall_map import wall_map
+
 __all__ = ["Walls", "floors", "pooled", "solve_rates", "wall_intercepts", "wall_models"]
 
 
@@ -74,16 +76,12 @@ def wall_intercepts(raw, location, scale, side, walls: Walls):
 
     Returns z per question and the log density of v relative to raw's own
     N(0, 1) prior, log phi(z) + log h'(v) - log phi(v), for the questions with
-    ``side`` != 0 (elsewhere z = raw and the term is 0).
+    ``side`` != 0 (elsewhere z = raw and the term is 0), computed by
+    :class:`models.wall_map.WallMap` in one pass.
     """
     best, worst = _wall_rows(walls.models)
     reference = pt.where(side > 0, pt.dot(best, walls.ability), pt.dot(worst, walls.ability))
-    z_wall = (-walls.slope * reference - location) / scale
-    h = -pt.softplus(-raw) + raw / scale
-    one_sided = pt.neq(side, 0)
-    z = pt.where(one_sided, z_wall + side * h, raw)
-    log_density = 0.5 * (raw**2 - z**2) + pt.log(pt.sigmoid(-raw) + 1.0 / scale)
-    return z, pt.where(one_sided, log_density, 0.0)
+    return wall_map(raw, location, scale, walls.slope, reference, side)
 
 
 def _wall_rows(models: np.ndarray):
