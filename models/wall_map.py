@@ -17,8 +17,9 @@ that was about a third of the 2PL's gradient (docs/samplers.md).  The Numba loop
 computes every question's values without a branch, with the functions of
 :mod:`models._vector_math`, so LLVM vectorises it, and selects the one-sided ones.
 On Reasoning Gym hard the 2PL's log-density and gradient took 513 us with the graph and
-301 us with this Op (after the vectorised cells of :mod:`models.slope_cells`), the 3PL's 2,441 against 1,800;
-the default 2PL fit 160.1 against 118.3 s (seed 0, same session, 31 steps per draw both).
+301 us with this Op (both with the vectorised cells of :mod:`models.slope_cells`), the
+3PL's 2,441 against 1,800; the default 2PL fit 160.1 against 118.3 s (seed 0, same
+session, 31 steps per draw both).
 
 The Op also returns, per question, dz/dv, d(log_density)/dv, dz/dsigma and
 d(log_density)/dsigma; the gradient in mu, a and t follows from z alone
