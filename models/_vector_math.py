@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["KERNEL_OPTIONS", "exp_nonpositive", "log1p_unit", "log_positive",
-           "softplus_and_sigmoid"]
+__all__ = ["KERNEL_OPTIONS", "binomial_logit_cells", "exp_nonpositive", "log1p_unit",
+           "log_positive", "softplus_and_sigmoid"]
 
 #: The Numba options of these functions and of the loops that call them (module docstring).
 KERNEL_OPTIONS = {"fastmath": False, "error_model": "numpy"}
@@ -137,3 +138,26 @@ def softplus_and_sigmoid(x: float) -> tuple[float, float]:
     magnitude = abs(x)
     u = exp_nonpositive(-magnitude)
     return 0.5 * (x + magnitude) + log1p_unit(u), (1.0 if x >= 0.0 else u) / (1.0 + u)
+
+
+@njit(**KERNEL_OPTIONS)
+def binomial_logit_cells(k, n, theta, a, beta, log_coef):
+    """Binomial logit cells at x_lm = a_m theta_l + beta_m, row by row, vectorised:
+    log C(n, k) + k x - n softplus(x) and the residual k - n sigma(x), both (L, M).
+
+    The loop of :class:`models.slope_cells.SlopeCells`, and of
+    :class:`models.rasch_cells.RaschCells` with a = 1 and beta = -b (1 theta_l - b_m is
+    theta_l - b_m exactly).
+    """
+    L, M = k.shape
+    cells = np.empty((L, M))
+    residual = np.empty((L, M))
+    for i in range(L):
+        k_row, n_row, coef_row = k[i], n[i], log_coef[i]
+        cells_row, residual_row = cells[i], residual[i]
+        for j in range(M):
+            x = a[j] * theta[i] + beta[j]
+            softplus, sigmoid = softplus_and_sigmoid(x)
+            cells_row[j] = coef_row[j] + k_row[j] * x - n_row[j] * softplus
+            residual_row[j] = k_row[j] - n_row[j] * sigmoid
+    return cells, residual

@@ -17,6 +17,13 @@ log(1 + u) loses at most about 1.1e-16 absolutely against log1p(u) for small u. 
 e^(theta_l) e^(-b_m) leaves (1e-300, 1e300), the cell takes the stable
 max(x, 0) + log1p(e^(-|x|)) instead.
 
+The Numba loop (nutpie) is now the 2PL's vectorised one at slope 1 and intercept -b
+(:func:`models._vector_math.binomial_logit_cells`): with ``exp`` and ``log1p`` as
+polynomials, 8 cells per instruction cost less than one scalar ``log``.  The whole
+Rasch's log-density and gradient, same run (2026-12-02): 72 against 56 us on
+LiveCodeBench, 195 against 123 on ZeroEval MATH-L5, 451 against 313 on Reasoning Gym
+hard.  The factorised exponential above remains NumPy's ``perform``.
+
 Implemented for NumPy (``perform``), Numba (nutpie; cached on disk like PyTensor's own
 Ops) and JAX (NumPyro, GPUs), where it computes PyTensor's own softplus: XLA vectorises
 the functions anyway, and the JAX fits sample the previous graph's log-density.
@@ -37,6 +44,7 @@ from ._common import (
     logistic_cells_jax,
     register_cells_backends,
 )
+from ._vector_math import KERNEL_OPTIONS, binomial_logit_cells
 
 __all__ = ["RaschCells", "binomial_rasch", "rasch_cells"]
 
@@ -110,29 +118,14 @@ def binomial_rasch(name, n, ability, difficulty, log_coef, observed, dims, weigh
 
 
 def _rasch_cells_loop(k, n, theta, b, log_coef):
-    """The cells and residuals cell by cell (compiled by Numba for nutpie)."""
-    L, M = k.shape
-    cells = np.empty((L, M))
-    residual = np.empty((L, M))
-    low = np.exp(-b)
-    for i in range(L):
-        high = np.exp(theta[i])
-        for j in range(M):
-            x = theta[i] - b[j]
-            u = high * low[j]
-            if TINY < u < HUGE:
-                softplus = np.log(1.0 + u)
-                sigmoid = u / (1.0 + u)
-            else:
-                softplus = max(x, 0.0) + np.log1p(np.exp(-abs(x)))
-                sigmoid = 1.0 / (1.0 + np.exp(-x))
-            cells[i, j] = log_coef[i, j] + k[i, j] * x - n[i, j] * softplus
-            residual[i, j] = k[i, j] - n[i, j] * sigmoid
-    return cells, residual
+    """The cells and residuals (compiled by Numba for nutpie): the 2PL's vectorised loop at
+    slope 1 and intercept -b."""
+    return binomial_logit_cells(k, n, theta, np.ones(b.shape[0]), -b, log_coef)
 
 
 def _rasch_cells_jax(k, n, theta, b, log_coef):
     return logistic_cells_jax(k, n, theta[:, None] - b[None, :], log_coef)
 
 
-register_cells_backends(RaschCells, _rasch_cells_loop, _rasch_cells_jax, __file__)
+register_cells_backends(RaschCells, _rasch_cells_loop, _rasch_cells_jax, __file__,
+                        kernel_options=KERNEL_OPTIONS)

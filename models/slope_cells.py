@@ -46,7 +46,7 @@ from ._common import (
     logistic_cells_jax,
     register_cells_backends,
 )
-from ._vector_math import KERNEL_OPTIONS, softplus_and_sigmoid
+from ._vector_math import KERNEL_OPTIONS, binomial_logit_cells
 
 __all__ = ["SlopeCells", "binomial_2pl", "slope_cells"]
 
@@ -107,19 +107,8 @@ def binomial_2pl(name, n, ability, a, beta, log_coef, observed, dims):
 
 
 def _slope_cells_loop(k, n, theta, a, beta, log_coef):
-    """The cells and residuals row by row (compiled by Numba for nutpie, vectorised)."""
-    L, M = k.shape
-    cells = np.empty((L, M))
-    residual = np.empty((L, M))
-    for i in range(L):
-        k_row, n_row, coef_row = k[i], n[i], log_coef[i]
-        cells_row, residual_row = cells[i], residual[i]
-        for j in range(M):
-            x = a[j] * theta[i] + beta[j]
-            softplus, sigmoid = softplus_and_sigmoid(x)
-            cells_row[j] = coef_row[j] + k_row[j] * x - n_row[j] * softplus
-            residual_row[j] = k_row[j] - n_row[j] * sigmoid
-    return cells, residual
+    """The cells and residuals (compiled by Numba for nutpie): the vectorised loop."""
+    return binomial_logit_cells(k, n, theta, a, beta, log_coef)
 
 
 def _slope_cells_jax(k, n, theta, a, beta, log_coef):

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from bayesrank.models import slope_cells
+from bayesrank.models import rasch_cells, slope_cells
 from bayesrank.models._vector_math import (
     KERNEL_OPTIONS,
+    binomial_logit_cells,
     exp_nonpositive,
     log1p_unit,
     log_positive,
@@ -60,15 +61,21 @@ def test_softplus_and_sigmoid_match_a_stable_reference_at_any_logit():
     np.testing.assert_allclose(sigmoid, expit(x), rtol=6.7e-16, atol=0.0)
 
 
-def test_the_2pl_cells_loop_vectorises():
-    """Guards the point of the module: one branch or call too many in the 2PL's loop and
+def test_the_cells_loop_vectorises_and_the_rasch_and_2pl_loops_share_it():
+    """Guards the point of the module: one branch or call too many in the cells' loop and
     LLVM runs it one cell at a time again (2-2.4x slower per gradient, docs/samplers.md)."""
-    loop = njit(**KERNEL_OPTIONS)(slope_cells._slope_cells_loop)
     L, M = 3, 17
-    args = (np.ones((L, M)), np.ones((L, M)), np.zeros(L), np.ones(M), np.zeros(M),
-            np.zeros((L, M)))
-    loop(*args)
-    assert re.search(r"<[248] x double>", loop.inspect_llvm(loop.signatures[0]))
+    rng = np.random.default_rng(0)
+    k, n = rng.integers(0, 4, (L, M)).astype(float), np.full((L, M), 3.0)
+    theta, b, log_coef = rng.normal(size=L), rng.normal(size=M), rng.normal(size=(L, M))
+    binomial_logit_cells(k, n, theta, np.ones(M), -b, log_coef)
+    llvm = binomial_logit_cells.inspect_llvm(binomial_logit_cells.signatures[0])
+    assert re.search(r"<[248] x double>", llvm)
+    rasch = njit(**KERNEL_OPTIONS)(rasch_cells._rasch_cells_loop)(k, n, theta, b, log_coef)
+    slope = njit(**KERNEL_OPTIONS)(slope_cells._slope_cells_loop)(
+        k, n, theta, np.ones(M), -b, log_coef)
+    for got, want in zip(rasch, slope, strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_log_is_within_an_ulp_and_1e_16_of_numpy_on_positive_normal_numbers():
