@@ -43,21 +43,29 @@ __all__ = ["WallMap", "wall_map"]
 _N_OUT = 6  # z, log_density, dz/dv, dlog_density/dv, dz/dsigma, dlog_density/dsigma
 
 
-def _wall_map_numpy(raw, location, scale, slope, reference, side):
+def _wall_map_arrays(xp, raw, location, scale, slope, reference, side, softplus_neg,
+                     logistic_neg):
+    """The map as array code of the module ``xp`` (NumPy or jax.numpy), given
+    softplus(-raw) and logistic(-raw) computed that module's way."""
     one_sided = side != 0
+    slope_h = logistic_neg + 1.0 / scale  # h'(v) > 0
+    z_wall = (-slope * reference - location) / scale
+    z = xp.where(one_sided, z_wall + side * (raw / scale - softplus_neg), raw)
+    dz_draw = xp.where(one_sided, side * slope_h, 1.0)
+    dz_dscale = xp.where(one_sided, -z_wall / scale - side * raw / scale**2, 0.0)
+    log_density = xp.where(one_sided, 0.5 * (raw**2 - z**2) + xp.log(slope_h), 0.0)
+    dld_draw = xp.where(
+        one_sided, raw - z * dz_draw - logistic_neg * (1.0 - logistic_neg) / slope_h, 0.0)
+    dld_dscale = xp.where(one_sided, -z * dz_dscale - 1.0 / (scale**2 * slope_h), 0.0)
+    return z, log_density, dz_draw, dld_draw, dz_dscale, dld_dscale
+
+
+def _wall_map_numpy(raw, location, scale, slope, reference, side):
     u = np.exp(-np.abs(raw))
     softplus_neg = np.maximum(-raw, 0.0) + np.log(1.0 + u)
     logistic_neg = np.where(raw >= 0.0, u / (1.0 + u), 1.0 / (1.0 + u))
-    slope_h = logistic_neg + 1.0 / scale  # h'(v) > 0
-    z_wall = (-slope * reference - location) / scale
-    z = np.where(one_sided, z_wall + side * (raw / scale - softplus_neg), raw)
-    dz_draw = np.where(one_sided, side * slope_h, 1.0)
-    dz_dscale = np.where(one_sided, -z_wall / scale - side * raw / scale**2, 0.0)
-    log_density = np.where(one_sided, 0.5 * (raw**2 - z**2) + np.log(slope_h), 0.0)
-    dld_draw = np.where(
-        one_sided, raw - z * dz_draw - logistic_neg * (1.0 - logistic_neg) / slope_h, 0.0)
-    dld_dscale = np.where(one_sided, -z * dz_dscale - 1.0 / (scale**2 * slope_h), 0.0)
-    return z, log_density, dz_draw, dld_draw, dz_dscale, dld_dscale
+    return _wall_map_arrays(np, raw, location, scale, slope, reference, side, softplus_neg,
+                            logistic_neg)
 
 
 def _wall_map_loop(raw, location, scale, slope, reference, side):
@@ -95,18 +103,8 @@ def _wall_map_jax(raw, location, scale, slope, reference, side):
     import jax.numpy as jnp
     from jax.nn import sigmoid, softplus
 
-    one_sided = side != 0
-    logistic_neg = sigmoid(-raw)
-    slope_h = logistic_neg + 1.0 / scale
-    z_wall = (-slope * reference - location) / scale
-    z = jnp.where(one_sided, z_wall + side * (raw / scale - softplus(-raw)), raw)
-    dz_draw = jnp.where(one_sided, side * slope_h, 1.0)
-    dz_dscale = jnp.where(one_sided, -z_wall / scale - side * raw / scale**2, 0.0)
-    log_density = jnp.where(one_sided, 0.5 * (raw**2 - z**2) + jnp.log(slope_h), 0.0)
-    dld_draw = jnp.where(
-        one_sided, raw - z * dz_draw - logistic_neg * (1.0 - logistic_neg) / slope_h, 0.0)
-    dld_dscale = jnp.where(one_sided, -z * dz_dscale - 1.0 / (scale**2 * slope_h), 0.0)
-    return z, log_density, dz_draw, dld_draw, dz_dscale, dld_dscale
+    return _wall_map_arrays(jnp, raw, location, scale, slope, reference, side, softplus(-raw),
+                            sigmoid(-raw))
 
 
 class WallMap(Op):
