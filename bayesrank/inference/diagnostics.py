@@ -100,8 +100,8 @@ def _elementwise(draws, per_block, min_chains: int, n_out: int = 1) -> np.ndarra
     when there are fewer than ``min_chains`` chains or fewer than 4 draws.  With
     ``n_out > 1``, ``per_block`` returns ``n_out`` stacked results and so does this.
     The blocks run on :func:`bayesrank.threads.worker_threads` threads: NumPy's sorts,
-    FFTs and ufuncs release the GIL, so two cores take about half the time (3.4 s
-    against 1.8 s for 4,550 elements of 4 x 1,000 draws, measured 2026-12-02).
+    FFTs and ufuncs release the GIL, so two cores take about half the time (2.2-2.5 s
+    against 5.4 s for 4,550 elements of 4 x 1,000 draws, measured 2026-12-02).
     """
     values = _as_draws(draws)
     n_chain, n_draw = values.shape[:2]
