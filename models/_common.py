@@ -73,15 +73,15 @@ def logistic_cells_jax(k, n, x, log_coef):
     return (log_coef + k * x) - n * softplus, k - n * sigmoid(x)
 
 
-def register_cells_backends(op_type, loop, jax_cells, module_file: str,
-                            kernel_options: dict | None = None) -> None:
+def register_cells_backends(op_type, loop, jax_cells, module_file: str) -> None:
     """Numba (nutpie) and JAX (NumPyro) implementations of a cells Op with no parameters:
-    ``loop`` is the plain-Python cell loop compiled by Numba (cached on disk, keyed by the
-    source of ``module_file``), ``jax_cells`` the JAX function of the same inputs.
+    ``loop`` is the plain-Python cell loop compiled by Numba, ``jax_cells`` the JAX
+    function of the same inputs.
 
-    With ``kernel_options`` (:data:`models._vector_math.KERNEL_OPTIONS`) the loop calls
-    that module's vectorisable functions: it is compiled with those options instead of
-    PyTensor's fast-math defaults, and its cache key follows that module's source too.
+    The loop calls the vectorisable functions of :mod:`models._vector_math`, so it is
+    compiled with their options (:data:`~models._vector_math.KERNEL_OPTIONS`) instead of
+    PyTensor's fast-math defaults, and cached on disk under a key that follows the source
+    of ``module_file`` and of that module.
     """
     from pytensor.link.jax.dispatch import jax_funcify
     from pytensor.link.numba.dispatch.basic import (
@@ -89,13 +89,13 @@ def register_cells_backends(op_type, loop, jax_cells, module_file: str,
         register_funcify_default_op_cache_key,
     )
 
+    from ._vector_math import KERNEL_OPTIONS
+
     @register_funcify_default_op_cache_key(op_type)
     def numba_cells(op, node=None, **kwargs):
-        if kernel_options is None:
-            return numba_njit(loop), source_version(module_file)
         version = source_version(module_file) ^ source_version(
             str(Path(__file__).with_name("_vector_math.py")))
-        return numba_njit(loop, **kernel_options), version
+        return numba_njit(loop, **KERNEL_OPTIONS), version
 
     @jax_funcify.register(op_type)
     def jax_cells_of(op, **kwargs):

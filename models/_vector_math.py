@@ -1,4 +1,4 @@
-"""e^x and log1p(u) that Numba's LLVM can vectorise: the logistic cells' scalar functions.
+"""e^x, log1p and log that Numba's LLVM can vectorise, and the logistic cells' loop.
 
 Numba compiles ``np.exp`` and ``np.log`` to scalar calls into the C library, so a loop
 over binomial logit cells runs one cell at a time (about 13 ns a cell here, nearly all
@@ -14,10 +14,11 @@ no branch, the same functions let LLVM run 8 cells per instruction (AVX-512).
   ln 2 + log1p((u - 1) / 2), then log1p(v) = 2 atanh(s), s = v / (2 + v), |s| <= 0.172,
   by its series to s^21.  Within 2 ulp of NumPy's ``log1p``; the cells' previous
   log(1 + u) lost up to 1.1e-16 absolutely for small u.
-
 * :func:`log_positive` -- log x for positive normal x, from its exponent and
-  log1p of its fraction in [1, 2): absolute error within 1.2e-16 (not relative: near
-  x = 1 from below the result is -ln 2 + log 2f).
+  log1p of its fraction in [1, 2): within 1 ulp + 1.2e-16 of NumPy's ``log`` (not
+  relatively near x = 1 from below, where the result is -ln 2 + log 2f).
+* :func:`binomial_logit_cells` -- the binomial logit cells' loop of the Rasch and 2PL
+  Ops (:mod:`models.rasch_cells`, :mod:`models.slope_cells`).
 
 Each must be compiled with ``fastmath=False`` (reassociation would undo the two-part
 ln 2) and ``error_model="numpy"`` (Python's error model checks every division for zero,
@@ -124,7 +125,7 @@ def log1p_unit(u: float) -> float:
 @njit(**KERNEL_OPTIONS)
 def log_positive(x: float) -> float:
     """log x for a positive normal x: x = 2^e f with f in [1, 2) read from its bits, then
-    e ln 2 + log1p(f - 1).  Within 1.2e-16 of NumPy's ``log`` absolutely (module docstring)."""
+    e ln 2 + log1p(f - 1).  Within 1 ulp + 1.2e-16 of NumPy's ``log`` (module docstring)."""
     bits = _bits_of_float(x)
     exponent = float((bits >> 52) - 1023)
     fraction = _float_from_bits((bits & 0xFFFFFFFFFFFFF) | (1023 << 52))

@@ -44,7 +44,7 @@ from ._common import (
     logistic_cells_jax,
     register_cells_backends,
 )
-from ._vector_math import KERNEL_OPTIONS, binomial_logit_cells
+from ._vector_math import binomial_logit_cells
 
 __all__ = ["RaschCells", "binomial_rasch", "rasch_cells"]
 
@@ -127,5 +127,4 @@ def _rasch_cells_jax(k, n, theta, b, log_coef):
     return logistic_cells_jax(k, n, theta[:, None] - b[None, :], log_coef)
 
 
-register_cells_backends(RaschCells, _rasch_cells_loop, _rasch_cells_jax, __file__,
-                        kernel_options=KERNEL_OPTIONS)
+register_cells_backends(RaschCells, _rasch_cells_loop, _rasch_cells_jax, __file__)

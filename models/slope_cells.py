@@ -46,7 +46,7 @@ from ._common import (
     logistic_cells_jax,
     register_cells_backends,
 )
-from ._vector_math import KERNEL_OPTIONS, binomial_logit_cells
+from ._vector_math import binomial_logit_cells
 
 __all__ = ["SlopeCells", "binomial_2pl", "slope_cells"]
 
@@ -115,5 +115,4 @@ def _slope_cells_jax(k, n, theta, a, beta, log_coef):
     return logistic_cells_jax(k, n, theta[:, None] * a[None, :] + beta[None, :], log_coef)
 
 
-register_cells_backends(SlopeCells, _slope_cells_loop, _slope_cells_jax, __file__,
-                        kernel_options=KERNEL_OPTIONS)
+register_cells_backends(SlopeCells, _slope_cells_loop, _slope_cells_jax, __file__)

@@ -36,7 +36,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
 from ._common import register_cells_backends
-from ._vector_math import KERNEL_OPTIONS, exp_nonpositive, log1p_unit, log_positive
+from ._vector_math import exp_nonpositive, log1p_unit, log_positive
 
 __all__ = ["WallMap", "wall_map"]
 
@@ -151,5 +151,4 @@ def wall_map(raw, location, scale, slope, reference, side):
     return z, log_density
 
 
-register_cells_backends(WallMap, _wall_map_loop, _wall_map_jax, __file__,
-                        kernel_options=KERNEL_OPTIONS)
+register_cells_backends(WallMap, _wall_map_loop, _wall_map_jax, __file__)
