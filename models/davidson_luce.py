@@ -34,8 +34,9 @@ Priors:
     theta        ~ ZeroSumNormal(scale)                  log-strengths, sum 0, scale 1
                    (``hierarchical=True``: sigma ~ HalfNormal(scale), theta ~ ZeroSumNormal(sigma))
     log delta_t  = log L - log C(L, t) + eta_t,   eta_t ~ Normal(0, 3),  t = 2..D
-                   (sampled as the log-odds of a winner set's size, eta_t + h_t(theta):
-                   the same prior and posterior, :func:`_size_log_odds`)
+                   (sampled as the log-odds of a winner set's size, eta_t + h_t(theta),
+                   measured from its wall for a size no event has: the same prior and
+                   posterior, :func:`_size_log_odds`)
 
 so eta = 0 means "every winner-set size is equally likely" when all L models
 compete with equal strengths.  The observed variable ``events`` holds the
@@ -62,8 +63,11 @@ passes on every real set in ``../shared/data``, full size:
     lcb_repair 15 x 713 x 10          1.0034  1,482 (size log-odds) / 1,957    0    7.1
     zeroeval_math_l5 38 x 721 x 1     1.0058  1,161 (size log-odds) / 1,708    0    7.0
     reasoning_gym_hard 10 x 4550 x 1  1.0034  3,444 (size log-odds) / 2,900    0    6.9
-    aime2025_I 16 x 15 x 4            1.0052  1,647 (size log-odds) / 2,037    0    7.0
-    AlpacaEval 2.0 wins 52 x 805 x 1  1.0045  1,411 (theta) / 1,895            0    8.7
+    aime2025_I 16 x 15 x 4            1.0036  1,547 / 1,988                    0    7.0
+    AlpacaEval 2.0 wins 52 x 805 x 1  1.0050  1,577 / 1,866                    0    8.4
+
+(the last two rows with the wall map of the tie orders no event has, 2026-12-02, single-
+threaded BLAS; AlpacaEval had one divergence before it, :func:`_size_log_odds`)
 
 The slowest direction used to be the tie prevalences when L is large and N = 1:
 with eta_t sampled directly (as a mean and zero-sum deviations), ZeroEval's 36 tie
@@ -243,7 +247,8 @@ def sample_winner_sets(
 
 
 def _size_log_odds(theta, sets: np.ndarray, reference: int, max_order: int,
-                   log_binom: np.ndarray, n_models: int, scale: float = 3.0):
+                   log_binom: np.ndarray, n_models: int, size_counts: np.ndarray,
+                   scale: float = 3.0):
     """eta_t ~ Normal(0, scale) i.i.d., sampled as the log-odds of a winner set's size.
 
     In a comparison set S the size of the winner set has P(t | S) = delta_t e_t(pi^(1/t))
@@ -251,7 +256,7 @@ def _size_log_odds(theta, sets: np.ndarray, reference: int, max_order: int,
 
         h_t(theta) = log e_t(pi^(1/t)) - log e_1(pi) - log C(L, t) + log L
 
-    (0 when every strength is equal).  The free coordinate is omega_t = eta_t +
+    (0 when every strength is equal).  The coordinate is omega_t = eta_t +
     h_t(theta) on ``sets[reference]`` (the comparison set of most question-trials;
     h_t = 0 for orders that set cannot hold): what
     the counts of each winner-set size pin down, whatever theta is.  eta_t itself
@@ -260,6 +265,23 @@ def _size_log_odds(theta, sets: np.ndarray, reference: int, max_order: int,
     orders: min bulk ESS 318 of eta at the default 4 x 1,000 draws).  For fixed
     theta eta -> omega is a translation, so the prior on eta and the posterior are
     unchanged; the prior enters as a Potential on eta.
+
+    Orders that the reference set holds but none of its events has (``size_counts``
+    0, counted per size t = 1..D on that set; 13 of AlpacaEval's 50) are bounded by the
+    data from one side only: with n events and n_1 of size 1 in the reference
+    set, omega_t above the wall w = -log n_1 would make size t expected at least once.
+    Below it only the prior acts, ``scale`` wide; above it the likelihood falls like
+    -n e^(omega_t - w), one logit wide.  Sampled as omega_t itself, the step size suited
+    to the open side overshot the wall now and then: AlpacaEval's wins, seed 0, had one
+    divergence in 4,000 draws (energy error 1,193 on order 49, never observed).  Such an
+    order's free coordinate v is mapped as the IRT models map their one-sided intercepts
+    (:func:`models.item_effects.wall_intercepts`),
+
+        omega_t = w + v - scale softplus(-v),   d omega_t / dv = 1 + scale logistic(-v)
+
+    about v past the wall and (1 + scale) v on the open side.  The map is strictly
+    increasing onto the real line, and its log derivative enters the density, so the
+    posterior is the same whatever w is; w only decides where the scales meet.
     """
     # theta reshaped as the events' log-density reshapes it: the same graph, computed once
     _, diagonal = tie_size_terms(pt.reshape(theta, (n_models,)), sets, max_order)
@@ -269,7 +291,16 @@ def _size_log_odds(theta, sets: np.ndarray, reference: int, max_order: int,
     log_odds_equal = log_binom - np.log(n_models)  # log e_t / e_1 at equal strengths
     h = pt.where(proper, pt.log(pt.where(proper, e[1:], 1.0)) - pt.log(e[0]) - log_odds_equal,
                  0.0)
-    omega = pm.Flat("tie_size_log_odds", dims="tie_order")
+    raw = pm.Flat("tie_size_raw", dims="tie_order")
+    unseen = proper & (size_counts[1:] == 0)
+    if unseen.any():
+        wall = -np.log(max(float(size_counts[0]), 1.0))
+        omega = pt.where(unseen, wall + raw - scale * pt.softplus(-raw), raw)
+        pm.Potential("tie_size_jacobian",
+                     pt.sum(pt.log1p(scale * pt.sigmoid(-raw[np.flatnonzero(unseen)]))))
+    else:
+        omega = raw
+    omega = pm.Deterministic("tie_size_log_odds", omega, dims="tie_order")
     eta = pm.Deterministic("eta", omega - h, dims="tie_order")
     # N(0, scale) by hand: the constant log(scale) in float64 (PyTensor took log(3.0) as float32)
     constant = (max_order - 1) * (np.log(scale) + 0.5 * np.log(2.0 * np.pi))
@@ -355,7 +386,11 @@ def davidson_luce(
         log_delta = pt.zeros(1)
         if D >= 2:
             reference = int(np.bincount(set_index, weights=weights).argmax())
-            eta = _size_log_odds(theta, sets.astype(float), reference, D, log_binom, n_models)
+            on_reference = set_index == reference
+            size_counts = np.bincount(size_index[on_reference], weights=weights[on_reference],
+                                      minlength=D)  # t = 1..D
+            eta = _size_log_odds(theta, sets.astype(float), reference, D, log_binom, n_models,
+                                 size_counts)
             log_delta_ties = pm.Deterministic(
                 "log_delta", np.log(n_models) - log_binom + eta, dims="tie_order"
             )

@@ -12,7 +12,7 @@ import pytest
 from _model_sims import davidson_luce_probabilities, simulate_davidson_luce, zero_sum_normal
 from bayesrank.models import davidson_luce as dl
 from pymc.model.transform.conditioning import remove_value_transforms
-from scipy import stats
+from scipy import optimize, stats
 from scipy.special import comb
 
 import bayesrank
@@ -38,13 +38,26 @@ def test_elementary_symmetric_polynomials_match_enumeration(n, max_order):
 def values(model, theta, eta) -> dict:
     """Free-variable values of ``model`` (untransformed) for log-strengths and tie effects.
 
-    The free tie coordinate is omega = eta + h(theta) (``_size_log_odds``); h is read off
-    the model's own map at omega = 0, eta = -h(theta)."""
-    eta_at = model.compile_fn(model["eta"], inputs=[model["theta"], model["tie_size_log_odds"]],
-                              on_unused_input="ignore", point_fn=False)
+    The tie coordinate is omega = eta + h(theta) (``_size_log_odds``); h is read off
+    the model's own map at omega = 0, eta = -h(theta).  The free ``tie_size_raw`` is
+    omega itself, or for an order no event has the v that the wall map takes to omega
+    (found by root finding on the model's own map, which is increasing)."""
+    ties = model.compile_fn([model["tie_size_log_odds"], model["eta"]],
+                            inputs=[model["theta"], model["tie_size_raw"]], point_fn=False)
+    theta = np.asarray(theta, dtype=float)
     eta = np.asarray(eta, dtype=float)
-    h = -eta_at(np.asarray(theta, dtype=float), np.zeros_like(eta))
-    return {"theta": theta, "tie_size_log_odds": eta + h}
+    omega_0, eta_0 = ties(theta, np.zeros_like(eta))
+    omega = eta + omega_0 - eta_0  # omega - eta = h(theta)
+    omega_at = model.compile_fn(model["tie_size_log_odds"], inputs=[model["tie_size_raw"]],
+                                on_unused_input="ignore", point_fn=False)
+    raw = omega.copy()
+    for t in range(raw.size):
+        def gap(v, t=t):
+            trial = raw.copy()
+            trial[t] = v
+            return omega_at(trial)[t] - omega[t]
+        raw[t] = optimize.brentq(gap, -1e3, 1e3, xtol=1e-13)
+    return {"theta": theta, "tie_size_raw": raw}
 
 
 def test_tie_coordinates_are_the_winner_size_log_odds_and_keep_the_prior():
@@ -62,13 +75,60 @@ def test_tie_coordinates_are_the_winner_size_log_odds_and_keep_the_prior():
                                                   for T in itertools.combinations(range(L), t))
                    for t in range(1, L)]
     point = values(model, theta, eta)
-    np.testing.assert_allclose(point["tie_size_log_odds"],
+    omega = model.compile_fn(model["tie_size_log_odds"], inputs=[model["tie_size_raw"]],
+                             on_unused_input="ignore", point_fn=False)(point["tie_size_raw"])
+    np.testing.assert_allclose(omega,
                                np.log(size_weight[1:]) - np.log(size_weight[0]), rtol=1e-10)
     joint = model.compile_logp(sum=True)(point)
     likelihood = model.compile_logp(vars=[model["events"]], sum=True)(point)
     theta_prior = pm.logp(pm.ZeroSumNormal.dist(sigma=1.0, shape=L), theta).eval()
     prior = stats.norm(0, 3).logpdf(eta).sum() + theta_prior
     assert joint - likelihood == pytest.approx(prior, rel=1e-10)
+
+
+def test_tie_orders_no_event_has_are_measured_from_their_wall():
+    """Winner sets of 3 of 6 models never occur: that order is bounded by the data from
+    above only, and its free coordinate v is mapped (``_size_log_odds``) to omega = w + v -
+    3 softplus(-v) with w = -log n_1: increasing, slope 1 past the wall and 1 + 3 on the
+    open side.  The density in (theta, v) is the prior on (theta, eta), the likelihood
+    and log d omega / dv (here by finite differences), so the posterior is unchanged."""
+    rng = np.random.default_rng(5)
+    L, M, N = 6, 30, 2
+    R = np.zeros((L, M, N), dtype=int)
+    for m, n in itertools.product(range(M), range(N)):
+        R[rng.choice(L, rng.choice([1, 2, 4, 5]), replace=False), m, n] = 1
+    model = remove_value_transforms(dl.build(ResponseData(R)))
+    omega_at = model.compile_fn(model["tie_size_log_odds"], inputs=[model["tie_size_raw"]],
+                                on_unused_input="ignore", point_fn=False)
+    wall = -np.log((R.sum(axis=0) == 1).sum())
+    unseen = 1  # tie_order 2, 3, 4, 5
+
+    def omega(v: float, raw: np.ndarray | None = None) -> np.ndarray:
+        raw = np.zeros(L - 2) if raw is None else raw.copy()
+        raw[unseen] = v
+        return omega_at(raw)
+
+    grid = np.linspace(-20.0, 20.0, 401)
+    mapped = np.array([omega(v)[unseen] for v in grid])
+    assert np.all(np.diff(mapped) > 0)
+    assert mapped[-1] - mapped[-2] == pytest.approx(0.1, rel=1e-6)  # past the wall
+    assert mapped[1] - mapped[0] == pytest.approx(0.4, rel=1e-6)  # the open side
+    assert omega(0.0)[unseen] == pytest.approx(wall - 3.0 * np.log(2.0))
+    np.testing.assert_array_equal(np.delete(omega(2.5, np.arange(L - 2.0)), unseen),
+                                  np.delete(np.arange(L - 2.0), unseen))  # the others: omega = v
+
+    theta = zero_sum_normal(rng, 1.0, L)
+    eta = rng.normal(0.0, 1.0, L - 2)
+    point = values(model, theta, eta)
+    step = 1e-6
+    slope = (omega(point["tie_size_raw"][unseen] + step, point["tie_size_raw"])
+             - omega(point["tie_size_raw"][unseen] - step, point["tie_size_raw"]))[unseen] / (
+        2 * step)
+    joint = model.compile_logp(sum=True)(point)
+    likelihood = model.compile_logp(vars=[model["events"]], sum=True)(point)
+    prior = (stats.norm(0, 3).logpdf(eta).sum()
+             + pm.logp(pm.ZeroSumNormal.dist(sigma=1.0, shape=L), theta).eval())
+    assert joint - likelihood - prior == pytest.approx(np.log(slope), rel=1e-6)
 
 
 def log_likelihood_by_enumeration(data, theta, log_delta, D):
