@@ -243,7 +243,12 @@ def fit(
         Warm-up iterations per chain, number of chains.
     random_seed : int, optional
         Same seed, same draws.  Without one a fresh seed is drawn and stored in
-        ``posterior.idata.posterior.attrs["random_seed"]``.
+        ``posterior.idata.posterior.attrs["random_seed"]``.  One exception: PyTensor
+        compiles its Numba code with fast-math flags, so the first fit of a model new to
+        the machine (compiled, not loaded from PyTensor's on-disk cache) can differ in the
+        last bits of its gradient from later fits, and its chains then drift apart from
+        theirs; later fits agree with each other.  ``PYTENSOR_FLAGS=numba__fastmath=False``
+        makes the first fit agree too, at 1.4-1.9x the gradient time (docs/samplers.md).
     progressbar : bool, optional
         Default: on in a terminal or notebook, off otherwise.
     target_accept : float, optional
