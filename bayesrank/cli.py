@@ -278,8 +278,9 @@ def _fit_for_report(args: argparse.Namespace):
 
     described = " ".join([model, *(f"{k}={v}" for k, v in options.items())])
     draws = "the default draws" if args.draws is None else f"{args.draws} draws"
+    tune = "the default" if args.tune is None else f"{args.tune}"
     _step(args, f"fitting {described} ({args.chains} chains x {draws} after "
-                f"{args.tune} warm-up) to {data!r}")
+                f"{tune} warm-up) to {data!r}")
     post = fit(data, model, sampler=args.sampler, draws=args.draws, tune=args.tune,
                chains=args.chains, random_seed=args.seed, progressbar=_watched(args), **options)
     return post, source
@@ -396,7 +397,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--draws", type=_int_at_least(1), default=None,
                    help="kept draws per chain (default: 1000, more for models with hundreds "
                    "or thousands of parameters, so chance alone does not fail R-hat)")
-    p.add_argument("--tune", type=_int_at_least(0), default=1000)
+    p.add_argument("--tune", type=_int_at_least(0), default=None,
+                   help="warm-up iterations per chain (default: 500 with nutpie, 1000 with "
+                   "PyMC or NumPyro)")
     p.add_argument("--chains", type=_int_at_least(1), default=4)
     p.add_argument("--seed", type=_int_at_least(0), default=0)
     p.add_argument("--posterior", metavar="FILE", default=None,

@@ -6,7 +6,9 @@ models of before mixed slowly (R-hat 1.02-1.04, min bulk ESS 57-142).  For
 every model and every real data set in ``../shared/data`` this fits the
 current model (``bayesrank.models``) and, in the same run right after it,
 the previous parameterisation (a copy of its model-building code is kept
-below as the peer), both with nutpie, 4 chains x (1,000 tune + 1,000 draws),
+below as the peer), both with nutpie, 4 chains x 1,000 draws, the current model
+after ``bayesrank.fit``'s default warm-up (500 with nutpie, ``DEFAULT_TUNE``), the
+previous one after the 1,000 that was the default before, each with
 the model's default ``target_accept``: the current model compiled with the
 back end ``bayesrank.fit`` picks (JAX on a CPU), the previous one with
 nutpie's Numba build, the default before.  It reports:
@@ -46,6 +48,7 @@ from bayesrank.models._common import coords_of
 
 import bayesrank
 from bayesrank.inference.backends import model_var_names, nutpie_backend
+from bayesrank.inference.fitting import DEFAULT_TUNE
 from bayesrank.inference.nutpie_models import compile_for_nutpie, nutpie_cores
 
 #: Reads the real sets in ../shared/data: run_all.py skips it where they are absent.
@@ -56,6 +59,7 @@ OUT = Path(__file__).resolve().parents[1] / "bench-results"
 MODEL_NAMES = ("rasch", "2pl", "3pl", "bradley_terry", "davidson", "davidson_luce")
 CHANGED = ("rasch", "2pl", "3pl")
 PREVIOUS_TARGET_ACCEPT = {"rasch": 0.9, "2pl": 0.8, "3pl": 0.8}
+PREVIOUS_TUNE = 1000  # bayesrank.fit's warm-up per chain before issue 9
 
 
 def write_table(rows: list[dict], name: str, float_format=None) -> pd.DataFrame:
@@ -174,19 +178,19 @@ def every_kth_question(data: bayesrank.ResponseData, k: int) -> bayesrank.Respon
 
 # -- measurement ---------------------------------------------------------------------------
 
-def measure(model: pm.Model, *, target_accept: float, draws: int, seed: int,
+def measure(model: pm.Model, *, target_accept: float, draws: int, tune: int, seed: int,
             backend: str | None = None) -> dict:
     """Compile with nutpie's ``backend``, sample 4 chains, and summarise convergence and speed.
 
     ``backend`` None: the one :func:`bayesrank.fit` picks for ``model``.
     """
-    backend = backend or nutpie_backend(model, 4 * 2 * draws)
+    backend = backend or nutpie_backend(model, 4 * (tune + draws))
     names = model_var_names(model)
     t0 = time.perf_counter()
     compiled = compile_for_nutpie(model, backend, names)
     t1 = time.perf_counter()
     idata = nutpie.sample(
-        compiled, draws=draws, tune=draws, chains=4, cores=nutpie_cores(backend, 4),
+        compiled, draws=draws, tune=tune, chains=4, cores=nutpie_cores(backend, 4),
         seed=seed,
         progress_bar=False, target_accept=target_accept,
     )
@@ -217,6 +221,9 @@ def main() -> None:
     parser.add_argument("--sets", default=None, help="comma-separated set names (default all)")
     parser.add_argument("--models", default=",".join(MODEL_NAMES))
     parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--tune", type=int, default=DEFAULT_TUNE["nutpie"],
+                        help="warm-up per chain of the current model (the previous one keeps "
+                        "the 1,000 it had by default)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-peer", action="store_true", help="skip the previous models")
     parser.add_argument("--every", type=int, default=1,
@@ -232,15 +239,17 @@ def main() -> None:
             spec = MODELS[name]
             # new: today's model with the back end bayesrank.fit picks; old: the model
             # before issue 9 with nutpie's Numba build, the default then
-            builds = [("new", spec.target_accept, lambda d=data, s=spec: s.build(d), None)]
+            builds = [("new", spec.target_accept, args.tune,
+                       lambda d=data, s=spec: s.build(d), None)]
             if name in CHANGED and not args.no_peer:
-                builds.append(("old", PREVIOUS_TARGET_ACCEPT[name],
+                builds.append(("old", PREVIOUS_TARGET_ACCEPT[name], PREVIOUS_TUNE,
                                lambda d=data, n=name: previous_irt(d, n), "numba"))
-            for version, target_accept, build, backend in builds:
+            for version, target_accept, tune, build, backend in builds:
                 row = {"data": set_name, "shape": "x".join(map(str, data.R.shape)),
                        "model": name, "version": version}
-                row.update(measure(build(), target_accept=target_accept,
-                                   draws=args.draws, seed=args.seed, backend=backend))
+                row["tune"] = tune
+                row.update(measure(build(), target_accept=target_accept, draws=args.draws,
+                                   tune=tune, seed=args.seed, backend=backend))
                 rows.append(row)
                 print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in row.items()), flush=True)

@@ -41,7 +41,7 @@ won and lost some comparisons, and the fewest decisive comparisons of a pair
 are 434 (LiveCodeBench repair 15 x 713 x 10), 68 (ZeroEval MATH-L5
 38 x 721 x 1, where 2 ordered pairs never won), 733 (Reasoning Gym hard
 10 x 4550 x 1) and 2 (MathArena AIME 2025 I 16 x 15 x 4).  ``bayesrank.fit``
-with its defaults (nutpie, 4 x (1,000 + 1,000), target_accept 0.8,
+with its defaults of then (nutpie, 4 x (1,000 + 1,000), target_accept 0.8,
 ``random_seed=0``) passes on all four, full size, with this parameterisation
 unchanged:
 

@@ -2,7 +2,7 @@
 
 Issue 9: on real LLM benchmark data (questions nobody or everybody solves)
 the Rasch and 2PL models of before failed their own checks.  Each fit here
-is :func:`bayesrank.fit` with its defaults (sampler, 4 chains x (1,000 tune +
+is :func:`bayesrank.fit` with its defaults (sampler, 4 chains x (500 warm-up +
 the default draws, 1,000-1,500 by the number of parameters), the model's own
 ``target_accept``; only the pointwise
 log-likelihood, which does not touch sampling, is skipped) and asserts the
