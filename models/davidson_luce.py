@@ -56,19 +56,20 @@ observed ones).  Before issue 9 the distribution had no random method and
 Real benchmark data (issue 9).  Question-trials that every model solves or
 none does are not events (see above), so they add no parameter and no slow
 direction; the location is fixed on theta itself.  ``bayesrank.fit`` with its
-defaults of 2026-12-02 (nutpie, 4 x (1,000 + 1,000), target_accept 0.8, ``random_seed=0``;
-the default warm-up is 500 since, checked by ``make test-real``)
-passes on every real set in ``../shared/data``, full size:
+defaults (nutpie, 4 x (500 warm-up + 1,000 draws), target_accept 0.8, ``random_seed=0``)
+passes on every real set in ``../shared/data``, full size (2026-12-02, single-threaded
+BLAS, with the wall map of the tie orders no event has, :func:`_size_log_odds`):
 
-    set                               R-hat   min bulk (var) / tail ESS        div  steps/draw
-    lcb_repair 15 x 713 x 10          1.0034  1,482 (size log-odds) / 1,957    0    7.1
-    zeroeval_math_l5 38 x 721 x 1     1.0058  1,161 (size log-odds) / 1,708    0    7.0
-    reasoning_gym_hard 10 x 4550 x 1  1.0034  3,444 (size log-odds) / 2,900    0    6.9
-    aime2025_I 16 x 15 x 4            1.0036  1,547 / 1,988                    0    7.0
-    AlpacaEval 2.0 wins 52 x 805 x 1  1.0050  1,577 / 1,866                    0    8.4
+    set                               R-hat   min bulk (var) / tail ESS     div  steps/draw  wall s
+    lcb_repair 15 x 713 x 10          1.0056  1,010 (tie_size_raw) / 1,663  0    7.1          7.2
+    zeroeval_math_l5 38 x 721 x 1     1.0082    899 (tie_size_raw) / 1,302  0    7.0         17.2
+    reasoning_gym_hard 10 x 4550 x 1  1.0039  2,878 (tie_size_raw) / 2,904  0    6.9          7.5
+    aime2025_I 16 x 15 x 4            1.0041  1,552 (tie_size_raw) / 1,926  0    7.0          6.1
+    AlpacaEval 2.0 wins 52 x 805 x 1  1.0049  1,496 (theta) / 1,835         0    8.4         25.9
 
-(the last two rows with the wall map of the tie orders no event has, 2026-12-02, single-
-threaded BLAS; AlpacaEval had one divergence before it, :func:`_size_log_odds`)
+(wall: the whole call, the pointwise log-likelihood included).  With 1,000 warm-up
+iterations the smallest bulk ESS was 1,482 and 1,161 on the first two sets; AlpacaEval
+had one divergence before the wall map.
 
 The slowest direction used to be the tie prevalences when L is large and N = 1:
 with eta_t sampled directly (as a mean and zero-sum deviations), ZeroEval's 36 tie
