@@ -27,6 +27,17 @@ Reasoning Gym hard, 195 against 102 on LiveCodeBench; its default fits 53.9 agai
 29.8 s (new graph's compile included) and 275.7 against 160.1 s, same steps per draw,
 both passing (docs/samplers.md).
 
+A fit needs only the sum of the cells and its gradient.  :class:`SlopeCellsTotal` computes
+both in one pass over the counts, with no (L, M) table written or read again: the
+gradient of a sum of cells is built from it (:meth:`SlopeCells.pullback`, where the
+output gradient is one value broadcast over the table), and the rewrite
+:func:`sum_of_slope_cells` puts it in place of the sum itself, so that PyTensor's merge
+leaves one such node in a compiled log-density and gradient.  The elementwise Op stays
+for pointwise log-likelihoods and any other use of single cells.  The tables had cost
+more than the cells' arithmetic: casting the counts to floats, writing the cells and
+residuals, then summing them and taking two products with them read or wrote about 11
+arrays of L x M floats per gradient.
+
 The back ends are those of :mod:`models.rasch_cells` (NumPy, Numba for nutpie, and JAX
 with PyTensor's own softplus).
 """
@@ -35,9 +46,16 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, grad_undefined
 from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.graph.rewriting.basic import node_rewriter
+from pytensor.tensor.basic import Alloc
+from pytensor.tensor.elemwise import Elemwise
+from pytensor.tensor.math import Sum
+from pytensor.tensor.rewriting.basic import register_canonicalize, register_specialize
 
 from ._common import (
     LogisticCellsOp,
@@ -46,9 +64,9 @@ from ._common import (
     logistic_cells_jax,
     register_cells_backends,
 )
-from ._vector_math import binomial_logit_cells
+from ._vector_math import binomial_logit_cells, binomial_logit_total
 
-__all__ = ["SlopeCells", "binomial_2pl", "slope_cells"]
+__all__ = ["SlopeCells", "SlopeCellsTotal", "binomial_2pl", "slope_cells"]
 
 
 def _cells_numpy(k, n, theta, a, beta, log_coef):
@@ -75,9 +93,101 @@ class SlopeCells(LogisticCellsOp):
         g_cells, g_residual = output_grads
         if not isinstance(g_residual.type, DisconnectedType):
             raise NotImplementedError("SlopeCells' residual output is not differentiable")
+        undefined = [grad_undefined(self, 0, k), grad_undefined(self, 1, n)]
+        weight = broadcast_scalar(g_cells)
+        if weight is not None:  # the gradient of a sum of cells: no table needed
+            _, d_theta, d_a, d_beta = SlopeCellsTotal()(_uncast(k), _uncast(n), theta, a, beta,
+                                                         log_coef)
+            return [*undefined, weight * d_theta, weight * d_a, weight * d_beta, g_cells]
         weighted = g_cells * outputs[1]
+        return [*undefined, pt.dot(weighted, a), pt.dot(theta, weighted), weighted.sum(axis=0),
+                g_cells]
+
+
+def _total_numpy(k, n, theta, a, beta, log_coef):
+    cells, residual = _cells_numpy(k, n, theta, a, beta, log_coef)
+    return (np.asarray(cells.sum()), residual @ a, theta @ residual, residual.sum(axis=0))
+
+
+class SlopeCellsTotal(Op):
+    """(k, n, theta, a, beta, log C(n, k)) -> (sum of the cells, its gradient in theta, a and
+    beta): :class:`SlopeCells` summed, in one pass (module docstring).  ``k`` and ``n`` keep
+    their dtype.  The sum's gradient is the Op's other outputs; those have none (no second
+    derivatives)."""
+
+    __props__ = ()
+
+    def make_node(self, k, n, theta, a, beta, log_coef):
+        k, n = pt.as_tensor_variable(k), pt.as_tensor_variable(n)
+        params = [pt.as_tensor_variable(v).astype("float64") for v in (theta, a, beta, log_coef)]
+        if (k.ndim, n.ndim, *(v.ndim for v in params)) != (2, 2, 1, 1, 1, 2):
+            raise ValueError("SlopeCellsTotal takes k, n, log C(n, k) of shape (L, M), theta (L,) "
+                             "and a, beta (M,)")
+        theta = params[0]
+        outputs = [pt.scalar(dtype="float64"), theta.type(), params[1].type(), params[2].type()]
+        return Apply(self, [k, n, *params], outputs)
+
+    def perform(self, node, inputs, output_storage):
+        k, n, *params = inputs
+        values = _total_numpy(np.asarray(k, float), np.asarray(n, float), *params)
+        for storage, value in zip(output_storage, values, strict=True):
+            storage[0] = value
+
+    def infer_shape(self, node, shapes):
+        k, _, theta, a, beta, _ = shapes
+        return [(), theta, a, beta]
+
+    def pullback(self, inputs, outputs, output_grads):
+        k, n, theta, a, beta, log_coef = inputs
+        g_total, *g_scores = output_grads
+        if not all(isinstance(g.type, DisconnectedType) for g in g_scores):
+            raise NotImplementedError("SlopeCellsTotal's gradient outputs have no gradient "
+                                      "(no second derivatives)")
         return [grad_undefined(self, 0, k), grad_undefined(self, 1, n),
-                pt.dot(weighted, a), pt.dot(theta, weighted), weighted.sum(axis=0), g_cells]
+                *(g_total * score for score in outputs[1:]), pt.ones_like(log_coef) * g_total]
+
+
+def broadcast_scalar(value):
+    """The scalar that ``value`` broadcasts over a table, when it is one (as the output
+    gradient of a sum is, ``second(cells, g)``, or ``alloc(g, L, M)``); else None."""
+    owner = value.owner
+    if owner is None:
+        return None
+    if isinstance(owner.op, Elemwise) and isinstance(owner.op.scalar_op, ps.Second):
+        source = owner.inputs[1]
+    elif isinstance(owner.op, Alloc):
+        source = owner.inputs[0]
+    else:
+        return None
+    if not all(source.type.broadcastable):
+        return None
+    return pt.squeeze(source) if source.ndim else source
+
+
+def _uncast(value):
+    """``value`` before the node's cast to float64, when it was cast from a number type."""
+    owner = value.owner
+    if (owner is not None and isinstance(owner.op, Elemwise)
+            and isinstance(owner.op.scalar_op, ps.Cast) and owner.inputs[0].dtype in
+            ("int8", "int16", "int32", "int64", "uint8", "uint16", "float32", "float64")):
+        return owner.inputs[0]
+    return value
+
+
+@register_canonicalize
+@register_specialize
+@node_rewriter([Sum])
+def sum_of_slope_cells(fgraph, node):
+    """sum(SlopeCells(...).cells) -> SlopeCellsTotal(...).total: the sum without the table."""
+    (cells,) = node.inputs
+    owner = cells.owner
+    if owner is None or not isinstance(owner.op, SlopeCells) or cells is not owner.outputs[0]:
+        return None
+    if node.op.axis is not None and sorted(node.op.axis) != list(range(cells.ndim)):
+        return None
+    k, n, *params = owner.inputs
+    total = SlopeCellsTotal()(_uncast(k), _uncast(n), *params)[0]
+    return [total.astype(node.outputs[0].dtype)]
 
 
 def slope_cells(k, n, theta, a, beta, log_coef):
@@ -115,4 +225,18 @@ def _slope_cells_jax(k, n, theta, a, beta, log_coef):
     return logistic_cells_jax(k, n, theta[:, None] * a[None, :] + beta[None, :], log_coef)
 
 
+def _slope_total_loop(k, n, theta, a, beta, log_coef):
+    """The sum (a 0-d array, as PyTensor's scalars are) and its gradient (compiled by Numba
+    for nutpie): one vectorised pass."""
+    total, d_theta, d_a, d_beta = binomial_logit_total(k, n, theta, a, beta, log_coef)
+    return np.full((), total), d_theta, d_a, d_beta
+
+
+def _slope_total_jax(k, n, theta, a, beta, log_coef):
+    k, n = k.astype(theta.dtype), n.astype(theta.dtype)
+    cells, residual = _slope_cells_jax(k, n, theta, a, beta, log_coef)
+    return cells.sum(), residual @ a, theta @ residual, residual.sum(axis=0)
+
+
 register_cells_backends(SlopeCells, _slope_cells_loop, _slope_cells_jax, __file__)
+register_cells_backends(SlopeCellsTotal, _slope_total_loop, _slope_total_jax, __file__)

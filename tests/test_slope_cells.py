@@ -16,7 +16,7 @@ from _cells_ops import (
 )
 from _cells_ops import binomial_cells_data as _data
 from bayesrank.models import irt
-from bayesrank.models.slope_cells import SlopeCells, slope_cells
+from bayesrank.models.slope_cells import SlopeCells, SlopeCellsTotal, slope_cells
 
 from bayesrank import ResponseData
 
@@ -76,3 +76,53 @@ def test_the_binomial_2pl_samples_with_the_op_and_scores_as_before(prior_runs):
         previous = irt.build(R, **options)
     assert count_ops(previous, SlopeCells) == 0
     assert_same_density(model, previous, rng, sd=1.5)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_the_sum_and_its_gradient_in_one_pass_match_the_cells(mode):
+    """SlopeCellsTotal: the cells' sum and its gradient from integer counts, equal to the
+    stable reference, at ordinary points and far beyond e^x's range."""
+    if mode == "jax":
+        pytest.importorskip("jax")
+    rng = np.random.default_rng(3)
+    k, n, log_coef = _data(rng, L=6, M=37)
+    theta_v, a_v, beta_v = pt.vector("theta"), pt.vector("a"), pt.vector("beta")
+    outputs = SlopeCellsTotal()(k.astype(np.int32), n.astype(np.int8), theta_v, a_v, beta_v,
+                                log_coef)
+    fn = pytensor.function([theta_v, a_v, beta_v], outputs, mode=MODES[mode])
+    points = [(rng.normal(0, 1.5, 6), np.exp(rng.normal(0, 0.5, 37)), rng.normal(0, 2.5, 37)),
+              (np.array([750.0, -750.0, 0.0, 3.0, -2.0, 40.0]), np.full(37, 1.3),
+               np.linspace(-760.0, 760.0, 37))]
+    for theta, a, beta in points:
+        cells, *gradient = _reference(k, n, theta, a, beta, log_coef)
+        total, *got = fn(theta, a, beta)
+        assert float(total) == pytest.approx(cells.sum(), rel=1e-13)
+        for g, w in zip(got, gradient, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-9)
+
+
+def test_a_fits_log_density_and_gradient_take_the_one_pass_op():
+    """The sum of the cells and the gradient of that sum become one SlopeCellsTotal node,
+    with no table of cells, in the log-density and gradient nutpie compiles; a weighted sum
+    (one weight per cell) keeps the table and gets the same gradient as the reference."""
+    from bayesrank.inference.backends import model_var_names
+    from bayesrank.inference.nutpie_models import _functions
+
+    rng = np.random.default_rng(4)
+    R = (rng.random((5, 12, 2)) < 0.5).astype(int)
+    model = irt.build(R, kind="2pl")
+    _, _, logp_fn, *_ = _functions(model, model_var_names(model), "NUMBA", join_expanded=True)
+    ops = [type(node.op) for node in logp_fn.maker.fgraph.apply_nodes]
+    assert ops.count(SlopeCellsTotal) == 1 and SlopeCells not in ops
+
+    k, n, log_coef = _data(rng)
+    weight = rng.random(k.shape)
+    fn = cells_and_gradient(
+        lambda theta, a, beta: weight * slope_cells(k, n, theta, a, beta, log_coef),
+        ("theta", "a", "beta"), "numba")
+    theta, a, beta = rng.normal(size=5), np.exp(rng.normal(0, 0.5, 9)), rng.normal(size=9)
+    x = theta[:, None] * a[None, :] + beta[None, :]
+    residual = weight * stable_cells(k, n, x, log_coef)[1]
+    for got, want in zip(fn(theta, a, beta)[1:], (residual @ a, theta @ residual,
+                                                  residual.sum(axis=0)), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
