@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import time
 import warnings
 from functools import partial
@@ -48,7 +49,8 @@ from bayesrank.models._common import coords_of
 
 import bayesrank
 from bayesrank.inference.backends import model_var_names, nutpie_backend
-from bayesrank.inference.fitting import DEFAULT_TUNE
+from bayesrank.inference.cache import structure_key
+from bayesrank.inference.fitting import DEFAULT_TUNE, _tag
 from bayesrank.inference.nutpie_models import compile_for_nutpie, nutpie_cores
 
 #: Reads the real sets in ../shared/data: run_all.py skips it where they are absent.
@@ -179,22 +181,35 @@ def every_kth_question(data: bayesrank.ResponseData, k: int) -> bayesrank.Respon
 # -- measurement ---------------------------------------------------------------------------
 
 def measure(model: pm.Model, *, target_accept: float, draws: int, tune: int, seed: int,
-            backend: str | None = None) -> dict:
+            backend: str | None = None, key=None) -> dict:
     """Compile with nutpie's ``backend``, sample 4 chains, and summarise convergence and speed.
 
-    ``backend`` None: the one :func:`bayesrank.fit` picks for ``model``.
+    ``backend`` None: the one :func:`bayesrank.fit` picks for ``model``.  ``key``: the
+    model's structure key, with which the compiled functions come from the on-disk store
+    as in :func:`bayesrank.fit` (``function_store``); the compile is then timed once more
+    without the store (``compile_no_store_s``; the draws would be the same).
     """
     backend = backend or nutpie_backend(model, 4 * (tune + draws))
     names = model_var_names(model)
     t0 = time.perf_counter()
-    compiled = compile_for_nutpie(model, backend, names)
+    compiled = compile_for_nutpie(model, backend, names, key=key)
     t1 = time.perf_counter()
+    no_store = float("nan")
+    if key is not None and backend == "numba":
+        os.environ["BAYESRANK_FUNCTION_CACHE"] = "0"
+        try:
+            t = time.perf_counter()
+            compile_for_nutpie(model, backend, names, key=key)
+            no_store = time.perf_counter() - t
+        finally:
+            del os.environ["BAYESRANK_FUNCTION_CACHE"]
+    t_sample = time.perf_counter()
     idata = nutpie.sample(
         compiled, draws=draws, tune=tune, chains=4, cores=nutpie_cores(backend, 4),
         seed=seed,
         progress_bar=False, target_accept=target_accept,
     )
-    t2 = time.perf_counter()
+    t2 = t1 + time.perf_counter() - t_sample
     post = idata.posterior
     rhat = max(float(np.nanmax(np.asarray(az.rhat(post[v])))) for v in names)
     bulk = {v: float(np.nanmin(np.asarray(az.ess(post[v], method="bulk")))) for v in names}
@@ -204,6 +219,7 @@ def measure(model: pm.Model, *, target_accept: float, draws: int, tune: int, see
     return {
         "backend": backend,
         "compile_s": t1 - t0,
+        "compile_no_store_s": no_store,
         "wall_s": t2 - t0,
         "r_hat": rhat,
         "min_bulk_ess": bulk[slowest],
@@ -245,11 +261,13 @@ def main() -> None:
                 builds.append(("old", PREVIOUS_TARGET_ACCEPT[name], PREVIOUS_TUNE,
                                lambda d=data, n=name: previous_irt(d, n), "numba"))
             for version, target_accept, tune, build, backend in builds:
+                model = build()
+                key = structure_key(model, _tag(spec, {})) if version == "new" else None
                 row = {"data": set_name, "shape": "x".join(map(str, data.R.shape)),
                        "model": name, "version": version}
                 row["tune"] = tune
-                row.update(measure(build(), target_accept=target_accept, draws=args.draws,
-                                   tune=tune, seed=args.seed, backend=backend))
+                row.update(measure(model, target_accept=target_accept, draws=args.draws,
+                                   tune=tune, seed=args.seed, backend=backend, key=key))
                 rows.append(row)
                 print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in row.items()), flush=True)

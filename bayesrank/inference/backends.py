@@ -32,7 +32,7 @@ from bayesrank.datatree import from_arrays, group, with_groups, without_groups
 from bayesrank.errors import DataError, MissingDependencyError
 from bayesrank.inference.cache import cached
 from bayesrank.inference.jax_nuts import jaxify, run_nuts
-from bayesrank.inference.nutpie_models import compile_for_nutpie, nutpie_cores
+from bayesrank.inference.nutpie_models import compile_for_nutpie, nutpie_cores, with_model_data
 
 __all__ = ["SAMPLERS", "default_progressbar", "require", "sample", "sample_batch"]
 
@@ -166,12 +166,10 @@ def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_acce
     # reads this model's data: both are compiled anew each time (1-5 s)
     compiled, reused = cached(
         None if key is None or backend in ("jax", "pytensor") else ("nutpie", key),
-        lambda: compile_for_nutpie(model, backend, model_var_names(model)),
+        lambda: compile_for_nutpie(model, backend, model_var_names(model), key=key),
     )
     if reused:
-        compiled = compiled.with_data(
-            **{v.name: v.get_value(borrow=True) for v in model.data_vars}
-        )
+        compiled = with_model_data(compiled, model)
     t1 = time.perf_counter()
     idata = nutpie.sample(
         compiled,

@@ -30,6 +30,7 @@ import functools
 import hashlib
 import os
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import pymc as pm
@@ -54,22 +55,59 @@ def one_at_a_time(initial_point):
     return guarded
 
 
-def _functions(model: pm.Model, var_names: list[str], mode: str | None, join_expanded: bool):
-    """nutpie's ``_make_functions`` with PyMC's jittered initial points."""
-    from nutpie.compile_pymc import _make_functions
+def initial_points(model: pm.Model, shape_info) -> Callable:
+    """PyMC's jittered support points of ``model``'s free variables as nutpie's flat vector.
+
+    Some depend on the data (the walls of one-sided abilities and intercepts), so a model
+    compiled for other data of the same structure takes this model's initial points with
+    its data: then a fit's draws depend on its seed and data only, not on what the process
+    fitted before (in ``make test-real`` a reused 2PL started from another set's points).
+    """
+    from nutpie.compile_pymc import _rv_dict_to_flat_array_wrapper
     from pymc.initial_point import make_initial_point_fn
 
-    initial_point = make_initial_point_fn(
+    fn = make_initial_point_fn(
         model=model, jitter_rvs=set(model.free_RVs), default_strategy="support_point",
         return_transformed=True,
     )
-    n_dim, n_expanded, logp_fn, expand_fn, initial_flat, shape_info, reparameterized = (
-        _make_functions(
+    free = len(model.free_RVs)
+    return one_at_a_time(_rv_dict_to_flat_array_wrapper(
+        fn, names=shape_info[0][:free], shapes=shape_info[2][:free]))
+
+
+def with_model_data(compiled, model: pm.Model):
+    """``compiled`` (a Numba model of ``model``'s structure) with ``model``'s data and initial
+    points."""
+    swapped = compiled.with_data(**{v.name: v.get_value(borrow=True) for v in model.data_vars})
+    return dataclasses.replace(
+        swapped, initial_point_func=initial_points(model, compiled.shape_info))
+
+
+def _functions(model: pm.Model, var_names: list[str], mode: str | None, join_expanded: bool,
+               key=None):
+    """nutpie's ``_make_functions`` with PyMC's jittered initial points (:func:`initial_points`).
+
+    With a structure ``key`` (:func:`bayesrank.inference.cache.structure_key`), the
+    compiled functions come from :mod:`.function_store` when an earlier process stored
+    them.
+    """
+    from nutpie.compile_pymc import _make_functions
+
+    from bayesrank.inference.function_store import load_or_make
+
+    def make():
+        n_dim, n_expanded, logp_fn, expand_fn, _, shape_info, reparameterized = _make_functions(
             model, mode=mode, compute_grad=True, join_expanded=join_expanded,
-            pymc_initial_point_fn=initial_point, var_names=var_names,
-        ))
-    return (n_dim, n_expanded, logp_fn, expand_fn, one_at_a_time(initial_flat), shape_info,
-            reparameterized)
+            pymc_initial_point_fn=lambda seed: {}, var_names=var_names,
+        )
+        return n_dim, n_expanded, logp_fn, expand_fn, shape_info, reparameterized
+
+    store_key = None if key is None else ("nutpie-functions", key, tuple(var_names), mode,
+                                          join_expanded)
+    (n_dim, n_expanded, logp_fn, expand_fn, shape_info, reparameterized), _ = load_or_make(
+        store_key, model, make)
+    return (n_dim, n_expanded, logp_fn, expand_fn, initial_points(model, shape_info),
+            shape_info, reparameterized)
 
 
 def _callback_source(kind: str, n_shared: int, offset: int) -> str:
@@ -166,7 +204,7 @@ def _address_table(arrays: list[np.ndarray]) -> np.ndarray:
     return np.array([a.ctypes.data for a in arrays] or [0], dtype=np.int64)
 
 
-def nutpie_numba_model(model: pm.Model, var_names: list[str]):
+def nutpie_numba_model(model: pm.Model, var_names: list[str], key=None):
     """nutpie's Numba model of ``model`` through small C callbacks (module docstring).
 
     The data arrays' shapes and dtypes are compiled into the callbacks: ``with_data`` takes
@@ -176,7 +214,7 @@ def nutpie_numba_model(model: pm.Model, var_names: list[str]):
     from nutpie.compile_pymc import _prepare_dims_and_coords
 
     n_dim, n_expanded, logp_fn, expand_fn, initial_flat, shape_info, reparameterized = (
-        _functions(model, var_names, "NUMBA", join_expanded=True))
+        _functions(model, var_names, "NUMBA", join_expanded=True, key=key))
     shared = {}
     for var in (*logp_fn.get_shared(), *expand_fn.get_shared()):
         shared.setdefault(var.name, (var, np.asarray(var.get_value(borrow=True), order="C")))
@@ -272,10 +310,14 @@ def nutpie_pytensor_model(model: pm.Model, var_names: list[str]):
     )
 
 
-def compile_for_nutpie(model: pm.Model, backend: str, var_names: list[str]):
-    """nutpie's compiled model of ``model`` with ``backend`` ("numba", "pytensor" or "jax")."""
+def compile_for_nutpie(model: pm.Model, backend: str, var_names: list[str], key=None):
+    """nutpie's compiled model of ``model`` with ``backend`` ("numba", "pytensor" or "jax").
+
+    ``key``: the model's structure key; the Numba build then keeps its functions on disk
+    (:mod:`.function_store`).
+    """
     if backend == "numba":
-        return nutpie_numba_model(model, var_names)
+        return nutpie_numba_model(model, var_names, key=key)
     if backend == "pytensor":
         return nutpie_pytensor_model(model, var_names)
     import nutpie

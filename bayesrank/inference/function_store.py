@@ -1,0 +1,157 @@
+"""nutpie's compiled log-density, gradient and expansion kept on disk between processes.
+
+Compiling one of bayesrank's models for nutpie's Numba build with PyTensor's and Numba's
+caches warm still takes 1.5-2.5 s on the real sets, most of it PyTensor building and
+rewriting the log-density and its gradient (the numbers are in ``docs/samplers.md``).
+The rewritten functions are the same for every data set of the same structure, which
+:func:`bayesrank.inference.cache.structure_key` already relies on within a process: so
+they are pickled here under that key, and a later process loads them and puts its own
+data into their shared variables instead of building them again.
+
+The key adds everything else the graph depends on: the source of ``bayesrank.models``
+and of the modules that build the functions, the versions of the libraries that compile
+them, and PyTensor's ``floatX``.  A file that does not load, or whose data variables do
+not match the model's by name, shape and dtype, is compiled anew and replaced.  Files are
+written whole (a temporary file, then a rename) and the oldest are removed beyond
+:data:`MAX_FILES`.  ``BAYESRANK_FUNCTION_CACHE=0`` turns the store off;
+``BAYESRANK_FUNCTION_CACHE_DIR`` moves it (default: ``bayesrank-functions`` in PyTensor's
+compile directory).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import tempfile
+from collections.abc import Callable, Hashable
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pymc as pm
+
+__all__ = ["MAX_FILES", "load_or_make", "store_dir"]
+
+#: Files kept in the store; the least recently used beyond this are removed.
+MAX_FILES = 64
+
+_LIBRARIES = ("pymc", "pytensor", "nutpie", "numba", "numpy")
+
+
+def enabled() -> bool:
+    return os.environ.get("BAYESRANK_FUNCTION_CACHE", "1") != "0"
+
+
+def store_dir() -> Path:
+    """Where the functions are kept (``BAYESRANK_FUNCTION_CACHE_DIR`` or PyTensor's compiledir)."""
+    chosen = os.environ.get("BAYESRANK_FUNCTION_CACHE_DIR")
+    if chosen:
+        return Path(chosen)
+    import pytensor
+
+    return Path(pytensor.config.compiledir) / "bayesrank-functions"
+
+
+@functools.cache
+def _code_version() -> str:
+    """A digest of the code that shapes the compiled graph and of the compiling libraries."""
+    import pytensor
+
+    import bayesrank.models
+    from bayesrank.inference import nutpie_models
+
+    digest = hashlib.sha256()
+    sources = sorted(Path(p) for d in bayesrank.models.__path__ for p in Path(d).glob("*.py"))
+    for path in (*sources, Path(nutpie_models.__file__), Path(__file__)):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    for library in _LIBRARIES:
+        digest.update(f"{library}={version(library)}".encode())
+    digest.update(f"floatX={pytensor.config.floatX}".encode())
+    return digest.hexdigest()
+
+
+def _path(key: Hashable) -> Path:
+    text = repr(key) + _code_version()
+    return store_dir() / f"{hashlib.sha256(text.encode()).hexdigest()}.pkl"
+
+
+def _matches(functions: tuple, model: pm.Model) -> bool:
+    """Every shared variable of the stored functions is a data variable of ``model``, alike."""
+    data = {v.name: v.get_value(borrow=True) for v in model.data_vars}
+    for fn in functions:
+        for var in fn.get_shared():
+            value = data.get(var.name)
+            if value is None:
+                return False
+            old = var.get_value(borrow=True)
+            if np.shape(old) != np.shape(value) or np.asarray(old).dtype != np.asarray(value).dtype:
+                return False
+    return True
+
+
+def _load(path: Path, model: pm.Model) -> Any | None:
+    try:
+        with open(path, "rb") as stream:
+            stored = pickle.load(stream)
+    except FileNotFoundError:
+        return None
+    except Exception:  # noqa: BLE001 - a damaged or outdated file is compiled anew
+        return None
+    functions = [v for v in stored if hasattr(v, "get_shared")]
+    if not _matches(functions, model):
+        return None
+    data = {v.name: v.get_value(borrow=True) for v in model.data_vars}
+    for fn in functions:
+        for var in fn.get_shared():
+            var.set_value(np.array(data[var.name], copy=True))
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+    return stored
+
+
+def _store(path: Path, value: Any) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as out:
+            pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(out.name, path)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        try:
+            os.unlink(out.name)
+        except (OSError, NameError):
+            pass
+        return
+    _prune(path.parent)
+
+
+def _prune(directory: Path) -> None:
+    try:
+        files = sorted(directory.glob("*.pkl"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in files[MAX_FILES:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def load_or_make(key: Hashable | None, model: pm.Model, make: Callable[[], tuple]
+                 ) -> tuple[tuple, bool]:
+    """``make()`` (a tuple holding PyTensor functions), or the copy stored under ``key``.
+
+    A stored copy gets ``model``'s data in its shared variables.  Returns the value and
+    whether it was loaded.  ``key`` None, or the store turned off: ``make()``, not stored.
+    """
+    if key is None or not enabled():
+        return make(), False
+    path = _path(key)
+    stored = _load(path, model)
+    if stored is not None:
+        return stored, True
+    value = make()
+    _store(path, value)
+    return value, False
