@@ -24,7 +24,6 @@ import functools
 import hashlib
 import os
 import pickle
-import tempfile
 from collections.abc import Callable, Hashable
 from importlib.metadata import version
 from pathlib import Path
@@ -116,23 +115,23 @@ def _load(path: Path, model: pm.Model) -> Any | None:
 
 
 def _store(path: Path, value: Any) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as out:
+    from bayesrank.data.io import atomic_write
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as out:
             pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(out.name, path)
-    except (OSError, pickle.PicklingError, TypeError, AttributeError):
-        try:
-            os.unlink(out.name)
-        except (OSError, NameError):
-            pass
-        return
+
+    try:
+        atomic_write(path, write)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        return  # a store that cannot be written only costs the next process a compile
     _prune(path.parent)
 
 
 def _prune(directory: Path) -> None:
     try:
-        files = sorted(directory.glob("*.pkl"), key=lambda p: p.stat().st_mtime, reverse=True)
+        files = sorted((p for p in directory.glob("*.pkl") if not p.name.startswith(".")),
+                       key=lambda p: p.stat().st_mtime, reverse=True)
         for old in files[MAX_FILES:]:
             old.unlink(missing_ok=True)
     except OSError:
