@@ -60,11 +60,11 @@ def _code_version() -> str:
     import pytensor
 
     import bayesrank.models
-    from bayesrank.inference import nutpie_models
 
     digest = hashlib.sha256()
     sources = sorted(Path(p) for d in bayesrank.models.__path__ for p in Path(d).glob("*.py"))
-    for path in (*sources, Path(nutpie_models.__file__), Path(__file__)):
+    here = Path(__file__)
+    for path in (*sources, here.with_name("nutpie_models.py"), here):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     for library in _LIBRARIES:
