@@ -1,8 +1,9 @@
 """nutpie's compiled log-density, gradient and expansion kept on disk between processes.
 
 Compiling one of bayesrank's models for nutpie's Numba build with PyTensor's and Numba's
-caches warm still takes 1.5-2.5 s on the real sets, most of it PyTensor building and
-rewriting the log-density and its gradient (the numbers are in ``docs/samplers.md``).
+caches warm still took 1.3-1.5 s (AIME and ZeroEval 2PL, idle), most of it PyTensor
+building and rewriting the log-density and its gradient; loaded from here, 0.6-0.7 s
+(``docs/samplers.md``).
 The rewritten functions are the same for every data set of the same structure, which
 :func:`bayesrank.inference.cache.structure_key` already relies on within a process: so
 they are pickled here under that key, and a later process loads them and puts its own
@@ -78,35 +79,23 @@ def _path(key: Hashable) -> Path:
     return store_dir() / f"{hashlib.sha256(text.encode()).hexdigest()}.pkl"
 
 
-def _matches(functions: tuple, model: pm.Model) -> bool:
-    """Every shared variable of the stored functions is a data variable of ``model``, alike."""
-    data = {v.name: v.get_value(borrow=True) for v in model.data_vars}
-    for fn in functions:
-        for var in fn.get_shared():
-            value = data.get(var.name)
-            if value is None:
-                return False
-            old = var.get_value(borrow=True)
-            if np.shape(old) != np.shape(value) or np.asarray(old).dtype != np.asarray(value).dtype:
-                return False
-    return True
-
-
 def _load(path: Path, model: pm.Model) -> Any | None:
+    """The functions stored at ``path`` with ``model``'s data, or None (absent, damaged,
+    or a shared variable that is not one of ``model``'s data variables of that shape and
+    dtype)."""
     try:
         with open(path, "rb") as stream:
             stored = pickle.load(stream)
-    except FileNotFoundError:
+    except Exception:  # noqa: BLE001 - an absent, damaged or outdated file is compiled anew
         return None
-    except Exception:  # noqa: BLE001 - a damaged or outdated file is compiled anew
-        return None
-    functions = [v for v in stored if hasattr(v, "get_shared")]
-    if not _matches(functions, model):
-        return None
-    data = {v.name: v.get_value(borrow=True) for v in model.data_vars}
-    for fn in functions:
-        for var in fn.get_shared():
-            var.set_value(np.array(data[var.name], copy=True))
+    data = {v.name: np.asarray(v.get_value(borrow=True)) for v in model.data_vars}
+    shared = [var for fn in stored if hasattr(fn, "get_shared") for var in fn.get_shared()]
+    for var in shared:
+        old, new = np.asarray(var.get_value(borrow=True)), data.get(var.name)
+        if new is None or old.shape != new.shape or old.dtype != new.dtype:
+            return None
+    for var in shared:
+        var.set_value(data[var.name].copy())
     try:
         os.utime(path)
     except OSError:
@@ -138,19 +127,18 @@ def _prune(directory: Path) -> None:
         pass
 
 
-def load_or_make(key: Hashable | None, model: pm.Model, make: Callable[[], tuple]
-                 ) -> tuple[tuple, bool]:
+def load_or_make(key: Hashable | None, model: pm.Model, make: Callable[[], tuple]) -> tuple:
     """``make()`` (a tuple holding PyTensor functions), or the copy stored under ``key``.
 
-    A stored copy gets ``model``'s data in its shared variables.  Returns the value and
-    whether it was loaded.  ``key`` None, or the store turned off: ``make()``, not stored.
+    A stored copy gets ``model``'s data in its shared variables.  ``key`` None, or the
+    store turned off: ``make()``, not stored.
     """
     if key is None or not enabled():
-        return make(), False
+        return make()
     path = _path(key)
     stored = _load(path, model)
     if stored is not None:
-        return stored, True
+        return stored
     value = make()
     _store(path, value)
-    return value, False
+    return value

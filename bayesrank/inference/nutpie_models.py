@@ -96,6 +96,7 @@ def _functions(model: pm.Model, var_names: list[str], mode: str | None, join_exp
     from bayesrank.inference.function_store import load_or_make
 
     def make():
+        # nutpie only wraps the initial-point function; ours is made from the model below
         n_dim, n_expanded, logp_fn, expand_fn, _, shape_info, reparameterized = _make_functions(
             model, mode=mode, compute_grad=True, join_expanded=join_expanded,
             pymc_initial_point_fn=lambda seed: {}, var_names=var_names,
@@ -104,7 +105,7 @@ def _functions(model: pm.Model, var_names: list[str], mode: str | None, join_exp
 
     store_key = None if key is None else ("nutpie-functions", key, tuple(var_names), mode,
                                           join_expanded)
-    (n_dim, n_expanded, logp_fn, expand_fn, shape_info, reparameterized), _ = load_or_make(
+    n_dim, n_expanded, logp_fn, expand_fn, shape_info, reparameterized = load_or_make(
         store_key, model, make)
     return (n_dim, n_expanded, logp_fn, expand_fn, initial_points(model, shape_info),
             shape_info, reparameterized)
