@@ -169,7 +169,7 @@ def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_acce
         lambda: compile_for_nutpie(model, backend, model_var_names(model), key=key),
     )
     if reused:
-        compiled = with_model_data(compiled, model)
+        compiled = with_model_data(compiled, model, key)
     t1 = time.perf_counter()
     idata = nutpie.sample(
         compiled,

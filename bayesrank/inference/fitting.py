@@ -34,6 +34,7 @@ from bayesrank.inference.backends import (
 )
 from bayesrank.inference.cache import structure_key
 from bayesrank.inference.diagnostics import SamplingWarning, check, default_draws, summarize
+from bayesrank.inference.log_likelihood import pointwise_log_likelihood
 from bayesrank.models import get_model, scoring_model
 
 __all__ = ["fit", "fit_many", "DEFAULT_SAMPLER"]
@@ -282,9 +283,9 @@ def fit(
     Posterior
         Draws of ``theta`` (larger is better) and everything else; its
         ``diagnostics`` frame; ``timings`` (``compile``, ``sample``, and
-        ``log_likelihood`` seconds when :func:`pymc.compute_log_likelihood`
-        ran after sampling; NumPyro and the exact sampler compute it with the
-        draws, inside ``sample``).
+        ``log_likelihood`` seconds when the pointwise log-likelihood was computed
+        after sampling, :func:`~bayesrank.inference.log_likelihood.pointwise_log_likelihood`;
+        NumPyro and the exact sampler compute it with the draws, inside ``sample``).
 
     Warns
     -----
@@ -300,6 +301,7 @@ def fit(
     chosen = _choose_sampler(model, sampler)
     draws = _draws(draws, pymc_model, chains, chosen)
     seed = seed_or_new(random_seed)
+    key = structure_key(pymc_model, _tag(spec, model_options))
     with warnings.catch_warnings():
         # ArviZ's guess that dims are misnamed when an interrupted run kept fewer draws than
         # chains; _require_all_draws below reports the interrupt itself
@@ -314,7 +316,7 @@ def fit(
             progressbar=default_progressbar() if progressbar is None else bool(progressbar),
             target_accept=float(target_accept),
             log_likelihood=(observed_var,) if log_likelihood else (),
-            key=structure_key(pymc_model, _tag(spec, model_options)),
+            key=key,
             exact_draws=spec.exact_draws,
         )
     _require_all_draws(idata, int(draws))
@@ -322,15 +324,8 @@ def fit(
         import time
 
         t0 = time.perf_counter()
-        loglik = pm.compute_log_likelihood(
-            idata,
-            var_names=[observed_var],
-            model=scoring_model(pymc_model),
-            extend_inferencedata=False,
-            progressbar=False,
-        )
-        idata = with_groups(idata, log_likelihood=group(loglik, "log_likelihood")
-                            if isinstance(loglik, xr.DataTree) else loglik)
+        idata = with_groups(idata, log_likelihood=pointwise_log_likelihood(
+            group(idata, "posterior"), scoring_model(pymc_model), observed_var, key))
         timings["log_likelihood"] = time.perf_counter() - t0
     return _finish(idata, d, model, pymc_model, observed_var, chosen, seed, timings,
                    model_options=model_options)

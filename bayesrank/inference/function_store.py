@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
-__all__ = ["MAX_FILES", "load_or_make", "store_dir"]
+__all__ = ["MAX_FILES", "load_or_make", "put_data", "store_dir"]
 
 #: Files kept in the store; the least recently used beyond this are removed.
 MAX_FILES = 64
@@ -65,7 +65,8 @@ def _code_version() -> str:
     digest = hashlib.sha256()
     sources = sorted(Path(p) for d in bayesrank.models.__path__ for p in Path(d).glob("*.py"))
     here = Path(__file__)
-    for path in (*sources, here.with_name("nutpie_models.py"), here):
+    for path in (*sources, here.with_name("nutpie_models.py"),
+                 here.with_name("log_likelihood.py"), here):
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     for library in _LIBRARIES:
@@ -88,19 +89,34 @@ def _load(path: Path, model: pm.Model) -> Any | None:
             stored = pickle.load(stream)
     except Exception:  # noqa: BLE001 - an absent, damaged or outdated file is compiled anew
         return None
-    data = {v.name: np.asarray(v.get_value(borrow=True)) for v in model.data_vars}
-    shared = [var for fn in stored if hasattr(fn, "get_shared") for var in fn.get_shared()]
-    for var in shared:
-        old, new = np.asarray(var.get_value(borrow=True)), data.get(var.name)
-        if new is None or old.shape != new.shape or old.dtype != new.dtype:
-            return None
-    for var in shared:
-        var.set_value(data[var.name].copy())
+    if not put_data(stored, model):
+        return None
     try:
         os.utime(path)
     except OSError:
         pass
     return stored
+
+
+def put_data(functions: tuple, model: pm.Model) -> bool:
+    """Copy ``model``'s data into the shared variables of the PyTensor functions in
+    ``functions``, matched by name; False (nothing copied) when one of them is not a data
+    variable or dimension length of ``model`` with that shape and dtype.  Random generators
+    are left alone."""
+    from pytensor.tensor.random.type import RandomType
+
+    data = {name: np.asarray(length.get_value(borrow=True))
+            for name, length in model.dim_lengths.items() if hasattr(length, "get_value")}
+    data.update({v.name: np.asarray(v.get_value(borrow=True)) for v in model.data_vars})
+    shared = [var for fn in functions if hasattr(fn, "get_shared") for var in fn.get_shared()
+              if not isinstance(var.type, RandomType)]
+    for var in shared:
+        old, new = np.asarray(var.get_value(borrow=True)), data.get(var.name)
+        if new is None or old.shape != new.shape or old.dtype != new.dtype:
+            return False
+    for var in shared:
+        var.set_value(data[var.name].copy())
+    return True
 
 
 def _store(path: Path, value: Any) -> None:

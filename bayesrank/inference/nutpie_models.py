@@ -35,6 +35,9 @@ from collections.abc import Callable
 import numpy as np
 import pymc as pm
 
+from bayesrank.inference.cache import cached
+from bayesrank.inference.function_store import load_or_make, put_data
+
 __all__ = ["compile_for_nutpie", "nutpie_cores", "nutpie_numba_model", "nutpie_pytensor_model"]
 
 
@@ -55,32 +58,55 @@ def one_at_a_time(initial_point):
     return guarded
 
 
-def initial_points(model: pm.Model, shape_info) -> Callable:
+def initial_point_function(model: pm.Model):
+    """PyMC's compiled function of ``model``'s jittered support points (transformed), seeded
+    through its random generators (:func:`initial_points`)."""
+    from pymc.initial_point import make_initial_point_fn
+
+    seeded = make_initial_point_fn(
+        model=model, jitter_rvs=set(model.free_RVs), default_strategy="support_point",
+        return_transformed=True,
+    )
+    return seeded.__wrapped__  # the compiled function PyMC's seeded wrapper calls
+
+
+def initial_points(model: pm.Model, shape_info, fn=None) -> Callable:
     """PyMC's jittered support points of ``model``'s free variables as nutpie's flat vector.
 
     Some depend on the data (the walls of one-sided abilities and intercepts), so a model
     compiled for other data of the same structure takes this model's initial points with
     its data: then a fit's draws depend on its seed and data only, not on what the process
     fitted before (in ``make test-real`` a reused 2PL started from another set's points).
+    ``fn``: :func:`initial_point_function` of a model of the same structure holding
+    ``model``'s data (compiling it took 0.2-0.7 s of an AIME 2PL fit, so it is kept with the
+    model's other functions); by default compiled here.
     """
     from nutpie.compile_pymc import _rv_dict_to_flat_array_wrapper
-    from pymc.initial_point import make_initial_point_fn
+    from pymc.pytensorf import find_rng_nodes, reseed_rngs
 
-    fn = make_initial_point_fn(
-        model=model, jitter_rvs=set(model.free_RVs), default_strategy="support_point",
-        return_transformed=True,
-    )
+    fn = initial_point_function(model) if fn is None else fn
+    rngs = find_rng_nodes(fn.maker.fgraph.outputs)
+    values = [model.rvs_to_values[rv].name for rv in model.free_RVs]  # in the outputs' order
     free = len(model.free_RVs)
+
+    def point(seed):
+        reseed_rngs(rngs, seed)
+        return dict(zip(values, fn(), strict=True))
+
     return one_at_a_time(_rv_dict_to_flat_array_wrapper(
-        fn, names=shape_info[0][:free], shapes=shape_info[2][:free]))
+        point, names=shape_info[0][:free], shapes=shape_info[2][:free]))
 
 
-def with_model_data(compiled, model: pm.Model):
-    """``compiled`` (a Numba model of ``model``'s structure) with ``model``'s data and initial
-    points."""
+def with_model_data(compiled, model: pm.Model, key=None):
+    """``compiled`` (a Numba model of ``model``'s structure ``key``) with ``model``'s data and
+    initial points."""
     swapped = compiled.with_data(**{v.name: v.get_value(borrow=True) for v in model.data_vars})
+    fn, reused = cached(None if key is None else ("initial-points", key),
+                        lambda: initial_point_function(model))
+    if reused and not put_data((fn,), model):
+        fn = initial_point_function(model)  # not expected: the key fixes the data's shapes
     return dataclasses.replace(
-        swapped, initial_point_func=initial_points(model, compiled.shape_info))
+        swapped, initial_point_func=initial_points(model, compiled.shape_info, fn))
 
 
 def _functions(model: pm.Model, var_names: list[str], mode: str | None, join_expanded: bool,
@@ -93,21 +119,22 @@ def _functions(model: pm.Model, var_names: list[str], mode: str | None, join_exp
     """
     from nutpie.compile_pymc import _make_functions
 
-    from bayesrank.inference.function_store import load_or_make
-
     def make():
-        # nutpie only wraps the initial-point function; ours is made from the model below
+        # nutpie only wraps the initial-point function; ours is compiled and kept with these
         n_dim, n_expanded, logp_fn, expand_fn, _, shape_info, reparameterized = _make_functions(
             model, mode=mode, compute_grad=True, join_expanded=join_expanded,
             pymc_initial_point_fn=lambda seed: {}, var_names=var_names,
         )
-        return n_dim, n_expanded, logp_fn, expand_fn, shape_info, reparameterized
+        return (n_dim, n_expanded, logp_fn, expand_fn, shape_info, reparameterized,
+                initial_point_function(model))
 
     store_key = None if key is None else ("nutpie-functions", key, tuple(var_names), mode,
                                           join_expanded)
-    n_dim, n_expanded, logp_fn, expand_fn, shape_info, reparameterized = load_or_make(
-        store_key, model, make)
-    return (n_dim, n_expanded, logp_fn, expand_fn, initial_points(model, shape_info),
+    n_dim, n_expanded, logp_fn, expand_fn, shape_info, reparameterized, initial_fn = (
+        load_or_make(store_key, model, make))
+    if key is not None:  # for a later fit of this structure in the process (with_model_data)
+        cached(("initial-points", key), lambda: initial_fn)
+    return (n_dim, n_expanded, logp_fn, expand_fn, initial_points(model, shape_info, initial_fn),
             shape_info, reparameterized)
 
 
