@@ -1,14 +1,14 @@
 """Pointwise log-likelihood of a fit's draws, compiled once per model structure.
 
 :func:`pymc.compute_log_likelihood` builds and compiles the elementwise log-density
-of the observed variable at every call and evaluates it draw by draw with PyTensor's
-C back end, where bayesrank's cells Ops run their NumPy implementations.  On the AIME
-2PL (16 x 15 x 4) that was 1.5 s of a 5.2 s fit, most of it building the graph; on
-ZeroEval MATH-L5 (38 x 721) 5.6-6.9 s (2026-12-04, 2-core AMD EPYC).  Here the
-same function (the model with its value transforms removed, as PyMC scores the
-posterior's constrained draws) is compiled with Numba, where the cells Ops run their
-vectorised kernels, kept in memory and in :mod:`.function_store` under the model's
-structure key, and takes each fit's data in its shared variables.
+of the observed variable at every call, then evaluates it draw by draw.  Building it
+was most of the time on small sets (AIME 2PL, 16 x 15 x 4: 1.5 s of a 5.2 s fit,
+2026-12-04, 2-core AMD EPYC).  Here the same function (the model with its value
+transforms removed, as PyMC scores the posterior's constrained draws; PyTensor's
+default back end, whose compiled code is shared between graphs, so a machine new to a
+model compiles little) is kept in memory and in :mod:`.function_store` under the
+model's structure key, and takes each fit's data in its shared variables.
+``benchmarks/bench_log_likelihood.py`` measures both on the real sets.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ def _make_function(model: pm.Model, observed_var: str) -> tuple:
     plain = remove_value_transforms(model)
     values = [plain.rvs_to_values[rv] for rv in plain.free_RVs]
     (elementwise,) = plain.logp(vars=[plain[observed_var]], sum=False)
-    fn = pytensor.function(values, elementwise, mode="NUMBA", on_unused_input="ignore",
-                           trust_input=True)
+    fn = pytensor.function(values, elementwise, on_unused_input="ignore", trust_input=True)
     return fn, tuple(rv.name for rv in plain.free_RVs), tuple(v.type.dtype for v in values)
 
 
