@@ -1,4 +1,6 @@
-"""nutpie's compiled log-density, gradient and expansion kept on disk between processes.
+"""Compiled functions of a model kept on disk between processes: nutpie's log-density,
+gradient and expansion with the initial points (:mod:`.nutpie_models`), and the pointwise
+log-likelihood (:mod:`.log_likelihood`).
 
 Compiling one of bayesrank's models for nutpie's Numba build with PyTensor's and Numba's
 caches warm still took 1.3-1.5 s (AIME and ZeroEval 2PL, idle), most of it PyTensor
@@ -11,7 +13,7 @@ data into their shared variables instead of building them again.
 
 The key adds everything else the graph depends on: the source of ``bayesrank.models``
 and of the modules that build the functions, the versions of the libraries that compile
-them, and PyTensor's ``floatX``.  A file that does not load, or whose data variables do
+them, and PyTensor's ``floatX`` and ``mode``.  A file that does not load, or whose data variables do
 not match the model's by name, shape and dtype, is compiled anew and replaced.  Files are
 written whole (a temporary file, then a rename) and the oldest are removed beyond
 :data:`MAX_FILES`.  ``BAYESRANK_FUNCTION_CACHE=0`` turns the store off;
@@ -35,8 +37,9 @@ import pymc as pm
 
 __all__ = ["MAX_FILES", "load_or_make", "put_data", "store_dir"]
 
-#: Files kept in the store; the least recently used beyond this are removed.
-MAX_FILES = 64
+#: Files kept in the store (up to two a model structure: its nutpie functions and its
+#: log-likelihood, 0.1-1.3 MB each); the least recently used beyond this are removed.
+MAX_FILES = 128
 
 _LIBRARIES = ("pymc", "pytensor", "nutpie", "numba", "numpy")
 
@@ -71,7 +74,7 @@ def _code_version() -> str:
         digest.update(path.read_bytes())
     for library in _LIBRARIES:
         digest.update(f"{library}={version(library)}".encode())
-    digest.update(f"floatX={pytensor.config.floatX}".encode())
+    digest.update(f"floatX={pytensor.config.floatX} mode={pytensor.config.mode}".encode())
     return digest.hexdigest()
 
 

@@ -28,13 +28,15 @@ __all__ = ["pointwise_log_likelihood"]
 def _make_function(model: pm.Model, observed_var: str) -> tuple:
     """(function of the free variables' constrained values -> elementwise log-likelihood of
     ``observed_var``, the free variables' names and dtypes in argument order)."""
-    import pytensor
     from pymc.model.transform.conditioning import remove_value_transforms
 
     plain = remove_value_transforms(model)
     values = [plain.rvs_to_values[rv] for rv in plain.free_RVs]
     (elementwise,) = plain.logp(vars=[plain[observed_var]], sum=False)
-    fn = pytensor.function(values, elementwise, on_unused_input="ignore", trust_input=True)
+    # PyMC's compile, as pm.compute_log_likelihood's: its rewrites (parameter checks as
+    # switches) are part of the values it returns
+    fn = plain.compile_fn(elementwise, inputs=values, on_unused_input="ignore", point_fn=False,
+                          trust_input=True)
     return fn, tuple(rv.name for rv in plain.free_RVs), tuple(v.type.dtype for v in values)
 
 
