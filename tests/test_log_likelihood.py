@@ -119,3 +119,20 @@ def test_a_function_that_does_not_take_the_data_is_refused():
     assert not function_store.put_data(functions, scoring_model(large))
     after = [v.get_value() for v in functions[0].get_shared()]
     assert all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def test_a_kept_function_that_refuses_the_data_is_compiled_anew(monkeypatch):
+    """Should a kept function not take a model's data (the structure key rules it out), the
+    log-likelihood is compiled for that model instead of scoring it with another's data."""
+    from bayesrank.inference import log_likelihood
+
+    spec = get_model("2pl")
+    first, second = spec.build(_data(0)), spec.build(_data(3))
+    key = structure_key(first, _tag(spec, {}))
+    var = spec.observed_var(first)
+    posterior = _prior_as_posterior(scoring_model(second), seed=4)
+    pointwise_log_likelihood(posterior, scoring_model(first), var, key)
+    monkeypatch.setattr(log_likelihood, "put_data", lambda functions, model: False)
+    got = pointwise_log_likelihood(posterior, scoring_model(second), var, key)[var]
+    np.testing.assert_allclose(got.values, _pymc(posterior, scoring_model(second), var).values,
+                               rtol=1e-9, atol=1e-12)

@@ -13,10 +13,10 @@ data into their shared variables instead of building them again.
 
 The key adds everything else the graph depends on: the source of ``bayesrank.models``
 and of the modules that build the functions, the versions of the libraries that compile
-them, and PyTensor's ``floatX`` and ``mode``.  A file that does not load, or whose data variables do
-not match the model's by name, shape and dtype, is compiled anew and replaced.  Files are
-written whole (a temporary file, then a rename) and the oldest are removed beyond
-:data:`MAX_FILES`.  ``BAYESRANK_FUNCTION_CACHE=0`` turns the store off;
+them, and PyTensor's ``floatX`` and ``mode``.  A file that does not load, or whose data
+variables do not match the model's by name, shape and dtype, is compiled anew and
+replaced.  Files are written whole (a temporary file, then a rename) and the oldest are
+removed beyond :data:`MAX_FILES`.  ``BAYESRANK_FUNCTION_CACHE=0`` turns the store off;
 ``BAYESRANK_FUNCTION_CACHE_DIR`` moves it (default: ``bayesrank-functions`` in PyTensor's
 compile directory).
 """
