@@ -16,8 +16,10 @@ and unimodal.  Per model, :func:`scores`
    :data:`DROP` below the mode on each side (Newton on the concave ``g``);
 3. integrates ``exp(g - g(theta_hat))`` over that range by Gauss-Legendre quadrature
    (``n_nodes`` nodes) for the normaliser, mean and variance;
-4. for a quantile ``q``, solves ``F(t) = q`` by Newton with a bisection safeguard, each
-   ``F(t)`` a Gauss-Legendre integral over ``[u_lo, t]``.
+4. for a quantile ``q``, solves ``F(t) = q`` by Newton with a bisection safeguard from the
+   normal approximation: ``F`` there is the Gauss-Legendre integral over ``[u_lo, t]``,
+   and each Newton step of at most ``SHORT`` adds a short (16-node) rule's integral over
+   the step.
 
 Models are independent: a model's scores depend only on its own counts and the item
 parameters, so they do not depend on the other models or problems scored with it.
@@ -34,6 +36,8 @@ _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 #: the range covers the posterior down to ``exp(-DROP)`` of its mode
 DROP = 40.0
+#: longest quantile step (in ``u``) integrated by the short rule alone
+SHORT = 0.5
 
 
 @njit(**_JIT)
@@ -78,13 +82,13 @@ def _mode(total, n, b, var):
             lo = theta
         else:
             hi = theta
-        step = -g / h
-        new = theta + step
+        new = theta - g / h
+        if abs(new - theta) <= 1e-15 * (1.0 + abs(theta)):
+            return new  # converged (before the bracket test: a rounding-size step may cross it)
         if not lo < new < hi:
             new = 0.5 * (lo + hi)
-        if abs(new - theta) <= 1e-15 * (1.0 + abs(theta)) or hi - lo <= 1e-15 * (1 + abs(theta)):
-            theta = new
-            break
+        if hi - lo <= 1e-15 * (1.0 + abs(theta)):
+            return new
         theta = new
     return theta
 
@@ -120,38 +124,49 @@ def _integral(a, c, x, w, mode, scale, top, total, n, b, var, moments):
 
 
 @njit(**_JIT)
-def _quantile(q, lo, hi, norm, x, w, mode, scale, top, total, n, b, var, t0):
+def _quantile(q, lo, hi, norm, rules, mode, scale, top, total, n, b, var, t0):
     """``t`` in ``[lo, hi]`` with ``F(t) = q``: Newton on the increasing CDF, bisecting
-    whenever a step would leave the bracket."""
+    whenever a step would leave the bracket.  ``F`` at the start is the full rule's
+    integral over ``[lo, t]``; a step of at most :data:`SHORT` adds the short rule's
+    integral over the step (the density varies on the scale 1 there)."""
+    x, w, xs, ws = rules
     a, c, t = lo, hi, min(max(t0, lo), hi)
     buf = np.empty(1)
+    _integral(lo, t, x, w, mode, scale, top, total, n, b, var, buf)
+    mass = buf[0]
     for _ in range(100):
-        _integral(lo, t, x, w, mode, scale, top, total, n, b, var, buf)
-        f = buf[0] / norm - q
+        f = mass / norm - q
         if f < 0:
             a = t
         else:
             c = t
         dens = math.exp(_log_post(mode + scale * t, total, n, b, var) - top) / norm
         new = t - f / dens if dens > 0 else 0.5 * (a + c)
+        if abs(new - t) < 1e-13 * max(1.0, abs(t)):
+            return new  # converged (before the bracket test: a rounding-size step may cross it)
         if not a < new < c:
             new = 0.5 * (a + c)
-        done = abs(new - t) < 1e-13 * max(1.0, abs(t))
+        if abs(new - t) <= SHORT:
+            _integral(t, new, xs, ws, mode, scale, top, total, n, b, var, buf)
+            mass += buf[0]
+        else:
+            _integral(lo, new, x, w, mode, scale, top, total, n, b, var, buf)
+            mass = buf[0]
         t = new
-        if done:
-            break
     return t
 
 
 @njit(**_JIT)
-def scores(total, n, b, slope, x, w, q, t0, out):
+def scores(total, n, b, slope, rules, q, t0, out):
     """Per-model posterior mean, sd and (q not NaN) ``q``-quantile of abilities.
 
     ``total`` (L,) total successes, ``n`` (L, M) trials (0 where an item is set aside),
-    ``b`` (M,) difficulties, ``slope`` the population sd, ``x``/``w`` Gauss-Legendre
-    nodes and weights on [-1, 1], ``t0`` the standard-normal ``q``-quantile (a start);
-    ``out`` (L, 3) receives ``(mean, sd, quantile)``.
+    ``b`` (M,) difficulties, ``slope`` the population sd, ``rules`` the nodes and weights
+    on [-1, 1] of the full and the short Gauss-Legendre rules ``(x, w, xs, ws)``, ``t0``
+    the standard-normal ``q``-quantile (a start); ``out`` (L, 3) receives
+    ``(mean, sd, quantile)``.
     """
+    x, w = rules[0], rules[1]
     var = slope * slope
     moments = np.empty(3)
     for l in range(total.size):
@@ -167,14 +182,14 @@ def scores(total, n, b, slope, x, w, q, t0, out):
         out[l, 1] = scale * math.sqrt(max(moments[2] / moments[0] - mean * mean, 0.0))
         out[l, 2] = np.nan
         if not math.isnan(q):
-            out[l, 2] = mode + scale * _quantile(q, lo, hi, moments[0], x, w, mode, scale,
+            out[l, 2] = mode + scale * _quantile(q, lo, hi, moments[0], rules, mode, scale,
                                                  top, total[l], n[l], b, var, t0)
 
 
 @njit(**_JIT)
-def scores_many(total, n, b, slope, x, w, q, t0):
+def scores_many(total, n, b, slope, rules, q, t0):
     """:func:`scores` for each of B problems (leading batch axis); returns (B, L, 3)."""
     out = np.empty((total.shape[0], total.shape[1], 3))
     for i in range(total.shape[0]):
-        scores(total[i], n[i], b[i], slope[i], x, w, q, t0, out[i])
+        scores(total[i], n[i], b[i], slope[i], rules, q, t0, out[i])
     return out
