@@ -126,3 +126,21 @@ def test_few_trials_match_the_fine_grid():
     R = (rng.random((9, 12, 1)) < 0.5).astype(np.int8)
     R[0] = 0
     _assert_scores_follow_totals_and_reference(ResponseData(R))
+
+
+def test_incomplete_data_match_the_fine_grid():
+    """With missing trials (a mask) each model's posterior has its own trial counts; the
+    totals are no longer sufficient, but the scores are still its mean and quantile."""
+    rng = np.random.default_rng(11)
+    R = (rng.random((8, 40, 30)) < rng.random((8, 40, 1))).astype(np.int8)
+    mask = rng.random(R.shape) < 0.7
+    mask[:, :, 0] = True  # every (model, question) keeps a trial
+    data = ResponseData(R, mask=mask)
+    k, n = data.reductions.successes.astype(float), data.reductions.trials.astype(float)
+    assert len(np.unique(n)) > 10
+    eap = bayesrank.rank(data, "rasch_mml", return_item_params=True)
+    low = bayesrank.rank(data, "rasch_mml_credible")
+    ref_eap, ref_low = _reference(k, n, eap.details["difficulty"],
+                                  eap.details["population_sd"])
+    np.testing.assert_allclose(eap.scores, ref_eap, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(low.scores, ref_low, rtol=0, atol=1e-6)
