@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from bayesrank.data.counts import from_counts
+from bayesrank.data.interrupts import Terminated, end_by_sigterm, sigterm_as_interrupt
 from bayesrank.data.response import ResponseData
 from bayesrank.errors import DataError, LoadError
 
@@ -653,7 +654,8 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Pat
 
     The file gets the permissions a plain ``open(path, "w")`` would give it
     (those of the file it replaces, else 0o666 less the umask), not
-    ``mkstemp``'s owner-only 0o600.
+    ``mkstemp``'s owner-only 0o600.  Ctrl-C or SIGTERM while writing removes the
+    temporary file (:mod:`bayesrank.data.interrupts`).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -661,13 +663,16 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Pat
                                     dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
-    try:
-        writer(tmp)
-        os.chmod(tmp, _mode_for(target))
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with sigterm_as_interrupt(only_default=True) as ours:  # SIGTERM, too, removes tmp
+        try:
+            writer(tmp)
+            os.chmod(tmp, _mode_for(target))
+            os.replace(tmp, target)
+        except BaseException as exc:
+            tmp.unlink(missing_ok=True)
+            if ours and isinstance(exc, Terminated):
+                end_by_sigterm()  # as SIGTERM would have ended the process, less the file
+            raise
     return target
 
 
