@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import resource
 import struct
 import tracemalloc
 import zipfile
@@ -25,12 +26,15 @@ from bayesrank.data.signals import Signals, load_signals
 from bayesrank.errors import DataError
 
 PEAK = 64 * 2**20  # bytes; the files here are a few kilobytes
+ROOM = 2 * 2**30  # more address space each example may take (threads' stacks included)
 EXAMPLES = int(os.environ.get("BAYESRANK_FUZZ_EXAMPLES", "60"))  # more: a longer search
 FUZZ = settings(max_examples=EXAMPLES, deadline=20_000, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 SUFFIXES = [".csv", ".jsonl", ".parquet", ".npz", ".npy", ".nc"]
 TRIED: dict[str, int] = {}
+pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(),
+                                reason="the memory guard reads /proc (Linux)")
 
 
 def _data() -> ResponseData:
@@ -50,17 +54,30 @@ def _outcome(load_it, what: str) -> object:
     (another exception, too much memory) fails the test."""
     TRIED[what] = TRIED.get(what, 0) + 1
     tracemalloc.start()
+    limit = resource.getrlimit(resource.RLIMIT_AS)
+    # and a hard stop for what tracemalloc does not see (C libraries' own allocations): a
+    # blow-up is a MemoryError here, not a machine out of memory
+    resource.setrlimit(resource.RLIMIT_AS, (_address_space() + ROOM, limit[1]))
     try:
         result = load_it()
     except DataError as exc:
         result = exc
         assert "\n" not in str(exc).strip(), f"{what}: a message of several lines: {exc}"
     finally:
+        resource.setrlimit(resource.RLIMIT_AS, limit)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     assert peak < PEAK, f"{what}: {peak / 2**20:.0f} MiB allocated"
     assert isinstance(result, ResponseData | Signals | DataError)
     return result
+
+
+def _address_space() -> int:
+    """This process's virtual memory now, in bytes (``VmSize`` of /proc/self/status)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmSize")
 
 
 def _mutate(whole: bytes, cut: int, flips: list[tuple[int, int]], tail: bytes) -> bytes:
@@ -224,3 +241,15 @@ def test_zz_count_of_cases(capsys):
     """The number of cases tried, for the note (run last in this module)."""
     with capsys.disabled():
         print("\nfuzzed loader cases:", json.dumps(TRIED), "total", sum(TRIED.values()))
+
+
+@pytest.mark.parametrize("outcome", [10**9, 2**62, 1e18, 1e300, -1e300])
+def test_an_outcome_implying_a_huge_number_of_categories_is_refused(tmp_path, outcome):
+    """Found by the fuzzing above: an outcome of 10**9 in a table made the data ask for
+    10**9 category weights (8 GB); 1e300 overflowed the cast to a misleading message."""
+    frame = _data().to_frame()
+    frame["outcome"] = frame["outcome"].astype(object)
+    frame.loc[0, "outcome"] = outcome
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    error = _outcome(lambda: load(tmp_path / "t.csv"), "huge outcome")
+    assert isinstance(error, DataError) and "category indices" in str(error)

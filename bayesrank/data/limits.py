@@ -45,10 +45,17 @@ def check_npy(stream: IO[bytes], available: int, what: str) -> None:
     and refuse it unless the array it declares is exactly the bytes that follow."""
     try:
         major, _ = np.lib.format.read_magic(stream)
+        if major not in (1, 2, 3):
+            raise ValueError(f"unknown .npy format version {major}")
+        size = 2 if major == 1 else 4
+        length = int.from_bytes(stream.read(size), "little")
+        if length > available - stream.tell():  # numpy would allocate it before reading
+            raise ValueError(f"a header of {length:,} bytes in a file of {available:,}")
+        stream.seek(-size, 1)
         read = (np.lib.format.read_array_header_1_0 if major == 1
                 else np.lib.format.read_array_header_2_0)
         shape, _, dtype = read(stream)
-    except (ValueError, TypeError, SyntaxError, OverflowError, EOFError) as exc:
+    except Exception as exc:  # noqa: BLE001 - numpy parses the header with tokenize, ast
         raise LoadError(f"{what} is not a valid .npy array: {' '.join(str(exc).split())}"
                         ) from None
     if dtype.hasobject:
