@@ -253,3 +253,10 @@ def test_an_outcome_implying_a_huge_number_of_categories_is_refused(tmp_path, ou
     frame.to_csv(tmp_path / "t.csv", index=False)
     error = _outcome(lambda: load(tmp_path / "t.csv"), "huge outcome")
     assert isinstance(error, DataError) and "category indices" in str(error)
+
+
+def test_complex_weights_are_refused_not_cast(tmp_path):
+    """Found by the fuzzing: complex weights in an archive were cast to their real part."""
+    np.savez(tmp_path / "w.npz", R=_data().R, weights=np.array([0, 1 + 2j]))
+    error = _outcome(lambda: load(tmp_path / "w.npz"), "complex weights")
+    assert isinstance(error, DataError) and "complex" in str(error)

@@ -197,6 +197,8 @@ class ResponseData:
         self._check_range(values, observed, n_categories, weights, "R")
         max_val = int(values.max()) if observed is None else int(values[observed].max())
         if weights is not None:
+            if np.iscomplexobj(weights):  # float() would drop the imaginary part
+                raise DataError("weights must be real numbers, not complex")
             w = np.asarray(weights, dtype=float)
             if w.ndim != 1 or w.size < 2 or not np.all(np.isfinite(w)):
                 raise DataError(f"weights must be a finite 1-D array of length >= 2, got {w!r}")
