@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import inspect
 import os
+import signal
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -466,8 +467,7 @@ def run(args: argparse.Namespace) -> int:
             check_output_file(args.output)
         return int(args.func(args))
     except KeyboardInterrupt:
-        print("\nbayesrank: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     except BrokenPipeError:
         _quiet_stdout()
         return 141
@@ -483,16 +483,29 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
+def _interrupted() -> int:
+    """One line for Ctrl-C (status 130) or SIGTERM (143, 128 + the signal's number)."""
+    from bayesrank.data.interrupts import last_signal
+
+    if last_signal() == signal.SIGTERM:
+        print("\nbayesrank: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    print("\nbayesrank: interrupted", file=sys.stderr)
+    return 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except KeyboardInterrupt:  # Ctrl-C while the heavy modules load
-        print("\nbayesrank: interrupted", file=sys.stderr)
-        return 130
-    with _cli_warnings():
-        if getattr(args, "debug", False):
-            return int(args.func(args))
-        return run(args)
+    from bayesrank.data.interrupts import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():  # SIGTERM unwinds like Ctrl-C: no file is left half-written
+        try:
+            args = build_parser().parse_args(argv)
+        except KeyboardInterrupt:  # Ctrl-C while the heavy modules load
+            return _interrupted()
+        with _cli_warnings():
+            if getattr(args, "debug", False):
+                return int(args.func(args))
+            return run(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import pickle
+import stat
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from bayesrank.models import get_model
@@ -139,3 +147,153 @@ def test_a_fit_draws_the_same_whatever_the_process_compiled_before(monkeypatch):
     fresh = theta(second_data)
     np.testing.assert_array_equal(reused, fresh)
     np.testing.assert_array_equal(loaded, fresh)
+
+
+# -- a store that cannot be used against its user (issue 50) -------------------------------
+def test_a_new_store_is_private_to_its_user(store):
+    _compile("bradley_terry", _data(6))
+    assert stat.S_IMODE(store.stat().st_mode) == 0o700
+    (path,) = store.glob("*.pkl")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def _compiles(monkeypatch) -> list:
+    calls = []
+    real = compile_pymc._make_functions
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compile_pymc, "_make_functions", counted)
+    return calls
+
+
+@pytest.mark.parametrize("target", ["directory", "file"])
+def test_a_store_others_can_write_is_not_read(store, monkeypatch, target):
+    """A group- or world-writable store directory or file is never unpickled: one warning,
+    and the functions are compiled anew.  A writable directory is then left alone (each
+    compile as with no store); a writable file in a private directory is replaced by a
+    private one, which the next compile loads."""
+    function_store._refuse.cache_clear()
+    _compile("bradley_terry", _data(7))
+    (path,) = store.glob("*.pkl")
+    planted = pickle.dumps(_Boom())
+    path.write_bytes(planted)  # what another user with write access could leave there
+    (store if target == "directory" else path).chmod(0o777 if target == "directory" else 0o666)
+    calls = _compiles(monkeypatch)
+    with pytest.warns(RuntimeWarning, match="not using the function store.*other users can"
+                      ) as caught:
+        _compile("bradley_terry", _data(7))
+        _compile("bradley_terry", _data(7))
+    assert len([w for w in caught if "function store" in str(w.message)]) == 1
+    if target == "directory":
+        assert len(calls) == 2  # compiled each time, as with no store
+        assert path.read_bytes() == planted
+    else:
+        assert len(calls) == 1
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600 and path.read_bytes() != planted
+
+
+class _Boom:
+    """Unpickling this runs code: the test fails if the store unpickles a planted file."""
+
+    def __reduce__(self):
+        return (_explode, ())
+
+
+def _explode():
+    raise AssertionError("a planted pickle was loaded")
+
+
+def test_a_store_owned_by_another_user_is_not_read(store, monkeypatch):
+    from bayesrank.data import private
+
+    function_store._refuse.cache_clear()
+    _compile("bradley_terry", _data(8))
+    (path,) = store.glob("*.pkl")
+    path.write_bytes(pickle.dumps(_Boom()))
+    monkeypatch.setattr(private.os, "geteuid", lambda: os.getuid() + 1)  # we are someone else
+    calls = _compiles(monkeypatch)
+    with pytest.warns(RuntimeWarning, match="owned by user id"):
+        _compile("bradley_terry", _data(8))
+    assert len(calls) == 1
+
+
+def test_a_link_in_the_store_is_not_followed(store, monkeypatch, tmp_path):
+    _compile("bradley_terry", _data(9))
+    (path,) = store.glob("*.pkl")
+    elsewhere = tmp_path / "elsewhere.pkl"
+    elsewhere.write_bytes(pickle.dumps(_Boom()))
+    path.unlink()
+    path.symlink_to(elsewhere)
+    calls = _compiles(monkeypatch)
+    _compile("bradley_terry", _data(9))
+    assert len(calls) == 1
+    assert not path.is_symlink()  # replaced by a compiled file of our own
+
+
+def test_a_truncated_file_is_compiled_anew(store, monkeypatch):
+    _compile("bradley_terry", _data(10))
+    (path,) = store.glob("*.pkl")
+    whole = path.read_bytes()
+    for cut in (0, 1, len(whole) // 2, len(whole) - 1):
+        path.write_bytes(whole[:cut])
+        calls = _compiles(monkeypatch)
+        _compile("bradley_terry", _data(10))
+        assert len(calls) == 1
+        assert function_store._load(path, _compile_model("bradley_terry", _data(10))) is not None
+
+
+def _compile_model(name, data):
+    return get_model(name).build(data)
+
+
+_FILL = """
+import hashlib
+import numpy as np
+import pymc as pm
+from bayesrank import ResponseData
+from bayesrank.models import get_model
+from bayesrank.inference.cache import structure_key
+from bayesrank.inference.fitting import _tag
+from bayesrank.inference.log_likelihood import pointwise_log_likelihood
+R = np.random.default_rng(11).integers(0, 2, (4, 6, 2))
+spec = get_model("bradley_terry")
+model = spec.build(ResponseData(R))
+prior = pm.sample_prior_predictive(draws=20, model=model, random_seed=2).prior
+observed = model.observed_RVs[0].name
+values = pointwise_log_likelihood(prior, model, observed, structure_key(model, _tag(spec, {})))
+print(hashlib.sha256(np.ascontiguousarray(values[observed].values).tobytes()).hexdigest())
+"""
+
+
+@pytest.mark.slow
+def test_four_processes_fill_a_cold_store_at_once(store, monkeypatch):
+    """Four processes compile the same model's log-likelihood into an empty store at the
+    same time: all succeed with identical values at the same seeded prior draws, and the
+    store holds one whole file (no temporary left) that a fifth process loads and gets the
+    same values from.  (The log-likelihood rather than nutpie's functions: the same store
+    code, without four Numba builds at once on a small machine.)"""
+    env = {**os.environ, "BAYESRANK_FUNCTION_CACHE_DIR": str(store),
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, "-c", _FILL], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    results = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [err[-2000:] for _, err in results]
+    digests = {out.strip() for out, _ in results}
+    assert len(digests) == 1
+    assert [p.suffix for p in store.iterdir()] == [".pkl"]
+    calls = _compiles_log_likelihood(monkeypatch)
+    with contextlib.redirect_stdout(io.StringIO()) as warm:
+        exec(_FILL, {})  # this process, loading what they stored
+    assert calls == [] and warm.getvalue().strip() in digests
+
+
+def _compiles_log_likelihood(monkeypatch) -> list:
+    from bayesrank.inference import cache, log_likelihood
+
+    cache.clear_cache()
+    calls = []
+    monkeypatch.setattr(log_likelihood, "_make_function", lambda *a: calls.append(a))
+    return calls

@@ -39,6 +39,8 @@ import numpy as np
 import pandas as pd
 
 from bayesrank.data.counts import from_counts
+from bayesrank.data.interrupts import Terminated, end_by_sigterm, sigterm_as_interrupt
+from bayesrank.data.limits import check_npy, check_size
 from bayesrank.data.response import ResponseData
 from bayesrank.errors import DataError, LoadError
 
@@ -117,13 +119,19 @@ def _read_npz(path: Path) -> dict[str, np.ndarray]:
     if not zipfile.is_zipfile(path):
         raise LoadError(f"cannot read {path}: not a valid .npz archive (truncated or other format)")
     try:
+        with zipfile.ZipFile(path) as archive:  # the declared sizes first (data/limits.py)
+            for info in archive.infolist():
+                if info.filename.endswith(".npy"):
+                    with archive.open(info) as member:
+                        check_npy(member, info.file_size, f"{path} member {info.filename}")
         with np.load(path, allow_pickle=False) as archive:
             return {k: archive[k] for k in archive.files}
     except ValueError as exc:
         if "pickle" in str(exc).lower():
             raise LoadError(f"{path} holds pickled objects, which bayesrank never loads") from exc
         raise LoadError(f"cannot read {path}: {exc}") from exc
-    except (zipfile.BadZipFile, EOFError, OSError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError,
+            RuntimeError) as exc:  # RuntimeError: an encrypted member
         raise LoadError(f"cannot read {path}: not a valid .npz archive ({exc})") from exc
 
 
@@ -201,6 +209,8 @@ def _archive_labels(arrays: Mapping[str, np.ndarray], key: str, axis: str,
 
 def _read_npy(path: Path) -> np.ndarray:
     try:
+        with open(path, "rb") as stream:
+            check_npy(stream, os.fstat(stream.fileno()).st_size, str(path))
         return np.load(path, allow_pickle=False)
     except ValueError as exc:
         raise LoadError(f"cannot read {path}: {exc}") from exc
@@ -450,7 +460,10 @@ def _read_netcdf(path: Path) -> ResponseData:
 
     try:
         with xr.open_dataset(path, engine="h5netcdf") as ds:
+            check_size(int(ds.nbytes), str(path))  # declared, before anything is read
             ds = ds.load()
+    except LoadError:
+        raise
     except Exception as exc:
         raise LoadError(f"cannot read {path} as NetCDF: {exc}") from exc
     return ResponseData.from_xarray(ds)
@@ -571,13 +584,38 @@ def load(
         a ``model`` column (renamed with ``columns``) and one column per question
         holding success counts out of ``trials`` (:func:`from_counts`).
     """
-    named = _named_prior(R0, columns)
-    data = _load(source, key=key, R0=None if named is not None else R0, format=format,
-                 columns=columns, models=models, questions=questions, weights=weights,
-                 n_categories=n_categories, trials=trials)
-    if named is None:
-        return data
-    return _with_prior(data, align_prior(named, data, f"prior {R0}"))
+    try:
+        named = _named_prior(R0, columns)
+        data = _load(source, key=key, R0=None if named is not None else R0, format=format,
+                     columns=columns, models=models, questions=questions, weights=weights,
+                     n_categories=n_categories, trials=trials)
+        if named is None:
+            return data
+        return _with_prior(data, align_prior(named, data, f"prior {R0}"))
+    except DataError as exc:
+        raise one_line(exc) from exc.__cause__
+    except (TypeError, ValueError, OverflowError, IndexError, UnicodeError) as exc:
+        if not isinstance(source, str | os.PathLike):
+            raise
+        # what a file holds, in the wrong shape or type: still its reader's one line
+        raise LoadError(f"cannot read {source}: {_flat(f'{type(exc).__name__}: {exc}')}"
+                        ) from exc
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def one_line(exc: DataError) -> DataError:
+    """``exc`` itself when its message is one line, else a copy on one line (an array's
+    repr in a message spans several)."""
+    text = str(exc)
+    if "\n" not in text.strip():
+        return exc
+    flat = type(exc)(_flat(text))
+    if hasattr(exc, "cli_message"):
+        flat.cli_message = _flat(exc.cli_message)  # type: ignore[attr-defined]
+    return flat
 
 
 def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
@@ -653,7 +691,8 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Pat
 
     The file gets the permissions a plain ``open(path, "w")`` would give it
     (those of the file it replaces, else 0o666 less the umask), not
-    ``mkstemp``'s owner-only 0o600.
+    ``mkstemp``'s owner-only 0o600.  Ctrl-C or SIGTERM while writing removes the
+    temporary file (:mod:`bayesrank.data.interrupts`).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -661,13 +700,16 @@ def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Pat
                                     dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
-    try:
-        writer(tmp)
-        os.chmod(tmp, _mode_for(target))
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with sigterm_as_interrupt(only_default=True) as ours:  # SIGTERM, too, removes tmp
+        try:
+            writer(tmp)
+            os.chmod(tmp, _mode_for(target))
+            os.replace(tmp, target)
+        except BaseException as exc:
+            tmp.unlink(missing_ok=True)
+            if ours and isinstance(exc, Terminated):
+                end_by_sigterm()  # as SIGTERM would have ended the process, less the file
+            raise
     return target
 
 

@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ResponseData", "as_response_data"]
 
+#: Outcomes are 0/1 or category indices below this (a category costs a weight; an outcome
+#: of 10**9 in a damaged file would otherwise ask for gigabytes of weights).
+MAX_CATEGORIES = 2**16
+
 _Index = int | str
 _Selector = Sequence[_Index] | slice | np.ndarray | None
 
@@ -74,6 +78,12 @@ def _integer_outcomes(values: Any, name: str, observed: np.ndarray | None) -> np
                 f"{filled[where].item():g} at index {where}: threshold scores in [0, 1] "
                 "(e.g. score == 1 is correct) or map them to categories first"
             )
+        huge = np.abs(filled) > MAX_CATEGORIES
+        if huge.any():  # also keeps the cast below from overflowing
+            where = _first_index(huge)
+            raise DataError(f"{name} has outcome {filled[where].item():g} at index {where}; "
+                            f"outcomes are 0/1 or category indices 0..C (C < "
+                            f"{MAX_CATEGORIES:,})")
         return filled.astype(np.int64)
     return arr.astype(np.int64)
 
@@ -187,6 +197,8 @@ class ResponseData:
         self._check_range(values, observed, n_categories, weights, "R")
         max_val = int(values.max()) if observed is None else int(values[observed].max())
         if weights is not None:
+            if np.iscomplexobj(weights):  # float() would drop the imaginary part
+                raise DataError("weights must be real numbers, not complex")
             w = np.asarray(weights, dtype=float)
             if w.ndim != 1 or w.size < 2 or not np.all(np.isfinite(w)):
                 raise DataError(f"weights must be a finite 1-D array of length >= 2, got {w!r}")
@@ -197,6 +209,10 @@ class ResponseData:
             n_cat = n_categories if n_categories is not None else max(max_val + 1, 2)
             if n_cat < 2:
                 raise DataError(f"n_categories must be >= 2, got {n_cat}")
+            if n_cat > MAX_CATEGORIES:  # the weights alone would take 8 bytes a category
+                raise DataError(f"R has outcome {max_val}, i.e. {n_cat:,} categories; "
+                                f"outcomes are 0/1 or category indices 0..C (C < "
+                                f"{MAX_CATEGORIES:,})")
             w = np.arange(n_cat, dtype=float) / (n_cat - 1)
         if max_val >= n_cat:
             raise DataError(f"R has outcome {max_val} but only {n_cat} categories (0..{n_cat - 1})")
@@ -219,7 +235,7 @@ class ResponseData:
                 f"{name} has negative outcome {int(vals.min())} at index {where}; if negative "
                 "values mark trials that were not run, pass mask=(R >= 0) (or leave those "
                 "rows out of a long table)")
-        limit = len(weights) if weights is not None else n_categories
+        limit = np.size(weights) if weights is not None else n_categories
         if limit is not None and vals.size and vals.max() >= limit:
             bad = values >= limit if observed is None else (values >= limit) & observed
             raise DataError(

@@ -193,6 +193,19 @@ def load_signals(
         and mapped to positions 0..N-1; cells with fewer trials than the
         longest are masked, never filled.
     """
+    try:
+        return _load_signals(source, columns, signals, format)
+    except DataError as exc:
+        raise io.one_line(exc) from exc.__cause__
+    except (TypeError, ValueError, OverflowError, IndexError, UnicodeError) as exc:
+        if not isinstance(source, str | os.PathLike):
+            raise
+        raise LoadError(f"cannot read signals from {source}: {type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())}") from exc
+
+
+def _load_signals(source: Any, columns: Mapping[str, str] | None,
+                  signals: Sequence[str] | None, format: str | None) -> Signals:
     frame, where = _read_source(source, format)
     rename = {v: k for k, v in (columns or {}).items()}
     df = frame.rename(columns=rename)

@@ -15,10 +15,17 @@ The key adds everything else the graph depends on: the source of ``bayesrank.mod
 and of the modules that build the functions, the versions of the libraries that compile
 them, and PyTensor's ``floatX`` and ``mode``.  A file that does not load, or whose data
 variables do not match the model's by name, shape and dtype, is compiled anew and
-replaced.  Files are written whole (a temporary file, then a rename) and the oldest are
-removed beyond :data:`MAX_FILES`.  ``BAYESRANK_FUNCTION_CACHE=0`` turns the store off;
-``BAYESRANK_FUNCTION_CACHE_DIR`` moves it (default: ``bayesrank-functions`` in PyTensor's
-compile directory).
+replaced.  Files are written whole (a temporary file, then a rename, so processes filling
+a cold store at once each see a whole file or none) and the oldest are removed beyond
+:data:`MAX_FILES`.
+
+Loading a pickle runs the code it names, so the store is private to its user
+(:mod:`bayesrank.data.private`): it is created with mode 0700 and its files 0600, and a
+store directory or file owned by another user or writable by others is never read: one
+warning, and the process compiles as if there were no store.
+
+``BAYESRANK_FUNCTION_CACHE=0`` turns the store off; ``BAYESRANK_FUNCTION_CACHE_DIR`` moves
+it (default: ``bayesrank-functions`` in PyTensor's compile directory).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import functools
 import hashlib
 import os
 import pickle
+import warnings
 from collections.abc import Callable, Hashable
 from importlib.metadata import version
 from pathlib import Path
@@ -78,6 +86,27 @@ def _code_version() -> str:
     return digest.hexdigest()
 
 
+@functools.cache
+def _refuse(directory: Path, why: str) -> None:
+    """Warn once per process and directory that the store is not used."""
+    warnings.warn(f"bayesrank: not using the function store {directory}: {why}; compiling "
+                  "without it (point BAYESRANK_FUNCTION_CACHE_DIR at a directory of your own)",
+                  RuntimeWarning, stacklevel=4)
+
+
+def _trusted_dir() -> Path | None:
+    """The store directory, made private (0700) if new; None (one warning) when another
+    user owns it or can write it."""
+    from bayesrank.data.private import private_dir
+
+    directory = store_dir()
+    why = private_dir(directory)
+    if why is not None:
+        _refuse(directory, why)
+        return None
+    return directory
+
+
 def _path(key: Hashable) -> Path:
     text = repr(key) + _code_version()
     return store_dir() / f"{hashlib.sha256(text.encode()).hexdigest()}.pkl"
@@ -87,10 +116,21 @@ def _load(path: Path, model: pm.Model) -> Any | None:
     """The functions stored at ``path`` with ``model``'s data, or None (absent, damaged,
     or a shared variable that is not one of ``model``'s data variables of that shape and
     dtype)."""
+    from bayesrank.data.private import distrust, read_private
+
     try:
-        with open(path, "rb") as stream:
-            stored = pickle.load(stream)
-    except Exception:  # noqa: BLE001 - an absent, damaged or outdated file is compiled anew
+        why = distrust(os.stat(path))
+    except OSError:  # absent
+        return None
+    if why:
+        _refuse(path, why)
+        return None
+    payload = read_private(path)  # None: absent, a link, or swapped for an untrusted file
+    if payload is None:
+        return None
+    try:
+        stored = pickle.loads(payload)
+    except Exception:  # noqa: BLE001 - a damaged, truncated or outdated file is compiled anew
         return None
     if not put_data(stored, model):
         return None
@@ -123,14 +163,14 @@ def put_data(functions: tuple, model: pm.Model) -> bool:
 
 
 def _store(path: Path, value: Any) -> None:
-    from bayesrank.data.io import atomic_write
+    from bayesrank.data.private import write_private
 
     def write(tmp: Path) -> None:
         with open(tmp, "wb") as out:
             pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
 
     try:
-        atomic_write(path, write)
+        write_private(path, write)
     except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return  # a store that cannot be written only costs the next process a compile
     _prune(path.parent)
@@ -149,10 +189,11 @@ def _prune(directory: Path) -> None:
 def load_or_make(key: Hashable | None, model: pm.Model, make: Callable[[], tuple]) -> tuple:
     """``make()`` (a tuple holding PyTensor functions), or the copy stored under ``key``.
 
-    A stored copy gets ``model``'s data in its shared variables.  ``key`` None, or the
-    store turned off: ``make()``, not stored.
+    A stored copy gets ``model``'s data in its shared variables.  ``key`` None, the store
+    turned off, or a store directory that is not private to the user (one warning):
+    ``make()``, not stored.
     """
-    if key is None or not enabled():
+    if key is None or not enabled() or _trusted_dir() is None:
         return make()
     path = _path(key)
     stored = _load(path, model)

@@ -12,7 +12,8 @@ __all__ = ["add_cli_arguments", "run_options"]
 
 
 def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--scheduler``, ``--engine``, ``--quiet`` and ``--name`` to ``bayesrank study``."""
+    """Add ``--scheduler``, ``--engine``, ``--quiet``, ``--name`` and ``--fresh`` to
+    ``bayesrank study``."""
     parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
                         help="run the study's tasks on the Dask scheduler at ADDRESS "
                         "(e.g. tcp://10.0.0.5:8786; needs bayesrank[cluster])")
@@ -23,6 +24,9 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
                         help="no progress line on stderr (shown only on a terminal anyway)")
     parser.add_argument("--name", default=None,
                         help="benchmark name for the paper tables (default: --key or file name)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="discard the checkpoint in OUTPUT/checkpoint and start over "
+                        "(by default a rerun of the same study resumes from it)")
 
 
 def run_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -30,4 +34,9 @@ def run_options(args: argparse.Namespace) -> dict[str, Any]:
     data = getattr(args, "data", None)
     name = args.name or getattr(args, "key", None) or (Path(data).stem if data else None)
     return {"scheduler": args.scheduler, "engine": args.engine,
-            "quiet": True if args.quiet else None, "name": name}
+            "quiet": True if args.quiet else None, "name": name,
+            "checkpoint": Path(args.output) / CHECKPOINT, "fresh": args.fresh}
+
+
+#: The folder of ``bayesrank study -o OUTPUT`` that keeps its finished blocks.
+CHECKPOINT = "checkpoint"

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bayesrank.study import checkpoint
 from bayesrank.study.progress import Progress
 
 __all__ = ["connect", "run_tasks"]
@@ -59,23 +60,38 @@ def run_tasks(
 ) -> list[Any]:
     """``[func(item, **shared) for item in items]``, serially or on ``client``.
 
-    ``func`` must be a module-level function (picklable) for the Dask path.
+    ``func`` must be a module-level function (picklable) for the Dask path.  Inside
+    ``run_study(..., checkpoint=DIR)`` each result is stored as it arrives and results
+    stored before are not computed again (:mod:`bayesrank.study.checkpoint`).
     """
     progress = progress if progress is not None else Progress(quiet=True)
+    kept = checkpoint.tasks(func, items)  # run_study(checkpoint=...): stored blocks
+    done = kept.found() if kept is not None else {}
+    todo = [i for i in range(len(items)) if i not in done]
+
+    def finished(index: int, value: Any) -> None:
+        done[index] = value
+        if kept is not None:
+            kept.keep(index, value)  # as soon as it is done: a kill loses only the running
+        progress.advance()
+
     progress.start(label, len(items), unit)
     try:
-        if client is None:
-            out = []
-            for item in items:
-                out.append(func(item, **shared))
-                progress.advance()
-            return out
-        from distributed import as_completed
-
-        box = client.scatter(_Shared(shared), broadcast=True)  # one copy per worker
-        futures = client.map(_call, list(items), task=func, box=box, pure=False)
-        for _ in as_completed(futures):
+        for _ in done:
             progress.advance()
-        return client.gather(futures)
+        if client is None:
+            for i in todo:
+                finished(i, func(items[i], **shared))
+        elif todo:
+            from distributed import as_completed
+
+            box = client.scatter(_Shared(shared), broadcast=True)  # one copy per worker
+            futures = client.map(_call, [items[i] for i in todo], task=func, box=box,
+                                 pure=False)
+            index = {future.key: i for future, i in zip(futures, todo, strict=True)}
+            # a worker lost mid-run: the scheduler runs its tasks again elsewhere
+            for future, value in as_completed(futures, with_results=True):
+                finished(index[future.key], value)
+        return [done[i] for i in range(len(items))]
     finally:
         progress.finish()

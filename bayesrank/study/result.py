@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -17,6 +17,7 @@ from bayesrank.data.io import atomic_write
 from bayesrank.study import tables as paper_tables
 from bayesrank.study._core import check_budgets, check_engine, default_budgets, resolve_methods
 from bayesrank.study.categorical import categorical_schemes
+from bayesrank.study.checkpoint import Checkpoint, data_digest, open_checkpoint, run_block
 from bayesrank.study.engine import connect
 from bayesrank.study.priors import _require_model_prior, prior_diagnostics, prior_effect
 from bayesrank.study.progress import Progress
@@ -225,6 +226,8 @@ def run_study(
     scheduler: str | None = None,
     quiet: bool | None = None,
     name: str | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    fresh: bool = False,
     **plan_fields: Any,
 ) -> StudyResult:
     """Run the paper's evaluation protocols on ``data`` and collect the frames.
@@ -260,6 +263,14 @@ def run_study(
         (None), never (True) or always (False).
     name : str, optional
         Benchmark name for the paper tables (``StudyResult.tables()``).
+    checkpoint : path, optional
+        Keep every finished block (task results, protocol frames) in this directory as
+        it completes; the same call run again loads them and computes only the rest,
+        with the frames of an uninterrupted run (:mod:`bayesrank.study.checkpoint`).
+        A checkpoint of another call (data, protocols, methods, plan, seed or engine)
+        raises :class:`~bayesrank.study.checkpoint.CheckpointMismatch`.
+    fresh : bool
+        Discard what ``checkpoint`` holds and start over.
     """
     data = as_response_data(data)
     unknown = sorted(set(plan_fields) - {f.name for f in fields(StudyPlan)})
@@ -274,10 +285,12 @@ def run_study(
     check_engine(engine)
     if client is not None and scheduler is not None:
         raise ValueError("pass either client= or scheduler=, not both")
+    saved = None if checkpoint is None else open_checkpoint(
+        checkpoint, _call(data, protocols, ids, plan, seed, engine), fresh=fresh)
     own_client = connect(scheduler) if scheduler is not None else None
     try:
         frames, timings = _run(data, protocols, ids, own_client or client, engine,
-                               Progress(quiet), plan, seed)
+                               Progress(quiet), plan, seed, saved)
     finally:
         if own_client is not None:
             own_client.close()
@@ -309,14 +322,22 @@ def run_studies(
             for name, data in datasets.items()}
 
 
-def _run(data, protocols, ids, client, engine, progress, plan: StudyPlan, seed: int):
+def _call(data, protocols, ids, plan: StudyPlan, seed: int, engine: str) -> dict[str, Any]:
+    """What makes a study's frames, for its checkpoint's manifest (JSON)."""
+    settings = {f.name: getattr(plan, f.name) for f in fields(StudyPlan)}
+    settings["schemes"] = {k: data_digest(v) for k, v in (plan.schemes or {}).items()}
+    call = {"data": data_digest(data), "protocols": list(protocols), "methods": list(ids),
+            "plan": settings, "seed": int(seed), "engine": engine}
+    return json.loads(json.dumps(call, default=_jsonable))  # as the manifest reads back
+
+
+def _run(data, protocols, ids, client, engine, progress, plan: StudyPlan, seed: int,
+         saved: Checkpoint | None = None):
     frames: dict[str, pd.DataFrame] = {}
     timings: dict[str, float] = {}
 
     def timed(name: str, func, *args, **kwargs) -> pd.DataFrame:
-        start = time.perf_counter()
-        frames[name] = func(*args, **kwargs)
-        timings[name] = time.perf_counter() - start
+        frames[name], timings[name] = run_block(saved, name, func, *args, **kwargs)
         return frames[name]
 
     gold, n_trials, draws, budgets = plan.gold, plan.n_trials, plan.draws, plan.budgets

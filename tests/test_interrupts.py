@@ -1,0 +1,167 @@
+"""Ctrl-C (SIGINT) and SIGTERM during a fit or while a report is written: no output file is
+left, whole or partial, and the command ends in one line (issue 50, part 3).
+
+Real signals, sent to a real process: during the fit to a separate process running the
+command line or the API (sent once the fit has begun, while it still runs), during the
+write by the process to itself from inside the writer (the write's window is too short
+to hit from outside).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bayesrank import ResponseData, save
+from bayesrank.cli import main
+
+SIGNALS = [signal.SIGINT, signal.SIGTERM]
+ONE_LINE = {signal.SIGINT: ("bayesrank: interrupted", 130),
+            signal.SIGTERM: ("bayesrank: terminated", 143)}
+
+
+@pytest.fixture
+def data_file(tmp_path):
+    R = np.random.default_rng(0).integers(0, 2, (4, 10, 3))
+    return save(ResponseData(R), tmp_path / "d.npz")
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name != "d.npz")
+
+
+# a harness: announce the fit on stdout, then run it (the command line or the API)
+_HARNESS = """
+import sys
+import bayesrank.inference as inference
+real = inference.fit
+def announced(*args, **kwargs):
+    print("fitting", flush=True)
+    return real(*args, **kwargs)
+inference.fit = announced
+data, out, how = sys.argv[1:4]
+if how == "cli":
+    from bayesrank.cli import main
+    sys.exit(main(["report", data, "--model", "rasch", "--sampler", "pymc", "--chains", "1",
+                   "--draws", "200000", "--tune", "10", "-o", out,
+                   "--save-posterior", out + ".nc"]))
+import bayesrank
+from bayesrank.report import write_report
+try:
+    post = inference.fit(bayesrank.load(data), "rasch", sampler="pymc", chains=1, draws=200000,
+                         tune=10, progressbar=False)
+    write_report(post, out)
+except KeyboardInterrupt as exc:
+    print(f"KeyboardInterrupt: {exc}", file=sys.stderr)
+    sys.exit(130)
+"""
+
+
+def _signal_during_fit(data_file: Path, how: str, signum: int) -> subprocess.CompletedProcess:
+    out = data_file.parent / "r.html"
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", _HARNESS, str(data_file), str(out), how],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline().strip() == "fitting"
+    time.sleep(3)  # the model compiles, then 200000 draws: the fit is still running
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_a_signal_during_the_command_lines_fit_ends_in_one_line(data_file, signum):
+    done = _signal_during_fit(data_file, "cli", signum)
+    line, code = ONE_LINE[signum]
+    assert done.returncode == code, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == [line]
+    assert _leftovers(data_file.parent) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_a_signal_during_an_api_fit_leaves_nothing(data_file, signum):
+    """Ctrl-C: fit() raises KeyboardInterrupt (with a one-line message saying how far it
+    got once sampling began); SIGTERM: the process ends by SIGTERM, as any Python process
+    does."""
+    done = _signal_during_fit(data_file, "api", signum)
+    if signum == signal.SIGINT:
+        assert done.returncode == 130, done.stderr[-2000:]
+        last = done.stderr.strip().splitlines()[-1]
+        assert last == "KeyboardInterrupt:" or last.startswith(
+            "KeyboardInterrupt: sampling interrupted after")
+    else:
+        assert done.returncode == -signal.SIGTERM, done.stderr[-2000:]
+    assert _leftovers(data_file.parent) == []
+
+
+def _signal_while_writing(monkeypatch, signum: int) -> None:
+    """Make every text write put half its text on disk, then receive ``signum``."""
+    real = Path.write_text
+
+    def half_then_signal(self, text, *args, **kwargs):
+        real(self, text[: len(text) // 2], *args, **kwargs)
+        os.kill(os.getpid(), signum)
+        time.sleep(5)  # the signal's handler raises here
+        raise AssertionError("the signal did not stop the write")
+
+    monkeypatch.setattr(Path, "write_text", half_then_signal)
+
+
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_a_signal_while_the_command_line_writes_a_report(capsys, monkeypatch, tmp_path, signum):
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    _signal_while_writing(monkeypatch, signum)
+    code = main(["report", "--model", "closed_form", "-o", str(tmp_path / "r.html")])
+    line, expected = ONE_LINE[signum]
+    assert code == expected
+    assert capsys.readouterr().err.strip().splitlines() == [line]
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the CLI put it back
+
+
+def test_ctrl_c_while_the_api_writes_a_report(monkeypatch, tmp_path):
+    import bayesrank
+    from bayesrank.report import write_report
+
+    post = bayesrank.closed_form(ResponseData(np.random.default_rng(1).integers(0, 2, (3, 6, 2))))
+    _signal_while_writing(monkeypatch, signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        write_report(post, tmp_path / "r.html")
+    assert list(tmp_path.iterdir()) == []
+
+
+_API_WRITE = """
+import os, signal, sys, time
+from pathlib import Path
+import numpy as np
+import bayesrank
+from bayesrank.report import write_report
+post = bayesrank.closed_form(bayesrank.ResponseData(np.ones((3, 6, 2), dtype=int)))
+real = Path.write_text
+def half_then_signal(self, text, *args, **kwargs):
+    real(self, text[: len(text) // 2], *args, **kwargs)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(5)
+    sys.exit(3)  # SIGTERM did not end the process
+Path.write_text = half_then_signal
+write_report(post, sys.argv[1])
+sys.exit(4)
+"""
+
+
+def test_sigterm_while_the_api_writes_a_report(tmp_path):
+    """The process still ends by SIGTERM (a library does not change what SIGTERM does to
+    its caller), but only after the temporary file is gone."""
+    done = subprocess.run([sys.executable, "-c", _API_WRITE, str(tmp_path / "r.html")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == -signal.SIGTERM, done.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []
