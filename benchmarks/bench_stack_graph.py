@@ -34,7 +34,7 @@ import pandas as pd
 import bayesrank as br
 from bayesrank.registry import get_method
 from bayesrank.study.batched import DrawStack, _per_draw, competition_ranks, rank_stack
-from bayesrank.study.stack_graph import _BLOCKS, RULES
+from bayesrank.study.stack_graph import RULES
 
 GRAPH = [
     "pagerank", "spectral", "alpharank", "nash_vs_equilibrium", "nash_advantage_vs_equilibrium",
@@ -64,10 +64,11 @@ def hybrid(stack: DrawStack, subs, method: str) -> None:
     competition_ranks(np.where(np.isfinite(scores), scores, 0.0))
 
 
-def best_of(repeat: int, fn) -> float:
+def best_of(repeat: int, fn, *stacks: DrawStack) -> float:
     times = []
     for _ in range(repeat):
-        _BLOCKS.clear()  # each identifier pays the shared win probabilities in full
+        for stack in stacks:  # each identifier pays the shared win probabilities in full
+            stack.__dict__.pop("_shared", None)
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
@@ -95,9 +96,10 @@ def main() -> None:
             rule = RULES[spec.base]
             options = dict(spec.defaults)
             per_draw = best_of(args.repeat, lambda m=method, s=subs: _per_draw(s, m))
-            batched = best_of(args.repeat, lambda m=method, s=stack: rank_stack(s, [m]))
-            mixed = best_of(args.repeat, lambda m=method, s=stack, u=subs: hybrid(s, u, m))
-            pooled = best_of(args.repeat, lambda r=rule, b=big, o=options: r(b, **o))
+            batched = best_of(args.repeat, lambda m=method, s=stack: rank_stack(s, [m]), stack)
+            mixed = best_of(args.repeat, lambda m=method, s=stack, u=subs: hybrid(s, u, m),
+                            stack)
+            pooled = best_of(args.repeat, lambda r=rule, b=big, o=options: r(b, **o), big)
             left = float(np.mean(~np.isfinite(rule(big, **options)).all(axis=1)))
             rows.append({"identifier": method, "pool": size, "per_draw_s": per_draw,
                          "batched_s": batched, "hybrid_s": mixed,

@@ -260,21 +260,21 @@ def test_population_sum_in_blocks_equals_each_game_alone(monkeypatch):
     np.testing.assert_array_equal(general, graph_batch.stationary_batch(stacked[3:4])[0])
 
 
-def test_blocks_of_a_stack_are_shared_and_leave_with_it(monkeypatch):
-    import gc
-
+def test_blocks_of_a_stack_are_shared_and_kept_in_it(monkeypatch):
     from bayesrank.study import stack_graph
 
     monkeypatch.setattr(stack_graph, "CHUNK", 3)  # 7 draws: blocks of 3, 3 and 1
     data = ResponseData(np.random.default_rng(1).integers(0, 2, size=(5, 6, 7)))
     stack = DrawStack.from_data(data, [np.array([t]) for t in range(7)])
-    before = len(stack_graph._BLOCKS)
     for method in GRAPH:
         _check_scores_bitwise(stack, method)
-    assert [rows.D for rows in stack_graph._BLOCKS[id(stack)]] == [3, 3, 1]
-    del stack
-    gc.collect()
-    assert len(stack_graph._BLOCKS) == before
+    blocks = stack_graph._blocks(stack)
+    assert [rows.D for rows in blocks] == [3, 3, 1]
+    assert stack_graph._blocks(stack) is blocks  # every rule reads the same blocks
+    assert all("_probabilities" in rows.__dict__ for rows in blocks)  # computed once
+    again = DrawStack.from_data(data, [np.array([t]) for t in range(7)])
+    assert stack_graph._blocks(again) is not blocks  # no state outside the stack
+    assert not hasattr(stack_graph, "_BLOCKS")
 
 
 def test_batched_connectivity_matches_scipy_connected_components():

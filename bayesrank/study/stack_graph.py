@@ -16,7 +16,6 @@ holding the draws of many model pools of one size works as well.
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -58,20 +57,14 @@ class _Rows:
         return hit
 
 
-#: id(stack) -> its blocks; an entry leaves with its stack.
-_BLOCKS: dict[int, list[_Rows]] = {}
-
-
 def _blocks(stack: DrawStack) -> list[_Rows]:
-    """The stack's rows in blocks of :data:`CHUNK`, shared by every rule called on it."""
-    key = id(stack)
-    blocks = _BLOCKS.get(key)
-    if blocks is None:
+    """The stack's rows in blocks of :data:`CHUNK`, shared by every rule called on it
+    (kept in the stack, :meth:`~bayesrank.study.batched.DrawStack.once`)."""
+    def split() -> list[_Rows]:
         wins, ties = stack.wins, stack.ties
-        blocks = [_Rows(wins[s:s + CHUNK], ties[s:s + CHUNK]) for s in range(0, stack.D, CHUNK)]
-        _BLOCKS[key] = blocks
-        weakref.finalize(stack, _BLOCKS.pop, key, None)
-    return blocks
+        return [_Rows(wins[s:s + CHUNK], ties[s:s + CHUNK]) for s in range(0, stack.D, CHUNK)]
+
+    return stack.once(("graph_blocks", CHUNK), split)
 
 
 def _over_blocks(rule: Callable[..., np.ndarray | None]) -> Callable[..., np.ndarray | None]:
