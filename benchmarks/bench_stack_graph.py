@@ -57,7 +57,7 @@ def stacked_pools(full: DrawStack, pools: list[np.ndarray]) -> DrawStack:
 def hybrid(stack: DrawStack, subs, method: str) -> None:
     """Stack rule, then the per-draw path for the draws it leaves (NaN rows) only."""
     spec = get_method(method)
-    scores = RULES[spec.base](stack, **dict(spec.defaults))
+    scores = RULES[spec.base](stack, **spec.options)
     left = np.flatnonzero(~np.isfinite(scores).all(axis=1))
     if left.size:
         _per_draw([subs[d] for d in left], method)
@@ -94,7 +94,7 @@ def main() -> None:
         for method in GRAPH:
             spec = get_method(method)
             rule = RULES[spec.base]
-            options = dict(spec.defaults)
+            options = dict(spec.options)
             per_draw = best_of(args.repeat, lambda m=method, s=subs: _per_draw(s, m))
             batched = best_of(args.repeat, lambda m=method, s=stack: rank_stack(s, [m]), stack)
             mixed = best_of(args.repeat, lambda m=method, s=stack, u=subs: hybrid(s, u, m),

@@ -36,7 +36,10 @@ from bayesrank.ranking import ranking_method
 
 __all__ = [
     "avg",
+    "avg_batch",
+    "bayes_score",
     "inverse_difficulty",
+    "inverse_difficulty_batch",
     "pass_at_k",
     "pass_hat_k",
     "g_pass_at_k_tau",
@@ -47,6 +50,7 @@ __all__ = [
     "bayes",
     "thompson",
     "thompson_draws",
+    "thompson_options",
     "thompson_pair_counts",
     "thompson_posterior",
     "thompson_scores",
@@ -267,6 +271,14 @@ def bayes_score(mu: np.ndarray, sigma: np.ndarray, quantile: float | None) -> np
 _DRAW_CHUNK = 4096
 
 
+def thompson_options(n_samples: int, prior_alpha: float, prior_beta: float,
+                     seed: Any) -> tuple[int, float, float, int]:
+    """The checked ``(n_samples, prior_alpha, prior_beta, entropy)`` of :func:`thompson`."""
+    return (check_int("n_samples", n_samples),
+            check_finite("prior_alpha", prior_alpha, positive=True),
+            check_finite("prior_beta", prior_beta, positive=True), thompson_seed(seed))
+
+
 def thompson_seed(seed: Any) -> int:
     """The entropy that every posterior's stream starts from: ``seed``, or fresh for None.
 
@@ -374,10 +386,8 @@ def thompson(
     Carlo error only.  ``seed=None`` draws a fresh seed for the call.
     """
     data.require_binary("thompson")
-    n_samples = check_int("n_samples", n_samples)
-    prior_alpha = check_finite("prior_alpha", prior_alpha, positive=True)
-    prior_beta = check_finite("prior_beta", prior_beta, positive=True)
-    entropy = thompson_seed(seed)
+    n_samples, prior_alpha, prior_beta, entropy = thompson_options(n_samples, prior_alpha,
+                                                                   prior_beta, seed)
     red = data.reductions
     a, b = thompson_posterior(red.successes.sum(axis=1), red.trials.sum(axis=1), prior_alpha,
                               prior_beta)

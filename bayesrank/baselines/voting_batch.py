@@ -20,6 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from bayesrank.checks import check_choice
 from bayesrank.errors import DataError
 
 __all__ = [
@@ -65,6 +66,7 @@ def ranked_pairs_locked_batch(P: np.ndarray, strength: str = "margin") -> np.nda
     """
     from bayesrank.baselines._voting_kernels import lock_victories
 
+    check_choice("strength", strength, ("margin", "winning_votes"))
     B, L, _ = P.shape
     margin = P - np.swapaxes(P, 1, 2)
     election, winner, loser = np.nonzero(margin > 0)

@@ -36,10 +36,11 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 
+from bayesrank.baselines import METHODS, rule_defaults, voting
 from bayesrank.data import ResponseData
 from bayesrank.data.reductions import merge_near_ties
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
@@ -59,6 +60,7 @@ __all__ = [
     "is_batched",
     "pools_per_stack",
     "rank_stack",
+    "stacked_scores",
 ]
 
 #: Errors that mean "this method cannot rank these data" (reported, never hidden).
@@ -192,6 +194,12 @@ class DrawStack:
         """:attr:`cell_utility` with equal means made equal, each draw on its own (as
         ``Reductions.cell_grades`` of the draw alone)."""
         return merge_near_ties(self.cell_utility, per_row=True)
+
+    def question_preferences(self, tie_policy: str = "half") -> np.ndarray:
+        """Question-level preferences of every draw, (D, L, L): ``W + T/2`` (``"half"``,
+        as ``Reductions.question_preferences`` of the draw alone) or ``W`` (``"ignore"``)."""
+        return voting.preference_matrix(self.question_wins, self.question_ties, tie_policy,
+                                        batch=True)
 
     def pool(self, models: np.ndarray) -> DrawStack:
         """The same draws on a model pool: rows (and columns) of every count, nothing redone."""
@@ -384,20 +392,33 @@ def is_batched(method: str) -> bool:
     return get_method(method).base in BATCHED_RULES
 
 
-def batched_scores(stack: DrawStack, method: str) -> np.ndarray | None:
+def batched_scores(stack: DrawStack, method: str, **options: object) -> np.ndarray | None:
     """Scores (D, L) of ``method`` on every draw of ``stack``, or None (use the per-draw path).
 
+    ``options`` override the identifier's (:attr:`~bayesrank.baselines.MethodSpec.options`).
     A rule that can fail on single draws may return ``(scores, reasons)`` instead: NaN rows
     with the per-draw path's reason (``"ErrorClass: message"``) for each such draw.
     """
     spec = get_method(method)
-    rule = BATCHED_RULES.get(spec.base)
+    return stacked_scores(stack, spec.base, **{**spec.options, **options})
+
+
+@cache
+def _rule_defaults(base: str) -> dict[str, object]:
+    return rule_defaults(next(s.function for s in METHODS.values() if s.base == base))
+
+
+def stacked_scores(stack: DrawStack, base: str, **options: object) -> np.ndarray | None:
+    """The stacked form of base rule ``base`` (:data:`BATCHED_RULES`) with ``options`` over
+    the rule's own defaults: scores (D, L), ``(scores, reasons)``, or None (per-draw path:
+    no stacked form, or options or data the rule's core rejects with a DataError)."""
+    rule = BATCHED_RULES.get(base)
     if rule is None:
         return None
     try:
-        return rule(stack, **dict(spec.defaults))
+        return rule(stack, **{**_rule_defaults(base), **options})
     except DataError:
-        return None  # options (or data) the rule's core rejects: the per-draw path says why
+        return None  # the per-draw path says why
 
 
 @dataclass
@@ -455,12 +476,6 @@ def _scores_once(sub: ResponseData, method: str) -> tuple[np.ndarray, bool]:
     return scores, False
 
 
-def _rank_once(sub: ResponseData, method: str) -> np.ndarray:
-    """``bayesrank.rank(sub, method).ranks`` without building the Ranking twice."""
-    values, are_ranks = _scores_once(sub, method)
-    return values if are_ranks else competition_ranks(values)
-
-
 def _per_draw(subs: Sequence[ResponseData], method: str) -> DrawRanks:
     """``method`` on every draw alone; the draws' scores are turned into ranks together."""
     out = DrawRanks([], [], 0, 0.0)
@@ -485,11 +500,6 @@ def _per_draw(subs: Sequence[ResponseData], method: str) -> DrawRanks:
             out.ranks[d] = r
     out.seconds = time.perf_counter() - start
     return out
-
-
-def ranks_from_scores(scores: np.ndarray) -> list[np.ndarray]:
-    """Competition ranks (float) of each row, exactly as :class:`bayesrank.Ranking` makes them."""
-    return list(competition_ranks(scores))
 
 
 def rank_stack(
@@ -525,7 +535,7 @@ def rank_stack(
         reasons: list[str | None] = [None] * stack.D if given is None else list(given)
         ranks: list[np.ndarray | None] = [None] * stack.D
         if scored.any():
-            for d, r in zip(np.flatnonzero(scored), ranks_from_scores(scores[scored]),
+            for d, r in zip(np.flatnonzero(scored), competition_ranks(scores[scored]),
                             strict=True):
                 ranks[d] = r
         # draws the rule neither scored nor explained take the per-draw path

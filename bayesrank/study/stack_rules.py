@@ -40,7 +40,7 @@ def _avg(stack: DrawStack) -> np.ndarray:
     return metrics.avg_batch(stack.cell_utility)
 
 
-def _inverse_difficulty(stack: DrawStack, *, clip_range=(0.01, 0.99)) -> np.ndarray | None:
+def _inverse_difficulty(stack: DrawStack, *, clip_range) -> np.ndarray | None:
     if not stack.data.is_binary:
         return None  # the rule raises a DataError per draw
     k = stack.counts[..., 1]
@@ -48,7 +48,7 @@ def _inverse_difficulty(stack: DrawStack, *, clip_range=(0.01, 0.99)) -> np.ndar
     return metrics.inverse_difficulty_batch(trials, k, stack.cell_utility, clip_range)[0]
 
 
-def _bayes(stack: DrawStack, *, R0: Any = None, quantile=None, weights=None) -> np.ndarray | None:
+def _bayes(stack: DrawStack, *, R0: Any, quantile, weights) -> np.ndarray | None:
     if weights is not None or not (R0 is None or (isinstance(R0, str) and R0 == "data")):
         return None  # other utilities or an explicit prior array: per draw
     nu = stack.counts + 1.0
@@ -60,30 +60,25 @@ def _bayes(stack: DrawStack, *, R0: Any = None, quantile=None, weights=None) -> 
     return metrics.bayes_score(*bayes_moments(nu, stack.data.weights), quantile)
 
 
-def _preferences(stack: DrawStack, tie_policy: str) -> np.ndarray:
-    return voting.preference_matrix(stack.question_wins, stack.question_ties, tie_policy,
-                                    batch=True)
-
-
 def _borda(stack: DrawStack) -> np.ndarray:
-    return voting.borda_batch(_preferences(stack, "half"))
+    return voting.borda_scores(stack.question_preferences("half"))
 
 
 def _copeland(stack: DrawStack) -> np.ndarray:
-    return voting.copeland_batch(_preferences(stack, "half"))
+    return voting.copeland_scores(stack.question_preferences("half"))
 
 
 def _win_rate(stack: DrawStack) -> np.ndarray:
-    return voting.win_rate_batch(stack.question_wins)
+    return voting.win_rate_scores(stack.question_wins)
 
 
-def _minimax(stack: DrawStack, *, variant="margin", tie_policy="half") -> np.ndarray:
-    return voting.minimax_batch(_preferences(stack, tie_policy), variant)
+def _minimax(stack: DrawStack, *, variant, tie_policy) -> np.ndarray:
+    return voting.minimax_scores(stack.question_preferences(tie_policy), variant)
 
 
-def _schulze(stack: DrawStack, *, tie_policy="half", strength="winning_votes") -> np.ndarray:
+def _schulze(stack: DrawStack, *, tie_policy, strength) -> np.ndarray:
     # a cycle in some draw's beatpath order raises: per draw, which reports it
-    return voting.schulze_batch(_preferences(stack, tie_policy), strength)
+    return voting.schulze_levels(stack.question_preferences(tie_policy), strength)
 
 
 _COUNTS: dict[str, Callable[..., Scores]] = {
@@ -98,21 +93,12 @@ _COUNTS: dict[str, Callable[..., Scores]] = {
 }
 
 
-def _table(*parts: dict[str, Callable[..., Scores]]) -> dict[str, Callable[..., Scores]]:
-    table: dict[str, Callable[..., Scores]] = {}
-    for part in parts:
-        twice = set(table) & set(part)
-        if twice:
-            raise ValueError(f"stacked rules defined twice: {sorted(twice)}")
-        table.update(part)
-    return table
-
-
+_PARTS = (_COUNTS, stack_irt.RULES, stack_pairwise.RULES, stack_graph.RULES, stack_seq.RULES,
+          stack_thompson.RULES)
 #: Base rule name -> its stacked form (see the module docstring).
-BATCHED_RULES: dict[str, Callable[..., Scores]] = _table(
-    _COUNTS, stack_irt.RULES, stack_pairwise.RULES, stack_graph.RULES, stack_seq.RULES,
-    stack_thompson.RULES,
-)
+BATCHED_RULES: dict[str, Callable[..., Scores]] = {k: v for p in _PARTS for k, v in p.items()}
+if len(BATCHED_RULES) != sum(map(len, _PARTS)):
+    raise ImportError("a base rule has two stacked forms")  # each rule once
 
 #: Rules whose score of a model depends on that model's own counts only: their scores on a
 #: model pool are the full-pool scores of the pool's members (the bootstrap computes them once).
