@@ -31,7 +31,7 @@ import numpy as np
 
 from bayesrank.baselines._optim import prior_variance
 from bayesrank.baselines.irt.dynamic import is_rasch_fit
-from bayesrank.baselines.irt.mml import _mml_options, fit_rasch_mml_batch, posterior_quantile
+from bayesrank.baselines.irt.mml import _mml_options, fit_rasch_mml_batch
 from bayesrank.baselines.irt.xpl import _layout, fit_irt
 from bayesrank.baselines.irt.xpl_batch import fit_xpl_batch
 from bayesrank.checks import check_probability
@@ -89,7 +89,8 @@ def _dynamic_irt(stack: DrawStack, *, variant, max_iter, score, slope_reg, time_
 
 def _rasch_mml(stack: DrawStack, *, quantile, max_iter, em_iter, n_quadrature, population_sd,
                return_item_params) -> np.ndarray | None:
-    """EAP (or posterior-quantile) scores of the Rasch MML fit of every draw."""
+    """EAP (or posterior-quantile) scores of the Rasch MML fit of every draw (each model's
+    posterior, :meth:`~bayesrank.baselines.irt.mml.MmlBatch.person_scores`)."""
     if not stack.data.is_binary:
         return None
     try:
@@ -107,10 +108,7 @@ def _rasch_mml(stack: DrawStack, *, quantile, max_iter, em_iter, n_quadrature, p
                                    max_iter=max_iter, population_sd=population_sd)
 
     fit = stack.once(("mml", n_quadrature, em_iter, max_iter, population_sd), fit)
-    if quantile is None:
-        return fit.eap
-    return np.stack([posterior_quantile(p, z, quantile)
-                     for p, z in zip(fit.posterior, fit.nodes, strict=True)])
+    return fit.person_scores(quantile)[..., 0 if quantile is None else 2]
 
 
 #: Base rule name -> scores of every draw of a stack (D, L) (with reasons), or None.
