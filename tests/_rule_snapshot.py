@@ -1,6 +1,8 @@
 """Scores of all 72 paper identifiers, per draw and stacked, as one ``.npz`` snapshot.
 
-``tests/rule_snapshot.npz`` holds what the code of 2026-12-04 (commit ab339b3) gave;
+``tests/rule_snapshot.npz`` holds what main gave on 2026-12-04 (commit 091c985, before
+the per-draw and batched paths were merged; against ab339b3 it differs only in
+``rasch_mml`` and ``rasch_mml_credible``, whose person scores issue 53 changed);
 ``tests/test_rule_snapshot.py`` checks that the current code gives the same.  Regenerate it
 only when a change of results is intended and said so in the commit:
 

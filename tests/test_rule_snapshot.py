@@ -1,7 +1,7 @@
 """Every paper identifier gives today's scores, per draw and stacked (issue 51, item 3).
 
 The oracle is ``tests/rule_snapshot.npz``, written by ``tests/_rule_snapshot.py`` from the
-code of commit ab339b3 (before the per-draw and batched paths were merged into one
+code of main at commit 091c985 (before the per-draw and batched paths were merged into one
 implementation per rule), on the bundled example and LiveCodeBench sets and the real sets
 of ``/work/shared/data`` (cut to a few models and questions).  The comparison is exact:
 scores bit for bit (NaN where a draw was not scored), ranks, and every one-line reason a
