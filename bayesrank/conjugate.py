@@ -39,6 +39,7 @@ __all__ = [
     "dirichlet_parameters",
     "DeferredArray",
     "ExactDraws",
+    "bayes_moments",
     "exact_draws",
     "prior_counts",
     "resolve_weights",
@@ -119,15 +120,31 @@ def bayes_at_n(
     mu, sigma : numpy.ndarray, shape (L,)
     """
     d = as_response_data(data)
-    w = resolve_weights(d, weights)
-    nu = dirichlet_parameters(d, R0)
+    return bayes_moments(dirichlet_parameters(d, R0), resolve_weights(d, weights))
+
+
+def bayes_moments(nu: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior mean and sd of ``(1/M) sum_m sum_k w_k pi_lmk`` from Dirichlet parameters.
+
+    ``nu`` (..., L, M, C+1): any leading batch axes (the study passes every draw of a
+    stack at once; :func:`bayes_at_n` one dataset).  With ``T = sum_k nu_k`` and utilities
+    shifted by ``w_0`` (exact for binary data), a cell's mean is ``sum_k nu_k w_k / T`` and
+    its variance ``(E[w^2] - E[w]^2) / (T + 1)``; cells are independent, so
+    ``mu = w_0 + (1/M) sum_m E_m`` and ``sigma = sqrt(sum_m Var_m) / M``.
+
+    Returns
+    -------
+    mu, sigma : numpy.ndarray, shape (..., L)
+    """
+    w = np.asarray(weights, dtype=float)
+    M = nu.shape[-2]
     T = nu.sum(axis=-1)
     shifted = w - w[0]
     mean_cell = (nu @ shifted) / T
     second_cell = (nu @ shifted**2) / T
     var_cell = (second_cell - mean_cell**2) / (T + 1.0)
-    mu = w[0] + mean_cell.sum(axis=1) / d.M
-    sigma = np.sqrt(np.maximum(var_cell.sum(axis=1), 0.0)) / d.M
+    mu = w[0] + mean_cell.sum(axis=-1) / M
+    sigma = np.sqrt(np.maximum(var_cell.sum(axis=-1), 0.0)) / M
     return mu, sigma
 
 

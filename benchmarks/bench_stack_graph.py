@@ -34,7 +34,7 @@ import pandas as pd
 import bayesrank as br
 from bayesrank.registry import get_method
 from bayesrank.study.batched import DrawStack, _per_draw, competition_ranks, rank_stack
-from bayesrank.study.stack_graph import _BLOCKS, RULES
+from bayesrank.study.stack_graph import RULES
 
 GRAPH = [
     "pagerank", "spectral", "alpharank", "nash_vs_equilibrium", "nash_advantage_vs_equilibrium",
@@ -57,17 +57,18 @@ def stacked_pools(full: DrawStack, pools: list[np.ndarray]) -> DrawStack:
 def hybrid(stack: DrawStack, subs, method: str) -> None:
     """Stack rule, then the per-draw path for the draws it leaves (NaN rows) only."""
     spec = get_method(method)
-    scores = RULES[spec.base](stack, **dict(spec.defaults))
+    scores = RULES[spec.base](stack, **spec.options)
     left = np.flatnonzero(~np.isfinite(scores).all(axis=1))
     if left.size:
         _per_draw([subs[d] for d in left], method)
     competition_ranks(np.where(np.isfinite(scores), scores, 0.0))
 
 
-def best_of(repeat: int, fn) -> float:
+def best_of(repeat: int, fn, *stacks: DrawStack) -> float:
     times = []
     for _ in range(repeat):
-        _BLOCKS.clear()  # each identifier pays the shared win probabilities in full
+        for stack in stacks:  # each identifier pays the shared win probabilities in full
+            stack.__dict__.pop("_shared", None)
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
@@ -93,11 +94,12 @@ def main() -> None:
         for method in GRAPH:
             spec = get_method(method)
             rule = RULES[spec.base]
-            options = dict(spec.defaults)
+            options = dict(spec.options)
             per_draw = best_of(args.repeat, lambda m=method, s=subs: _per_draw(s, m))
-            batched = best_of(args.repeat, lambda m=method, s=stack: rank_stack(s, [m]))
-            mixed = best_of(args.repeat, lambda m=method, s=stack, u=subs: hybrid(s, u, m))
-            pooled = best_of(args.repeat, lambda r=rule, b=big, o=options: r(b, **o))
+            batched = best_of(args.repeat, lambda m=method, s=stack: rank_stack(s, [m]), stack)
+            mixed = best_of(args.repeat, lambda m=method, s=stack, u=subs: hybrid(s, u, m),
+                            stack)
+            pooled = best_of(args.repeat, lambda r=rule, b=big, o=options: r(b, **o), big)
             left = float(np.mean(~np.isfinite(rule(big, **options)).all(axis=1)))
             rows.append({"identifier": method, "pool": size, "per_draw_s": per_draw,
                          "batched_s": batched, "hybrid_s": mixed,

@@ -20,7 +20,13 @@ from bayesrank import ResponseData
 from bayesrank.baselines import graph
 from bayesrank.registry import get_method
 from bayesrank.study._core import safe_ranks
-from bayesrank.study.batched import SKIPPABLE, DrawStack, competition_ranks, rank_stack
+from bayesrank.study.batched import (
+    SKIPPABLE,
+    DrawStack,
+    competition_ranks,
+    rank_stack,
+    stacked_scores,
+)
 from bayesrank.study.stack_graph import RULES
 
 GRAPH = [
@@ -34,7 +40,7 @@ GRAPH = [
 
 def _stack_scores(stack: DrawStack, method: str) -> np.ndarray:
     spec = get_method(method)
-    scores = RULES[spec.base](stack, **dict(spec.defaults))
+    scores = stacked_scores(stack, spec.base, **spec.options)
     assert scores is not None, f"{method}: the paper defaults must be batched"
     assert scores.shape == (stack.D, stack.data.L)
     return scores
@@ -156,7 +162,7 @@ def _per_draw_option_check(data: ResponseData, base: str, options: dict, defers:
     """
     draws = [np.array([t]) for t in range(data.N)]
     stack = DrawStack.from_data(data, draws)
-    scores = RULES[base](stack, **options)
+    scores = stacked_scores(stack, base, **options)
     assert scores is not None
     rule = getattr(graph, base).__wrapped_rule__
     for d, idx in enumerate(draws):
@@ -202,7 +208,7 @@ def test_non_default_options_rank_as_each_draw_alone(base, options):
 def test_options_not_reproduced_use_the_per_draw_path(base, options):
     data = ResponseData(np.random.default_rng(0).integers(0, 2, size=(4, 5, 2)))
     stack = DrawStack.from_data(data, [np.array([0]), np.array([1])])
-    assert RULES[base](stack, **options) is None
+    assert stacked_scores(stack, base, **options) is None
 
 
 @pytest.mark.parametrize(("base", "options"), [
@@ -221,7 +227,7 @@ def test_options_not_reproduced_use_the_per_draw_path(base, options):
 def test_options_the_rule_refuses_are_left_to_the_per_draw_path(base, options):
     data = ResponseData(np.random.default_rng(0).integers(0, 2, size=(4, 5, 2)))
     stack = DrawStack.from_data(data, [np.array([0]), np.array([1])])
-    assert RULES[base](stack, **options) is None
+    assert stacked_scores(stack, base, **options) is None
     with pytest.raises(br.errors.DataError):
         getattr(graph, base)(data.subset(trials=[0]), **options)
 
@@ -260,21 +266,21 @@ def test_population_sum_in_blocks_equals_each_game_alone(monkeypatch):
     np.testing.assert_array_equal(general, graph_batch.stationary_batch(stacked[3:4])[0])
 
 
-def test_blocks_of_a_stack_are_shared_and_leave_with_it(monkeypatch):
-    import gc
-
+def test_blocks_of_a_stack_are_shared_and_kept_in_it(monkeypatch):
     from bayesrank.study import stack_graph
 
     monkeypatch.setattr(stack_graph, "CHUNK", 3)  # 7 draws: blocks of 3, 3 and 1
     data = ResponseData(np.random.default_rng(1).integers(0, 2, size=(5, 6, 7)))
     stack = DrawStack.from_data(data, [np.array([t]) for t in range(7)])
-    before = len(stack_graph._BLOCKS)
     for method in GRAPH:
         _check_scores_bitwise(stack, method)
-    assert [rows.D for rows in stack_graph._BLOCKS[id(stack)]] == [3, 3, 1]
-    del stack
-    gc.collect()
-    assert len(stack_graph._BLOCKS) == before
+    blocks = stack_graph._blocks(stack)
+    assert [rows.D for rows in blocks] == [3, 3, 1]
+    assert stack_graph._blocks(stack) is blocks  # every rule reads the same blocks
+    assert all("_probabilities" in rows.__dict__ for rows in blocks)  # computed once
+    again = DrawStack.from_data(data, [np.array([t]) for t in range(7)])
+    assert stack_graph._blocks(again) is not blocks  # no state outside the stack
+    assert not hasattr(stack_graph, "_BLOCKS")
 
 
 def test_batched_connectivity_matches_scipy_connected_components():

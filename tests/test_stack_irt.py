@@ -20,7 +20,13 @@ from bayesrank.baselines._optim import check_ford_condition
 from bayesrank.baselines.irt.xpl_batch import ford_condition_batch
 from bayesrank.registry import get_method
 from bayesrank.study._core import safe_ranks
-from bayesrank.study.batched import DrawStack, batched_scores, competition_ranks, rank_stack
+from bayesrank.study.batched import (
+    DrawStack,
+    batched_scores,
+    competition_ranks,
+    rank_stack,
+    stacked_scores,
+)
 from bayesrank.study.stack_irt import RULES
 
 IRT = ["rasch", "rasch_map", "rasch_2pl", "rasch_2pl_map", "rasch_3pl", "rasch_3pl_map",
@@ -151,13 +157,14 @@ def test_degenerate_draws_fail_or_tie_as_in_the_per_draw_path():
 def test_unsupported_options_fall_back_to_the_per_draw_path():
     data, draws = _degenerate()
     stack = DrawStack.from_data(data, draws)
-    assert RULES["rasch"](stack, prior=-1.0) is None
-    assert RULES["rasch_3pl"](stack, guessing_upper=2.0) is None
-    assert RULES["dynamic_irt"](stack, variant="growth", slope_reg=0.0) is None  # it says why
+    assert stacked_scores(stack, "rasch", prior=-1.0) is None
+    assert stacked_scores(stack, "rasch_3pl", guessing_upper=2.0) is None
+    # the rule says why
+    assert stacked_scores(stack, "dynamic_irt", variant="growth", slope_reg=0.0) is None
     two = DrawStack.from_data(data, [np.array([0, 1]), np.array([2, 3])])
-    assert RULES["dynamic_irt"](two, variant="growth") is None  # trial order matters there
+    assert stacked_scores(two, "dynamic_irt", variant="growth") is None  # trial order matters there
     graded = ResponseData(np.minimum(np.arange(24).reshape(2, 3, 4) % 3, 2))
-    assert RULES["rasch_2pl"](DrawStack.from_data(graded, [np.array([0])])) is None
+    assert stacked_scores(DrawStack.from_data(graded, [np.array([0])]), "rasch_2pl") is None
 
 
 def test_rules_fitting_the_same_model_share_one_fit_per_stack(aime):

@@ -29,7 +29,13 @@ from bayesrank.baselines.pairwise_batch import (
 from bayesrank.datasets import example
 from bayesrank.registry import get_method, rank
 from bayesrank.study._core import safe_ranks
-from bayesrank.study.batched import SKIPPABLE, DrawStack, competition_ranks, rank_stack
+from bayesrank.study.batched import (
+    SKIPPABLE,
+    DrawStack,
+    competition_ranks,
+    rank_stack,
+    stacked_scores,
+)
 from bayesrank.study.stack_pairwise import RULES, setwise_events
 
 IDS = [
@@ -42,7 +48,7 @@ IDS = [
 def _stack_scores(stack: DrawStack, method: str) -> np.ndarray | None:
     spec = get_method(method)
     with np.errstate(all="ignore"):
-        return RULES[spec.base](stack, **dict(spec.defaults))
+        return stacked_scores(stack, spec.base, **spec.options)
 
 
 def _compare(data: ResponseData, draws, models, methods=IDS) -> dict[str, int]:
@@ -159,7 +165,7 @@ def test_a_fit_out_of_iterations_is_left_to_the_per_draw_path(aime):
     stack = DrawStack.from_data(aime, [np.array([t]) for t in range(4)]).pool(np.arange(6))
     for base in RULES:
         with np.errstate(all="ignore"):
-            scores = RULES[base](stack, max_iter=1)
+            scores = stacked_scores(stack, base, max_iter=1)
         left = np.isnan(scores).any(axis=1)
         for d in range(stack.D):
             failed, n_warn = _alone(stack.subset(d), base, max_iter=1)
@@ -169,11 +175,15 @@ def test_a_fit_out_of_iterations_is_left_to_the_per_draw_path(aime):
 
 def test_options_not_reproduced_give_none(aime):
     stack = DrawStack.from_data(aime, [np.array([0])]).pool(np.arange(4))
-    assert RULES["bradley_terry"](stack, prior=-1.0) is None  # the rule raises per draw
-    assert RULES["rao_kupper"](stack, tie_strength=None) is None  # free kappa
-    assert RULES["rao_kupper"](stack, tie_strength=1.0) is None
-    assert RULES["plackett_luce"](stack, tol=0.0) is None
-    assert RULES["bradley_terry"](stack, unknown=1) is None
+    assert stacked_scores(stack, "bradley_terry", prior=-1.0) is None  # the rule raises per draw
+    assert stacked_scores(stack, "rao_kupper", tie_strength=None) is None  # free kappa
+    assert stacked_scores(stack, "rao_kupper", tie_strength=1.0) is None
+    assert stacked_scores(stack, "plackett_luce", tol=0.0) is None
+    # an option the rule does not have is the caller's mistake on both paths alike
+    with pytest.raises(TypeError, match="unknown"):
+        stacked_scores(stack, "bradley_terry", unknown=1)
+    with pytest.raises(TypeError, match="unknown"):
+        paired.bradley_terry(stack.subset(0), unknown=1)
 
 
 @pytest.mark.parametrize("size", [5, 10, 15])

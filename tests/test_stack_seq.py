@@ -20,8 +20,7 @@ from bayesrank.baselines._mcmc_kernels import bt_log_posterior, log_posterior_ro
 from bayesrank.datasets import example
 from bayesrank.study import stack_seq
 from bayesrank.study._core import safe_ranks
-from bayesrank.study.batched import DrawStack, batched_scores, rank_stack
-from bayesrank.study.stack_seq import RULES
+from bayesrank.study.batched import DrawStack, batched_scores, rank_stack, stacked_scores
 
 RATINGS = [
     "elo_tie_skip", "elo_tie_draw", "elo_tie_correct_draw_only",
@@ -154,17 +153,17 @@ def test_non_binary_and_invalid_options_take_the_per_draw_path():
         assert all("binary" in why for why in out.reasons)
     binary = DrawStack.from_data(ResponseData(rng.integers(0, 2, size=(4, 5, 3))),
                                  [np.array([0])])
-    assert RULES["elo"](binary, K=-1.0) is None
-    assert RULES["glicko"](binary, tie_handling="sometimes") is None
-    assert RULES["trueskill"](binary, beta=0.0) is None
-    assert RULES["bayesian_mcmc"](binary, seed=None) is None  # unseeded: streams differ
+    assert stacked_scores(binary, "elo", K=-1.0) is None
+    assert stacked_scores(binary, "glicko", tie_handling="sometimes") is None
+    assert stacked_scores(binary, "trueskill", beta=0.0) is None
+    assert stacked_scores(binary, "bayesian_mcmc", seed=None) is None  # unseeded: streams differ
     # a Generator carries on from draw to draw in the per-draw path
-    assert RULES["bayesian_mcmc"](binary, seed=np.random.default_rng(1)) is None
-    assert RULES["bayesian_mcmc"](binary, n_samples=0) is None
-    assert RULES["ranked_pairs"](binary, strength="borda") is None
-    assert RULES["kemeny_young"](binary, time_limit=5.0) is None  # a per-call wall clock
-    assert RULES["nanson"](binary, rank_ties="dense") is None
-    assert RULES["pass_at_k"](binary, k=0) is None
+    assert stacked_scores(binary, "bayesian_mcmc", seed=np.random.default_rng(1)) is None
+    assert stacked_scores(binary, "bayesian_mcmc", n_samples=0) is None
+    assert stacked_scores(binary, "ranked_pairs", strength="borda") is None
+    assert stacked_scores(binary, "kemeny_young", time_limit=5.0) is None  # a per-call wall clock
+    assert stacked_scores(binary, "nanson", rank_ties="dense") is None
+    assert stacked_scores(binary, "pass_at_k", k=0) is None
 
 
 def test_categorical_draws():
@@ -211,8 +210,8 @@ def test_stacked_mcmc_scores_are_each_draws_scores_bit_for_bit(aime, block, monk
     rng = np.random.default_rng(11)
     draws = [np.array([n]) for n in rng.choice(aime.N, 4, replace=False)]
     pools = np.array([np.sort(rng.choice(aime.L, size, replace=False)) for size in (5, 5)])
-    got = RULES["bayesian_mcmc"](DrawStack.from_data(aime, draws).pools(pools), n_samples=400,
-                                 burnin=100)
+    got = stacked_scores(DrawStack.from_data(aime, draws).pools(pools), "bayesian_mcmc",
+                         n_samples=400, burnin=100)
     for p, pool in enumerate(pools):
         for d, idx in enumerate(draws):
             alone = paired.bayesian_mcmc(aime.subset(models=pool, trials=idx), n_samples=400,

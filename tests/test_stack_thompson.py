@@ -17,10 +17,18 @@ from bayesrank import ResponseData
 from bayesrank.baselines import metrics
 from bayesrank.datasets import example
 from bayesrank.study._core import safe_ranks
-from bayesrank.study.batched import DrawStack, batched_scores, is_batched, rank_stack
-from bayesrank.study.stack_thompson import RULES
+from bayesrank.study.batched import (
+    DrawStack,
+    batched_scores,
+    is_batched,
+    rank_stack,
+    stacked_scores,
+)
 
-rule = RULES["thompson"]
+
+def rule(stack, **options):
+    """The stacked Thompson rule with ``options`` over the rule's defaults (None: per draw)."""
+    return stacked_scores(stack, "thompson", **options)
 
 
 def _alone(data: ResponseData, idx, models=None, **options) -> np.ndarray:

@@ -190,3 +190,28 @@ def test_memory_budget_splits_stacks_without_changing_results(monkeypatch, budge
     _frames_equal(study.model_pool_bootstrap(data, METHODS, sizes=(4,), subsets=2),
                   study.model_pool_bootstrap(data, METHODS, sizes=(4,), subsets=2,
                                              engine="reference"))
+
+
+def test_the_stacked_table_and_the_records_agree():
+    # every base rule has a stacked form, or its record says why it is ranked draw by draw
+    from bayesrank.baselines import METHODS, PER_DRAW
+    from bayesrank.study.stack_rules import BATCHED_RULES
+
+    bases = {spec.base for spec in METHODS.values()}
+    assert set(BATCHED_RULES) | set(PER_DRAW) == bases
+    assert not set(BATCHED_RULES) & set(PER_DRAW)
+    assert all(spec.per_draw is None for spec in METHODS.values() if spec.in_paper)
+    assert METHODS["g_pass_at_k_tau"].per_draw == PER_DRAW["g_pass_at_k_tau"]
+
+
+def test_stacked_forms_receive_every_option_of_the_record():
+    # the rule's own defaults under the identifier's: nothing restated by the stacked form
+    spec = br.registry.get_method("pagerank")
+    assert dict(spec.options) == {"damping": 0.85, "max_iter": 100, "tol": 1e-12,
+                                  "solver": "exact"}
+    data = _simulate()
+    stack = DrawStack.from_data(data, [np.array([0]), np.array([1])])
+    assert batched_scores(stack, "pagerank", solver="power") is None  # not closed: per draw
+    assert batched_scores(stack, "pagerank", damping=2.0) is None  # the rule's DataError
+    with pytest.raises(br.errors.DataError, match="damping"):
+        br.rank(data, "pagerank", damping=2.0)

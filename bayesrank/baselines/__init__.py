@@ -8,8 +8,11 @@ a ``*_map`` identifier is its base rule with a Gaussian prior on log-strengths o
 abilities (``prior=1.0``).  :mod:`bayesrank.registry` looks identifiers up here;
 the family modules never import the registry.  To add an identifier, add a row to its
 family's list below; a new rule is a :func:`~bayesrank.ranking.ranking_method` function in
-its family module.  Shared pieces live in :mod:`._optim` (Newton, ML/MAP penalty,
-identifiability) and :mod:`bayesrank.checks` (argument checks).
+its family module over a numeric core with a leading batch axis, which the study's stacked
+form (:mod:`bayesrank.study.stack_rules`) calls on every draw at once, or an entry of
+:data:`PER_DRAW` saying why it has none (``docs/architecture.md``, "Adding a ranking
+rule").  Shared pieces live in :mod:`._optim` (Newton, ML/MAP penalty, identifiability)
+and :mod:`bayesrank.checks` (argument checks).
 
 =========  ============================================================================
 module     rules
@@ -26,8 +29,10 @@ graph      PageRank, spectral, alpha-Rank, Nash, Rank Centrality, SerialRank, Ho
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
@@ -37,6 +42,8 @@ from bayesrank.ranking import Ranking
 __all__ = [
     "METHODS",
     "MethodSpec",
+    "PER_DRAW",
+    "rule_defaults",
     "graph",
     "irt",
     "luce",
@@ -79,8 +86,34 @@ class MethodSpec:
         """Name of the base rule (shared by every identifier that configures it)."""
         return self.function.__name__
 
+    @cached_property
+    def options(self) -> Mapping[str, Any]:
+        """Every keyword option of the rule as this identifier runs it: the rule's own
+        defaults (:func:`rule_defaults`), then :attr:`defaults` over them.  The study's
+        stacked forms receive these, so no default is written twice."""
+        return MappingProxyType({**rule_defaults(self.function), **self.defaults})
+
+    @property
+    def per_draw(self) -> str | None:
+        """Why the rule has no stacked form (the study ranks it draw by draw), or None."""
+        return PER_DRAW.get(self.base)
+
+
+def rule_defaults(function: Callable[..., Any]) -> dict[str, Any]:
+    """The keyword options of a rule that have defaults, from its signature."""
+    rule = getattr(function, "__wrapped_rule__", function)
+    return {name: p.default for name, p in inspect.signature(rule).parameters.items()
+            if p.kind is p.KEYWORD_ONLY and p.default is not p.empty}
+
 
 _Row = tuple[str, Callable[..., Ranking], dict[str, Any]]
+
+#: Base rules without a stacked form, and why (every other rule has one in
+#: :mod:`bayesrank.study.stack_rules`, which runs its core here over all draws at once).
+PER_DRAW: Mapping[str, str] = MappingProxyType({
+    "davidson_luce": "not a paper identifier: the study never ranks it in bulk",
+    "g_pass_at_k_tau": "not a paper identifier: the study never ranks it in bulk",
+})
 
 
 def _family(

@@ -23,7 +23,7 @@ from scipy import linalg
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from bayesrank.checks import check_finite
+from bayesrank.checks import check_finite, check_int
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
 from bayesrank.ranking import exchangeable_groups
 
@@ -33,6 +33,7 @@ __all__ = [
     "check_ford_condition",
     "check_identified",
     "exchangeable_groups",
+    "fit_options",
     "newton",
     "newton_step",
     "penalise",
@@ -62,6 +63,11 @@ def prior_variance(prior: float | None, name: str = "prior") -> float | None:
         raise DataError(
             f"{name} must be a positive, finite prior variance or None, got {prior!r}"
         ) from None
+
+
+def fit_options(prior: float | None, max_iter: int) -> tuple[float | None, int]:
+    """The checked ``(prior variance, max_iter)`` of an ML / MAP fit (one DataError each)."""
+    return prior_variance(prior), check_int("max_iter", max_iter)
 
 
 def penalise(

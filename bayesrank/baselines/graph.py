@@ -43,7 +43,14 @@ from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedErr
 from bayesrank.ranking import ranking_method
 
 __all__ = [
+    "alpharank_options",
+    "check_solver",
+    "hodge_options",
+    "nash_options",
+    "pagerank_options",
+    "rank_centrality_options",
     "win_probabilities",
+    "zero_sum_game",
     "pagerank_scores",
     "stationary_distribution",
     "perron_vector",
@@ -99,10 +106,56 @@ def _pairwise(data: ResponseData, what: str) -> tuple[np.ndarray, np.ndarray]:
     return P_hat, compared
 
 
-def _check_solver(solver: str, max_iter: int, tol: float) -> None:
+# Option checks of each rule, shared with its stacked form (bayesrank.study.stack_graph):
+# each raises the rule's DataError and returns the options the rule computes with.
+def check_solver(solver: str, max_iter: int, tol: float) -> bool:
+    """Check the iteration options; True for the closed-form solver (``"exact"``)."""
     check_choice("solver", solver, ("exact", "power"))
     check_int("max_iter", max_iter)
     check_finite("tol", tol, positive=True)
+    return solver == "exact"
+
+
+def pagerank_options(damping: float, solver: str, max_iter: int, tol: float) -> float:
+    """The checked damping of :func:`pagerank_scores` (and its solver options)."""
+    damping = check_in_interval("damping", damping, 0.0, 1.0, closed="neither")
+    check_solver(solver, max_iter, tol)
+    return damping
+
+
+def rank_centrality_options(tie_handling: str, smoothing: float, teleport: float,
+                            solver: str, max_iter: int, tol: float) -> tuple[float, float]:
+    """The checked ``(smoothing, teleport)`` of :func:`rank_centrality`."""
+    check_choice("tie_handling", tie_handling, ("ignore", "half"))
+    smoothing = check_finite("smoothing", smoothing, nonnegative=True)
+    teleport = check_in_interval("teleport", teleport, 0.0, 1.0, closed="left")
+    check_solver(solver, max_iter, tol)
+    return smoothing, teleport
+
+
+def alpharank_options(alpha: float, population_size: int, solver: str, max_iter: int,
+                      tol: float) -> tuple[float, int]:
+    """The checked ``(alpha, population_size)`` of :func:`alpharank_scores`."""
+    alpha = check_finite("alpha", alpha, nonnegative=True)
+    population_size = check_int("population_size", population_size, minimum=2)
+    check_solver(solver, max_iter, tol)
+    return alpha, population_size
+
+
+def nash_options(score_type: str, solver: str, n_iter: int, temperature: float
+                 ) -> tuple[int, float]:
+    """The checked ``(n_iter, temperature)`` of :func:`nash`."""
+    check_choice("score_type", score_type,
+                 ("vs_equilibrium", "advantage_vs_equilibrium", "equilibrium"))
+    check_choice("solver", solver, ("lp", "fictitious_play"))
+    return check_int("n_iter", n_iter), check_finite("temperature", temperature, positive=True)
+
+
+def hodge_options(pairwise_stat: str, weight_method: str, epsilon: float) -> float:
+    """The checked ``epsilon`` of :func:`hodge_rank`."""
+    check_choice("pairwise_stat", pairwise_stat, ("binary", "log_odds"))
+    check_choice("weight_method", weight_method, ("total", "decisive", "uniform"))
+    return check_finite("epsilon", epsilon, positive=True)
 
 
 def _power(step, x0: np.ndarray, max_iter: int, tol: float) -> np.ndarray:
@@ -204,8 +257,7 @@ def pagerank_scores(
     L = A.shape[0]
     if A.shape != (L, L) or np.any(A < 0) or not np.all(np.isfinite(A)):
         raise DataError("adjacency must be a square matrix of finite non-negative weights")
-    damping = check_in_interval("damping", damping, 0.0, 1.0, closed="neither")
-    _check_solver(solver, max_iter, tol)
+    damping = pagerank_options(damping, solver, max_iter, tol)
     if teleport is None:
         e = np.full(L, 1.0 / L)
     else:
@@ -260,7 +312,7 @@ def spectral(
     (a self-loop making W diagonally dominant); the score is the principal
     right eigenvector normalised to sum 1 (paper App. "Spectral").
     """
-    _check_solver(solver, max_iter, tol)
+    check_solver(solver, max_iter, tol)
     P_hat, compared = _pairwise(data, "spectral")
     W = gb.spectral_matrix_batch(P_hat[None], compared[None])[0]
     if solver == "exact":
@@ -297,10 +349,8 @@ def rank_centrality(
         decisive comparison with ``tie_handling="ignore"``): the chain is then
         reducible and its stationary distribution does not rank all models.
     """
-    check_choice("tie_handling", tie_handling, ("ignore", "half"))
-    smoothing = check_finite("smoothing", smoothing, nonnegative=True)
-    teleport = check_in_interval("teleport", teleport, 0.0, 1.0, closed="left")
-    _check_solver(solver, max_iter, tol)
+    smoothing, teleport = rank_centrality_options(tie_handling, smoothing, teleport, solver,
+                                                  max_iter, tol)
     red = data.reductions
     P, edges = gb.rank_centrality_chain_batch(
         red.wins[None], red.ties[None], tie_handling, smoothing, teleport)
@@ -346,9 +396,7 @@ def alpharank_scores(
     L = A.shape[0]
     if A.shape != (L, L) or not np.all(np.isfinite(A)):
         raise DataError("payoffs must be a finite square matrix")
-    alpha = check_finite("alpha", alpha, nonnegative=True)
-    population_size = check_int("population_size", population_size, minimum=2)
-    _check_solver(solver, max_iter, tol)
+    alpha, population_size = alpharank_options(alpha, population_size, solver, max_iter, tol)
     if constant_sum and not np.allclose(A + A.T, 1.0, rtol=0.0, atol=1e-12):
         raise DataError("constant_sum=True needs payoffs with payoffs + payoffs.T == 1")
     if L == 1:
@@ -496,6 +544,13 @@ def nash_equilibrium(
     return _max_entropy_equilibrium(A)
 
 
+def zero_sum_game(P_hat: np.ndarray) -> np.ndarray:
+    """``A = 2 P_hat - 1`` with a zero diagonal, of one matrix or a batch (..., L, L)."""
+    A = 2.0 * P_hat - 1.0
+    A[..., np.eye(A.shape[-1], dtype=bool)] = 0.0
+    return A
+
+
 def _smooth_fictitious_play(A: np.ndarray, n_iter: int, temperature: float) -> np.ndarray:
     """Average of logit (softmax) best responses to the running average opponent."""
     L = A.shape[0]
@@ -535,14 +590,9 @@ def nash(
 
     ``return_equilibrium=True`` adds ``details["equilibrium"]`` and ``["value"]``.
     """
-    check_choice("score_type", score_type,
-                 ("vs_equilibrium", "advantage_vs_equilibrium", "equilibrium"))
-    check_choice("solver", solver, ("lp", "fictitious_play"))
-    n_iter = check_int("n_iter", n_iter)
-    temperature = check_finite("temperature", temperature, positive=True)
+    n_iter, temperature = nash_options(score_type, solver, n_iter, temperature)
     P_hat, _ = _pairwise(data, "nash")
-    A = 2.0 * P_hat - 1.0
-    np.fill_diagonal(A, 0.0)
+    A = zero_sum_game(P_hat)
     if solver == "lp":
         x = nash_equilibrium(A, selection=selection)
     else:
@@ -590,11 +640,8 @@ def serial_rank(
     """
     check_choice("comparison", comparison, ("prob_diff", "sign"))
     P_hat, _ = _pairwise(data, "serial_rank")
-    C = 2.0 * P_hat - 1.0  # = (W_ij - W_ji) / total on compared pairs, 0 otherwise
-    np.fill_diagonal(C, 0.0)
-    if comparison == "sign":
-        C = np.sign(C)
-    scores, unique = serial_rank_scores(C)
+    C = zero_sum_game(P_hat)  # = (W_ij - W_ji) / total on compared pairs, 0 otherwise
+    scores, unique = serial_rank_scores(np.sign(C) if comparison == "sign" else C)
     return scores, {"fiedler_unique": unique}
 
 
@@ -665,9 +712,7 @@ def hodge_rank(
     (W_ij + W_ji) or ``"uniform"`` (1 per compared pair).
     ``return_diagnostics=True`` adds the weighted residual norms to ``details``.
     """
-    check_choice("pairwise_stat", pairwise_stat, ("binary", "log_odds"))
-    check_choice("weight_method", weight_method, ("total", "decisive", "uniform"))
-    epsilon = check_finite("epsilon", epsilon, positive=True)
+    epsilon = hodge_options(pairwise_stat, weight_method, epsilon)
     red = data.reductions
     _, compared = _pairwise(data, "hodge_rank")
     Y, w = gb.hodge_flow_batch(red.wins[None], red.comparisons[None], compared[None],

@@ -48,9 +48,9 @@ from scipy.special import gammaln, logsumexp
 from bayesrank.baselines._optim import (
     average_groups,
     check_identified,
+    fit_options,
     newton,
     penalise,
-    prior_variance,
     strengths,
 )
 from bayesrank.baselines.paired import bt_log_strengths, exchangeable_average
@@ -383,8 +383,7 @@ def davidson_luce_log_strengths(
     delta : (D,) with ``delta[0] = 1``
     """
     U, V, c = _events(winners, losers, counts)
-    prior_var = prior_variance(prior)
-    max_iter = check_int("max_iter", max_iter)
+    prior_var, max_iter = fit_options(prior, max_iter)
     st = _DLStats(U, V, c, max_tie_order, exclude_all_tied)
     L, D = st.L, st.D
     if prior_var is None:
@@ -511,8 +510,7 @@ def btl_log_strengths(
     the models in that message.
     """
     st = _BTLEvents(*_events(winners, losers, counts))
-    prior_var = prior_variance(prior)
-    max_iter = check_int("max_iter", max_iter)
+    prior_var, max_iter = fit_options(prior, max_iter)
     L = st.L
     if st.E == 0:
         return np.zeros(L)
@@ -580,8 +578,7 @@ def pl_rankings_log_strengths(
     L = int(max(s.max() for s in seqs)) + 1 if n_items is None else int(n_items)
     if any(s.min() < 0 or s.max() >= L for s in seqs):
         raise DataError(f"ranking entries must be item indices in 0..{L - 1}")
-    prior_var = prior_variance(prior)
-    max_iter = check_int("max_iter", max_iter)
+    prior_var, max_iter = fit_options(prior, max_iter)
     chosen, members = [], []
     for s in seqs:
         for k in range(s.size - 1):

@@ -36,7 +36,10 @@ from bayesrank.ranking import ranking_method
 
 __all__ = [
     "avg",
+    "avg_batch",
+    "bayes_score",
     "inverse_difficulty",
+    "inverse_difficulty_batch",
     "pass_at_k",
     "pass_hat_k",
     "g_pass_at_k_tau",
@@ -47,6 +50,7 @@ __all__ = [
     "bayes",
     "thompson",
     "thompson_draws",
+    "thompson_options",
     "thompson_pair_counts",
     "thompson_posterior",
     "thompson_scores",
@@ -57,7 +61,17 @@ __all__ = [
 @ranking_method
 def avg(data: ResponseData) -> np.ndarray:
     """Mean utility over questions and trials, (1/M) sum_m mean_n w[R_lmn] (paper: avg@N)."""
-    return np.nanmean(data.reductions.cell_utility, axis=1)
+    return avg_batch(data.reductions.cell_utility[None])[0]
+
+
+def avg_batch(cell_utility: np.ndarray) -> np.ndarray:
+    """:func:`avg` of B datasets from their cell utilities (B, L, M) -> (B, L) (NaN: unobserved).
+
+    Without NaN, ``mean`` sums the same values in the same order as ``nanmean`` (the same
+    scores), without its masked copy.
+    """
+    mean = np.nanmean if np.isnan(cell_utility).any() else np.mean
+    return mean(cell_utility, axis=2)
 
 
 @ranking_method
@@ -72,18 +86,32 @@ def inverse_difficulty(
     Binary data only.  ``details["question_weights"]`` holds ``w``.
     """
     data.require_binary("inverse_difficulty")
-    low, high = _clip_range(clip_range)
     red = data.reductions
-    n, k = red.trials, red.successes
-    pooled_n = n.sum(axis=0)
+    scores, w = inverse_difficulty_batch(red.trials[None], red.successes[None],
+                                         red.solve_rate[None], clip_range)
+    return scores[0], {"question_weights": w[0]}
+
+
+def inverse_difficulty_batch(
+    trials: np.ndarray, successes: np.ndarray, solve_rate: np.ndarray,
+    clip_range: Sequence[float] = (0.01, 0.99),
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`inverse_difficulty` of B datasets: cell counts and solve rates (B, L, M).
+
+    Returns the scores (B, L) and the question weights (B, M).
+    """
+    low, high = _clip_range(clip_range)
+    pooled_n = trials.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.where(pooled_n > 0, k.sum(axis=0) / np.maximum(pooled_n, 1), np.nan)
+        p = np.where(pooled_n > 0, successes.sum(axis=1) / np.maximum(pooled_n, 1), np.nan)
     w = np.where(pooled_n > 0, 1.0 / np.clip(p, low, high), 0.0)
-    w = w / w.sum()
-    observed = n > 0
-    rate = np.where(observed, red.solve_rate, 0.0)
-    scores = (rate * w).sum(axis=1) / (observed * w).sum(axis=1)
-    return scores, {"question_weights": w}
+    w = w / w.sum(axis=1, keepdims=True)
+    observed = trials > 0
+    if observed.all():  # the same sums as below, without the masks (a study's stacks)
+        return (solve_rate * w[:, None, :]).sum(axis=2) / w.sum(axis=1)[:, None], w
+    rate = np.where(observed, solve_rate, 0.0)
+    scores = (rate * w[:, None, :]).sum(axis=2) / (observed * w[:, None, :]).sum(axis=2)
+    return scores, w
 
 
 def _clip_range(clip_range: Sequence[float]) -> tuple[float, float]:
@@ -235,14 +263,27 @@ def bayes(
     ``details``: ``mu`` and ``sigma``.
     """
     mu, sigma = bayes_at_n(data, weights=weights, R0=R0)
+    return bayes_score(mu, sigma, quantile), {"mu": mu, "sigma": sigma}
+
+
+def bayes_score(mu: np.ndarray, sigma: np.ndarray, quantile: float | None) -> np.ndarray:
+    """:func:`bayes`'s score from the posterior moments (any shape): ``mu``, or
+    ``mu + Phi^{-1}(q) sigma`` for a quantile ``q`` in (0, 1)."""
     if quantile is None:
-        return mu, {"mu": mu, "sigma": sigma}
-    quantile = check_probability("quantile", quantile)
-    return mu + stats.norm.ppf(quantile) * sigma, {"mu": mu, "sigma": sigma}
+        return mu
+    return mu + stats.norm.ppf(check_probability("quantile", quantile)) * sigma
 
 
 #: Joint draws compared at once in :func:`thompson_pair_counts` (bounds its temporaries).
 _DRAW_CHUNK = 4096
+
+
+def thompson_options(n_samples: int, prior_alpha: float, prior_beta: float,
+                     seed: Any) -> tuple[int, float, float, int]:
+    """The checked ``(n_samples, prior_alpha, prior_beta, entropy)`` of :func:`thompson`."""
+    return (check_int("n_samples", n_samples),
+            check_finite("prior_alpha", prior_alpha, positive=True),
+            check_finite("prior_beta", prior_beta, positive=True), thompson_seed(seed))
 
 
 def thompson_seed(seed: Any) -> int:
@@ -352,10 +393,8 @@ def thompson(
     Carlo error only.  ``seed=None`` draws a fresh seed for the call.
     """
     data.require_binary("thompson")
-    n_samples = check_int("n_samples", n_samples)
-    prior_alpha = check_finite("prior_alpha", prior_alpha, positive=True)
-    prior_beta = check_finite("prior_beta", prior_beta, positive=True)
-    entropy = thompson_seed(seed)
+    n_samples, prior_alpha, prior_beta, entropy = thompson_options(n_samples, prior_alpha,
+                                                                   prior_beta, seed)
     red = data.reductions
     a, b = thompson_posterior(red.successes.sum(axis=1), red.trials.sum(axis=1), prior_alpha,
                               prior_beta)

@@ -52,6 +52,7 @@ from bayesrank.baselines._optim import (
     average_groups,
     check_identified,
     exchangeable_groups,
+    fit_options,
     prior_variance,
     strengths,
 )
@@ -228,8 +229,7 @@ def bt_log_strengths(
         ML only, when the directed win graph is not strongly connected.
     """
     p = _pairs(W)
-    prior_var = prior_variance(prior)
-    max_iter = check_int("max_iter", max_iter)
+    prior_var, max_iter = fit_options(prior, max_iter)
     if p.decisive == 0:
         return np.zeros(p.L)
     if prior_var is None:
@@ -251,8 +251,7 @@ def davidson_log_strengths(
     (zeros, ``nu = inf``).
     """
     p = _pairs(W, T)
-    prior_var = prior_variance(prior)
-    max_iter = check_int("max_iter", max_iter)
+    prior_var, max_iter = fit_options(prior, max_iter)
     if p.decisive == 0:
         return np.zeros(p.L), np.inf
     if p.t.sum() == 0:
@@ -281,8 +280,7 @@ def rao_kupper_log_strengths(
     variance of the log-strengths (MAP) or None (ML).
     """
     p = _pairs(W, T)
-    prior_var = prior_variance(prior)
-    max_iter = check_int("max_iter", max_iter)
+    prior_var, max_iter = fit_options(prior, max_iter)
     if tie_strength is not None:
         kappa = check_in_interval("tie_strength (kappa)", tie_strength, 1.0, np.inf,
                                   closed="left")

@@ -49,6 +49,7 @@ __all__ = [
     "baldwin",
     "borda",
     "borda_elimination_scores",
+    "borda_points",
     "borda_scores",
     "copeland",
     "copeland_scores",
@@ -66,6 +67,7 @@ __all__ = [
     "ranked_pairs",
     "ranked_pairs_locked",
     "schulze",
+    "schulze_levels",
     "schulze_paths",
     "win_rate",
     "win_rate_scores",
@@ -78,10 +80,15 @@ _STRENGTHS = ("margin", "winning_votes")
 _BLOCK_ELEMENTS = 1 << 22
 
 
-def _square(name: str, a: Any) -> np.ndarray:
+def _square(name: str, a: Any, *, batch: bool | None = False) -> np.ndarray:
+    """``a`` as float, checked square: (L, L), a batch (B, L, L) with ``batch=True``, or
+    either with ``batch=None``."""
     m = np.asarray(a, dtype=float)
-    if m.ndim != 2 or m.shape[0] != m.shape[1]:
-        raise DataError(f"{name} must be a square (L, L) matrix, got shape {m.shape}")
+    ranks, shape = {False: ((2,), "a square (L, L) matrix"),
+                    True: ((3,), "a batch of square (B, L, L) matrices"),
+                    None: ((2, 3), "a square (L, L) matrix or a batch (B, L, L)")}[batch]
+    if m.ndim not in ranks or m.shape[-1] != m.shape[-2]:
+        raise DataError(f"{name} must be {shape}, got shape {m.shape}")
     if not np.all(np.isfinite(m)):
         raise DataError(f"{name} must be finite")
     return m
@@ -144,11 +151,13 @@ def question_counts(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(red.question_wins), np.asarray(red.question_ties)
 
 
-def preference_matrix(wins: Any, ties: Any, tie_policy: str = "half") -> np.ndarray:
-    """``P = W + T/2`` (``tie_policy="half"``) or ``P = W`` (``"ignore"``)."""
+def preference_matrix(wins: Any, ties: Any, tie_policy: str = "half", *,
+                      batch: bool = False) -> np.ndarray:
+    """``P = W + T/2`` (``tie_policy="half"``) or ``P = W`` (``"ignore"``), of one election
+    (L, L) or, with ``batch``, of B elections (B, L, L)."""
     check_choice("tie_policy", tie_policy, TIE_POLICIES)
-    W = _square("wins", wins)
-    return W + 0.5 * _square("ties", ties) if tie_policy == "half" else W
+    W = _square("wins", wins, batch=batch)
+    return W + 0.5 * _square("ties", ties, batch=batch) if tie_policy == "half" else W
 
 
 def _data_preferences(data: ResponseData, tie_policy: str) -> np.ndarray:
@@ -176,27 +185,29 @@ def dag_levels(above: Any) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 # Positional and pairwise-count rules
 # --------------------------------------------------------------------------------------
+# Each rule below takes one election (L, L) or a batch of them (B, L, L): the study scores
+# every draw of a stack in one call, bayesrank.rank a dataset as a batch of one.
 def borda_scores(preferences: Any) -> np.ndarray:
     """Borda points ``s_i = sum_j P_ij`` with ``P`` built with half ties.
 
     Equals ``sum_m (L - r_im)`` with tie-averaged per-voter ranks ``r_im``
     (``L - 1`` points for a unique first place, 0 for a unique last place).
     """
-    return _square("preferences", preferences).sum(axis=1)
+    return _square("preferences", preferences, batch=None).sum(axis=-1)
 
 
 def copeland_scores(preferences: Any) -> np.ndarray:
     """Copeland ``s_i = sum_{j != i} sign(P_ij - P_ji)`` (pairwise wins minus losses)."""
-    P = _square("preferences", preferences)
-    return np.sign(P - P.T).sum(axis=1)
+    P = _square("preferences", preferences, batch=None)
+    return np.sign(P - np.swapaxes(P, -1, -2)).sum(axis=-1)
 
 
 def win_rate_scores(wins: Any) -> np.ndarray:
     """``s_i = sum_j W_ij / sum_j (W_ij + W_ji)`` over strict wins; 0.5 if i never decided."""
-    W = _square("wins", wins)
-    won = W.sum(axis=1)
-    decided = won + W.sum(axis=0)
-    return np.divide(won, decided, out=np.full(W.shape[0], 0.5), where=decided > 0)
+    W = _square("wins", wins, batch=None)
+    won = W.sum(axis=-1)
+    decided = won + W.sum(axis=-2)
+    return np.divide(won, decided, out=np.full(won.shape, 0.5), where=decided > 0)
 
 
 def minimax_scores(preferences: Any, variant: str = "margin") -> np.ndarray:
@@ -207,27 +218,17 @@ def minimax_scores(preferences: Any, variant: str = "margin") -> np.ndarray:
     - ``"pairwise_opposition"``: ``-max_j P_ji`` (defeat or not).
     """
     check_choice("variant", variant, _MINIMAX_VARIANTS)
-    P = _square("preferences", preferences)
-    against = P.T.copy()  # against[i, j] = P_ji
+    P = _square("preferences", preferences, batch=None)
+    against = np.swapaxes(P, -1, -2).copy()  # against[..., i, j] = P_ji
     margin_against = against - P
-    np.fill_diagonal(against, -np.inf)
+    against[..., np.eye(P.shape[-1], dtype=bool)] = -np.inf
     if variant == "pairwise_opposition":
-        worst = against.max(axis=1)
+        worst = against.max(axis=-1)
     elif variant == "margin":
-        worst = np.maximum(margin_against, 0.0).max(axis=1)
+        worst = np.maximum(margin_against, 0.0).max(axis=-1)
     else:
-        worst = np.where(margin_against > 0, against, 0.0).max(axis=1)
+        worst = np.where(margin_against > 0, against, 0.0).max(axis=-1)
     return -np.where(np.isfinite(worst), worst, 0.0)
-
-
-def _defeat_strength(P: np.ndarray, strength: str) -> np.ndarray:
-    """Strength of each pairwise victory i over j (0 where i does not beat j)."""
-    check_choice("strength", strength, _STRENGTHS)
-    margin = P - P.T
-    value = margin if strength == "margin" else P
-    d = np.where(margin > 0, value, 0.0)
-    np.fill_diagonal(d, 0.0)
-    return d
 
 
 def schulze_paths(preferences: Any, strength: str = "winning_votes") -> np.ndarray:
@@ -235,13 +236,36 @@ def schulze_paths(preferences: Any, strength: str = "winning_votes") -> np.ndarr
 
     Direct links are ``d_ij = P_ij`` (``"winning_votes"``) or ``Delta_ij``
     (``"margin"``) where ``P_ij > P_ji``, else 0; ``p`` is the widest-path
-    (max-min) closure, computed by Floyd-Warshall.
+    (max-min) closure, computed by Floyd-Warshall.  A batch runs draws-last in blocks,
+    (L, L, block): every min/max runs along the election axis (not along L = 5-15) and a
+    block's L steps stay in cache; max/min are exact, so blocks change nothing but speed.
     """
-    p = _defeat_strength(_square("preferences", preferences), strength)
-    for k in range(p.shape[0]):
-        np.maximum(p, np.minimum(p[:, k : k + 1], p[k : k + 1, :]), out=p)
-    np.fill_diagonal(p, 0.0)
-    return p
+    check_choice("strength", strength, _STRENGTHS)
+    P = _square("preferences", preferences, batch=None)
+    one = P.ndim == 2
+    P = P[None] if one else P
+    margin = P - np.swapaxes(P, 1, 2)
+    p = np.where(margin > 0, margin if strength == "margin" else P, 0.0)
+    B, L, _ = p.shape
+    eye = np.eye(L, dtype=bool)
+    block = max(1, 2**18 // (L * L))
+    for start in range(0, B, block):
+        q = np.ascontiguousarray(np.moveaxis(p[start:start + block], 0, -1))
+        q[eye] = 0.0
+        through = np.empty_like(q)
+        for k in range(L):
+            np.minimum(q[:, k:k + 1], q[k:k + 1, :], out=through)
+            np.maximum(q, through, out=q)
+        q[eye] = 0.0
+        p[start:start + block] = np.moveaxis(q, -1, 0)
+    return p[0] if one else p
+
+
+def schulze_levels(preferences: Any, strength: str = "winning_votes") -> np.ndarray:
+    """Schulze level scores (:func:`dag_levels` of ``p_ij > p_ji``), one election or a batch."""
+    p = schulze_paths(preferences, strength)
+    above = p > np.swapaxes(p, -1, -2)
+    return dag_levels_batch(above) if above.ndim == 3 else dag_levels(above)
 
 
 def ranked_pairs_locked(preferences: Any, strength: str = "margin") -> np.ndarray:
@@ -252,9 +276,7 @@ def ranked_pairs_locked(preferences: Any, strength: str = "margin") -> np.ndarra
     indices of winner and loser (ascending) -- the deterministic tie-break of the
     paper's implementation -- and locked unless they would close a cycle.
     """
-    P = _square("preferences", preferences)
-    check_choice("strength", strength, _STRENGTHS)
-    return ranked_pairs_locked_batch(P[None], strength)[0]
+    return ranked_pairs_locked_batch(_square("preferences", preferences)[None], strength)[0]
 
 
 # --------------------------------------------------------------------------------------
@@ -525,10 +547,16 @@ def borda_elimination_scores(
         Round in which each candidate was eliminated (larger = survived longer).
     """
     check_choice("rule", rule, ("nanson", "baldwin"))
-    tie_share = {"average": 0.5, "min": 1.0, "max": 0.0}
-    share = tie_share[check_choice("rank_ties", rank_ties, RANK_TIES)]
-    points = _square("wins", wins) + share * _square("ties", ties)
+    points = borda_points(_square("wins", wins), _square("ties", ties), rank_ties)
     return borda_elimination_batch(points[None], rule)[0]
+
+
+def borda_points(wins: np.ndarray, ties: np.ndarray, rank_ties: str) -> np.ndarray:
+    """``W_ij + c T_ij``, ``c = 1/2, 1, 0`` for ``rank_ties = "average", "min", "max"``
+    (one election or a batch)."""
+    share = {"average": 0.5, "min": 1.0, "max": 0.0}[check_choice("rank_ties", rank_ties,
+                                                                   RANK_TIES)]
+    return wins + share * ties
 
 
 def majority_judgment_scores(grades: Any) -> np.ndarray:

@@ -20,6 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from bayesrank.checks import check_choice
 from bayesrank.errors import DataError
 
 __all__ = [
@@ -34,23 +35,25 @@ def dag_levels_batch(above: np.ndarray) -> np.ndarray:
     """Kahn levels of B acyclic "ranks above" relations (B, L, L), see ``voting.dag_levels``.
 
     Candidates nobody is above get level ``L``; removing them, the next sources get
-    ``L - 1``; and so on.  Raises DataError if any relation has a cycle.
+    ``L - 1``; and so on.  Every layer of all B relations is peeled at once, draws-last
+    ((L, L, B), so each array operation runs along the long batch axis).  Raises
+    DataError if any relation has a cycle.
     """
-    adj = np.asarray(above, dtype=bool).astype(np.int64)
-    B, L, _ = adj.shape
-    indegree = adj.sum(axis=1)
-    alive = np.ones((B, L), dtype=bool)
-    scores = np.zeros((B, L))
+    adj = np.ascontiguousarray(np.moveaxis(np.asarray(above, dtype=bool), 0, -1)).astype(np.int64)
+    L = adj.shape[0]
+    indegree = adj.sum(axis=0)  # (L, B)
+    alive = np.ones(indegree.shape, dtype=bool)
+    scores = np.zeros(indegree.shape)
     level = float(L)
     while alive.any():
         sources = alive & (indegree == 0)
-        if (alive.any(axis=1) & ~sources.any(axis=1)).any():
+        if (alive.any(axis=0) & ~sources.any(axis=0)).any():
             raise DataError("the 'above' relation has a cycle; levels are undefined")
         scores[sources] = level
         level -= 1.0
         alive &= ~sources
-        indegree = indegree - np.einsum("bl,blj->bj", sources.astype(np.int64), adj)
-    return scores
+        indegree = indegree - np.einsum("lb,ljb->jb", sources.astype(np.int64), adj)
+    return np.ascontiguousarray(scores.T)
 
 
 def ranked_pairs_locked_batch(P: np.ndarray, strength: str = "margin") -> np.ndarray:
@@ -63,6 +66,7 @@ def ranked_pairs_locked_batch(P: np.ndarray, strength: str = "margin") -> np.nda
     """
     from bayesrank.baselines._voting_kernels import lock_victories
 
+    check_choice("strength", strength, ("margin", "winning_votes"))
     B, L, _ = P.shape
     margin = P - np.swapaxes(P, 1, 2)
     election, winner, loser = np.nonzero(margin > 0)

@@ -18,15 +18,13 @@ recomputing anything (the model-pool bootstrap reduces its draws once), and
 stack (row ``p * D + d`` is draw ``d`` on pool ``p``), so a rule runs once on every
 draw of every pool instead of once per pool.
 
-Rules with a closed form over these counts (:data:`BATCHED_RULES`: avg, inverse
-difficulty, Bayes@N with and without the R0 prior and its quantile score, Borda,
-Copeland, win rate, Minimax, Schulze) are evaluated for every draw in one vectorised call;
-each returns exactly the scores of the rule on each draw alone (same formula, same
-floating-point operations up to summation order, well inside the 1e-12 tie tolerance of
-:func:`bayesrank.ranking.scores_to_ranks`).  Every other rule (sequential ratings,
-iterative fits, voting rules with combinatorial searches) keeps the per-draw path:
-:meth:`DrawStack.subset` builds the draw's ``ResponseData`` with its reductions cache
-already filled from the stack, and :func:`bayesrank.rank` runs the rule unchanged.
+Every rule with a stacked form (:data:`BATCHED_RULES`, the table of
+:mod:`bayesrank.study.stack_rules`) runs once over the whole stack, through the same
+numeric core that :func:`bayesrank.rank` runs on one draw as a batch of one, so each
+draw gets the scores it gets alone.  Draws (or options) a stacked form does not cover,
+and the rules without one, take the per-draw path: :meth:`DrawStack.subset` builds the
+draw's ``ResponseData`` with its reductions cache already filled from the stack, and the
+rule runs unchanged (:func:`rank_stack`).
 
 ``tests/test_study_batched.py`` checks both paths against :func:`bayesrank.rank` on
 each draw alone for every registered identifier.
@@ -38,16 +36,17 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
-from scipy import stats
 
+from bayesrank.baselines import METHODS, rule_defaults, voting
 from bayesrank.data import ResponseData
 from bayesrank.data.reductions import merge_near_ties
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
 from bayesrank.ranking import DEFAULT_TOL
 from bayesrank.registry import get_method, rank
+from bayesrank.study.stack_rules import BATCHED_RULES, SEPARABLE_RULES
 
 __all__ = [
     "BATCHED_RULES",
@@ -55,11 +54,13 @@ __all__ = [
     "DrawStack",
     "PoolData",
     "PoolStackError",
+    "SEPARABLE_RULES",
     "batched_kendall_tau",
     "draws_per_stack",
     "is_batched",
     "pools_per_stack",
     "rank_stack",
+    "stacked_scores",
 ]
 
 #: Errors that mean "this method cannot rank these data" (reported, never hidden).
@@ -193,6 +194,12 @@ class DrawStack:
         """:attr:`cell_utility` with equal means made equal, each draw on its own (as
         ``Reductions.cell_grades`` of the draw alone)."""
         return merge_near_ties(self.cell_utility, per_row=True)
+
+    def question_preferences(self, tie_policy: str = "half") -> np.ndarray:
+        """Question-level preferences of every draw, (D, L, L): ``W + T/2`` (``"half"``,
+        as ``Reductions.question_preferences`` of the draw alone) or ``W`` (``"ignore"``)."""
+        return voting.preference_matrix(self.question_wins, self.question_ties, tie_policy,
+                                        batch=True)
 
     def pool(self, models: np.ndarray) -> DrawStack:
         """The same draws on a model pool: rows (and columns) of every count, nothing redone."""
@@ -380,194 +387,38 @@ def _question_pairs(counts: np.ndarray, weights: np.ndarray, binary: bool):
     return _frozen(wins), _frozen(ties)
 
 
-# -- closed-form rules over the stack --------------------------------------------------------
-# Each takes the stack and the identifier's options and returns scores (D, L), or None
-# when these options or data are outside what it reproduces exactly (per-draw path then).
-
-
-def _avg(stack: DrawStack) -> np.ndarray:
-    return np.mean(stack.cell_utility, axis=2)
-
-
-def _inverse_difficulty(stack: DrawStack, *, clip_range=(0.01, 0.99)) -> np.ndarray | None:
-    if not stack.data.is_binary:
-        return None
-    low, high = (float(v) for v in clip_range)
-    if not 0.0 < low < high <= 1.0:
-        return None  # the rule raises; let it say why
-    k = stack.counts[..., 1]
-    n = stack.n_trials
-    p = k.sum(axis=1) / (n * stack.data.L)  # pooled solve rate, (D, M)
-    w = 1.0 / np.clip(p, low, high)
-    w = w / w.sum(axis=1, keepdims=True)
-    rate = k / n
-    return (rate * w[:, None, :]).sum(axis=2) / w.sum(axis=1)[:, None]
-
-
-def _bayes(stack: DrawStack, *, R0=None, quantile=None, weights=None) -> np.ndarray | None:
-    data = stack.data
-    if weights is not None or not (R0 is None or (isinstance(R0, str) and R0 == "data")):
-        return None
-    prior = None if R0 is None else stack.prior_counts
-    if R0 is not None and prior is None:
-        return None  # the rule raises DataError; the per-draw path reports it
-    if quantile is not None and (isinstance(quantile, bool) or not 0.0 < float(quantile) < 1.0):
-        return None
-    w = data.weights
-    nu = stack.counts + 1.0
-    if R0 is not None:
-        nu = nu + prior
-    T = nu.sum(axis=-1)
-    shifted = w - w[0]
-    mean_cell = (nu @ shifted) / T
-    second_cell = (nu @ shifted**2) / T
-    var_cell = (second_cell - mean_cell**2) / (T + 1.0)
-    mu = w[0] + mean_cell.sum(axis=-1) / data.M
-    if quantile is None:
-        return mu
-    sigma = np.sqrt(np.maximum(var_cell.sum(axis=-1), 0.0)) / data.M
-    return mu + stats.norm.ppf(float(quantile)) * sigma
-
-
-def _preferences(stack: DrawStack, tie_policy: str) -> np.ndarray | None:
-    if tie_policy == "half":
-        return stack.question_wins + 0.5 * stack.question_ties
-    return stack.question_wins if tie_policy == "ignore" else None
-
-
-def _borda(stack: DrawStack, **_: object) -> np.ndarray:
-    return _preferences(stack, "half").sum(axis=2)
-
-
-def _copeland(stack: DrawStack, **_: object) -> np.ndarray:
-    P = _preferences(stack, "half")
-    return np.sign(P - np.swapaxes(P, 1, 2)).sum(axis=2)
-
-
-def _win_rate(stack: DrawStack, **_: object) -> np.ndarray:
-    W = stack.question_wins
-    won = W.sum(axis=2)
-    decided = won + W.sum(axis=1)
-    return np.divide(won, decided, out=np.full(won.shape, 0.5), where=decided > 0)
-
-
-def _minimax(stack: DrawStack, *, variant="margin", tie_policy="half", **_: object):
-    P = _preferences(stack, tie_policy)
-    if P is None or variant not in ("margin", "winning_votes", "pairwise_opposition"):
-        return None
-    against = np.swapaxes(P, 1, 2).copy()
-    margin_against = against - P
-    eye = np.eye(P.shape[1], dtype=bool)
-    against[:, eye] = -np.inf
-    if variant == "pairwise_opposition":
-        worst = against.max(axis=2)
-    elif variant == "margin":
-        worst = np.maximum(margin_against, 0.0).max(axis=2)
-    else:
-        worst = np.where(margin_against > 0, against, 0.0).max(axis=2)
-    return -np.where(np.isfinite(worst), worst, 0.0)
-
-
-def _dag_levels(above: np.ndarray) -> np.ndarray | None:
-    """Kahn levels of every draw's acyclic relation (D, L, L), as ``voting.dag_levels``.
-
-    Sources get level L, the next layer L - 1, ...; None when some draw has a cycle
-    (the rule then reports it per draw).
-    """
-    levels = _dag_levels_last(np.ascontiguousarray(np.moveaxis(above, 0, -1)))
-    return None if levels is None else np.ascontiguousarray(levels.T)
-
-
-def _dag_levels_last(above: np.ndarray) -> np.ndarray | None:
-    """:func:`_dag_levels` draws-last: relation (L, L, D) -> levels (L, D), so every array
-    operation runs along the long draw axis."""
-    L = above.shape[0]
-    adj = above.astype(np.int64)
-    indegree = adj.sum(axis=0)  # (L, D)
-    alive = np.ones(indegree.shape, dtype=bool)
-    scores = np.zeros(indegree.shape)
-    level = float(L)
-    while alive.any():
-        sources = alive & (indegree == 0)
-        if (alive.any(axis=0) & ~sources.any(axis=0)).any():
-            return None
-        scores[sources] = level
-        level -= 1.0
-        alive &= ~sources
-        indegree = indegree - np.einsum("ld,ljd->jd", sources.astype(np.int64), adj)
-    return scores
-
-
-def _schulze(stack: DrawStack, *, tie_policy="half", strength="winning_votes", **_: object):
-    """Schulze beatpath levels: widest-path (max-min) closure by Floyd-Warshall, every draw."""
-    P = _preferences(stack, tie_policy)
-    if P is None or strength not in ("margin", "winning_votes"):
-        return None
-    margin = P - np.swapaxes(P, 1, 2)
-    p = np.where(margin > 0, margin if strength == "margin" else P, 0.0)
-    L = P.shape[1]
-    eye = np.eye(L, dtype=bool)
-    p[:, eye] = 0.0
-    # Blocks of draws, each draws-last (L, L, B): every min/max runs along the draw axis
-    # (not along L = 5-15) and a block's L closure steps stay in cache.  Draws are
-    # independent, so blocks change nothing but speed.
-    block = max(1, 2**18 // (L * L))
-    scores = np.empty((L, p.shape[0]))
-    for start in range(0, p.shape[0], block):
-        q = np.ascontiguousarray(np.moveaxis(p[start:start + block], 0, -1))
-        through = np.empty_like(q)
-        for k in range(L):
-            np.minimum(q[:, k:k + 1], q[k:k + 1, :], out=through)
-            np.maximum(q, through, out=q)
-        q[eye] = 0.0
-        levels = _dag_levels_last(q > np.swapaxes(q, 0, 1))
-        if levels is None:
-            return None
-        scores[:, start:start + block] = levels
-    return np.ascontiguousarray(scores.T)
-
-
-#: Base rule name -> closed form over a :class:`DrawStack` (scores of every draw, (D, L)).
-BATCHED_RULES: dict[str, Callable[..., np.ndarray | None]] = {
-    "avg": _avg,
-    "inverse_difficulty": _inverse_difficulty,
-    "bayes": _bayes,
-    "borda": _borda,
-    "copeland": _copeland,
-    "win_rate": _win_rate,
-    "minimax": _minimax,
-    "schulze": _schulze,
-}
-from bayesrank.study.stack_irt import RULES as _irt_RULES  # noqa: E402, I001
-BATCHED_RULES.update(_irt_RULES)
-from bayesrank.study.stack_pairwise import RULES as _pairwise_RULES  # noqa: E402, I001
-BATCHED_RULES.update(_pairwise_RULES)
-from bayesrank.study.stack_graph import RULES as _graph_RULES  # noqa: E402, I001
-BATCHED_RULES.update(_graph_RULES)
-from bayesrank.study.stack_seq import RULES as _seq_RULES  # noqa: E402, I001
-BATCHED_RULES.update(_seq_RULES)
-from bayesrank.study.stack_thompson import RULES as _thompson_RULES  # noqa: E402, I001
-BATCHED_RULES.update(_thompson_RULES)
-
-#: Rules whose score of a model depends on that model's own counts only: their scores on a
-#: model pool are the full-pool scores of the pool's members (the bootstrap computes them once).
-SEPARABLE_RULES = frozenset({"avg", "bayes"})
-
-
 def is_batched(method: str) -> bool:
     """Whether ``method`` has a closed form over a :class:`DrawStack`."""
     return get_method(method).base in BATCHED_RULES
 
 
-def batched_scores(stack: DrawStack, method: str) -> np.ndarray | None:
+def batched_scores(stack: DrawStack, method: str, **options: object) -> np.ndarray | None:
     """Scores (D, L) of ``method`` on every draw of ``stack``, or None (use the per-draw path).
 
+    ``options`` override the identifier's (:attr:`~bayesrank.baselines.MethodSpec.options`).
     A rule that can fail on single draws may return ``(scores, reasons)`` instead: NaN rows
     with the per-draw path's reason (``"ErrorClass: message"``) for each such draw.
     """
     spec = get_method(method)
-    rule = BATCHED_RULES.get(spec.base)
-    return None if rule is None else rule(stack, **dict(spec.defaults))
+    return stacked_scores(stack, spec.base, **{**spec.options, **options})
+
+
+@cache
+def _rule_defaults(base: str) -> dict[str, object]:
+    return rule_defaults(next(s.function for s in METHODS.values() if s.base == base))
+
+
+def stacked_scores(stack: DrawStack, base: str, **options: object) -> np.ndarray | None:
+    """The stacked form of base rule ``base`` (:data:`BATCHED_RULES`) with ``options`` over
+    the rule's own defaults: scores (D, L), ``(scores, reasons)``, or None (per-draw path:
+    no stacked form, or options or data the rule's core rejects with a DataError)."""
+    rule = BATCHED_RULES.get(base)
+    if rule is None:
+        return None
+    try:
+        return rule(stack, **{**_rule_defaults(base), **options})
+    except DataError:
+        return None  # the per-draw path says why
 
 
 @dataclass
@@ -625,12 +476,6 @@ def _scores_once(sub: ResponseData, method: str) -> tuple[np.ndarray, bool]:
     return scores, False
 
 
-def _rank_once(sub: ResponseData, method: str) -> np.ndarray:
-    """``bayesrank.rank(sub, method).ranks`` without building the Ranking twice."""
-    values, are_ranks = _scores_once(sub, method)
-    return values if are_ranks else competition_ranks(values)
-
-
 def _per_draw(subs: Sequence[ResponseData], method: str) -> DrawRanks:
     """``method`` on every draw alone; the draws' scores are turned into ranks together."""
     out = DrawRanks([], [], 0, 0.0)
@@ -655,11 +500,6 @@ def _per_draw(subs: Sequence[ResponseData], method: str) -> DrawRanks:
             out.ranks[d] = r
     out.seconds = time.perf_counter() - start
     return out
-
-
-def ranks_from_scores(scores: np.ndarray) -> list[np.ndarray]:
-    """Competition ranks (float) of each row, exactly as :class:`bayesrank.Ranking` makes them."""
-    return list(competition_ranks(scores))
 
 
 def rank_stack(
@@ -695,7 +535,7 @@ def rank_stack(
         reasons: list[str | None] = [None] * stack.D if given is None else list(given)
         ranks: list[np.ndarray | None] = [None] * stack.D
         if scored.any():
-            for d, r in zip(np.flatnonzero(scored), ranks_from_scores(scores[scored]),
+            for d, r in zip(np.flatnonzero(scored), competition_ranks(scores[scored]),
                             strict=True):
                 ranks[d] = r
         # draws the rule neither scored nor explained take the per-draw path

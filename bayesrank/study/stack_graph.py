@@ -3,29 +3,30 @@
 Each rule reads the stack's trial-level pairwise counts (D, L, L) and runs the batched
 numeric core of :mod:`bayesrank.baselines.graph_batch`, the same functions that
 :mod:`bayesrank.baselines.graph` calls with a batch of one, so every draw gets the scores
-it gets alone.  A rule returns scores (D, L), or None for options it does not reproduce
-(power iteration, fictitious play, ...).  A draw on which the per-draw rule would raise
-(disconnected comparison graph, reducible walk, repeated Perron root, underflowing
-fixation probabilities) or would need a search the stack does not run (the Nash linear
-program when the best models do not dominate) gets a row of NaN: the caller then ranks
-that draw on the per-draw path, which raises or searches exactly as before.  The rules
-read only the stack's pairwise counts (``wins``, ``ties``; L is their size), so a stack
-holding the draws of many model pools of one size works as well.
+it gets alone; the options are checked by the rule's own checks (``graph.*_options``),
+whose DataError sends every draw to the per-draw path.  A rule returns scores (D, L), or
+None for options it does not reproduce (power iteration, fictitious play).  A draw on
+which the per-draw rule would raise (disconnected comparison graph, reducible walk,
+repeated Perron root, underflowing fixation probabilities) or would need a search the
+stack does not run (the Nash linear program when the best models do not dominate) gets a
+row of NaN: the caller then ranks that draw on the per-draw path, which raises or
+searches exactly as before.  The rules read only the stack's pairwise counts (``wins``,
+``ties``; L is their size), so a stack holding the draws of many model pools of one size
+works as well.
 """
 
 from __future__ import annotations
 
 import functools
-import weakref
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from bayesrank.baselines import graph
 from bayesrank.baselines import graph_batch as gb
-from bayesrank.checks import check_choice, check_finite, check_in_interval, check_int
-from bayesrank.errors import DataError
+from bayesrank.checks import check_choice
 
 if TYPE_CHECKING:
     from bayesrank.study.batched import DrawStack
@@ -58,20 +59,14 @@ class _Rows:
         return hit
 
 
-#: id(stack) -> its blocks; an entry leaves with its stack.
-_BLOCKS: dict[int, list[_Rows]] = {}
-
-
 def _blocks(stack: DrawStack) -> list[_Rows]:
-    """The stack's rows in blocks of :data:`CHUNK`, shared by every rule called on it."""
-    key = id(stack)
-    blocks = _BLOCKS.get(key)
-    if blocks is None:
+    """The stack's rows in blocks of :data:`CHUNK`, shared by every rule called on it
+    (kept in the stack, :meth:`~bayesrank.study.batched.DrawStack.once`)."""
+    def split() -> list[_Rows]:
         wins, ties = stack.wins, stack.ties
-        blocks = [_Rows(wins[s:s + CHUNK], ties[s:s + CHUNK]) for s in range(0, stack.D, CHUNK)]
-        _BLOCKS[key] = blocks
-        weakref.finalize(stack, _BLOCKS.pop, key, None)
-    return blocks
+        return [_Rows(wins[s:s + CHUNK], ties[s:s + CHUNK]) for s in range(0, stack.D, CHUNK)]
+
+    return stack.once(("graph_blocks", CHUNK), split)
 
 
 def _over_blocks(rule: Callable[..., np.ndarray | None]) -> Callable[..., np.ndarray | None]:
@@ -97,48 +92,29 @@ def _probabilities(rows: _Rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return P_hat, compared, connected.copy()
 
 
-def _exact_solver(solver, max_iter, tol) -> bool:
-    """The rules' solver check (DataError as they raise it); True for the exact solver."""
-    check_choice("solver", solver, ("exact", "power"))
-    check_int("max_iter", max_iter)
-    check_finite("tol", tol, positive=True)
-    return solver == "exact"
-
-
-def _pagerank(rows: _Rows, *, damping=0.85, solver="exact", max_iter=100, tol=1e-12,
-              **_: object):
-    try:
-        damping = check_in_interval("damping", damping, 0.0, 1.0, closed="neither")
-        if not _exact_solver(solver, max_iter, tol):
-            return None
-    except DataError:
-        return None  # the rule raises; the per-draw path reports it
+def _pagerank(rows: _Rows, *, damping, solver, max_iter, tol):
+    damping = graph.pagerank_options(damping, solver, max_iter, tol)
+    if solver != "exact":
+        return None
     P_hat, compared, ok = _probabilities(rows)
     L = rows.wins.shape[1]
     adjacency = np.swapaxes(np.where(compared, P_hat, 0.0), 1, 2)
     return _where_ok(ok, gb.pagerank_batch(adjacency, damping, np.full(L, 1.0 / L)))
 
 
-def _spectral(rows: _Rows, *, solver="exact", max_iter=10_000, tol=1e-12, **_: object):
-    try:
-        if not _exact_solver(solver, max_iter, tol):
-            return None
-    except DataError:
+def _spectral(rows: _Rows, *, solver, max_iter, tol):
+    if not graph.check_solver(solver, max_iter, tol):
         return None
     P_hat, compared, ok = _probabilities(rows)
     v, simple = gb.perron_batch(gb.spectral_matrix_batch(P_hat, compared))
     return _where_ok(ok & simple, v)
 
 
-def _rank_centrality(rows: _Rows, *, tie_handling="half", smoothing=0.0, teleport=0.0,
-                     solver="exact", max_iter=10_000, tol=1e-12, **_: object):
-    try:
-        check_choice("tie_handling", tie_handling, ("ignore", "half"))
-        smoothing = check_finite("smoothing", smoothing, nonnegative=True)
-        teleport = check_in_interval("teleport", teleport, 0.0, 1.0, closed="left")
-        if not _exact_solver(solver, max_iter, tol):
-            return None
-    except DataError:
+def _rank_centrality(rows: _Rows, *, tie_handling, smoothing, teleport, solver, max_iter,
+                     tol):
+    smoothing, teleport = graph.rank_centrality_options(tie_handling, smoothing, teleport,
+                                                        solver, max_iter, tol)
+    if solver != "exact":
         return None
     if rows.wins.shape[1] == 1:
         return np.ones((rows.D, 1))
@@ -151,14 +127,10 @@ def _rank_centrality(rows: _Rows, *, tie_handling="half", smoothing=0.0, telepor
     return _where_ok(ok, gb.stationary_batch(P))
 
 
-def _alpharank(rows: _Rows, *, alpha=1.0, population_size=50, solver="exact",
-               max_iter=100_000, tol=1e-12, **_: object):
-    try:
-        alpha = check_finite("alpha", alpha, nonnegative=True)
-        population_size = check_int("population_size", population_size, minimum=2)
-        if not _exact_solver(solver, max_iter, tol):
-            return None
-    except DataError:
+def _alpharank(rows: _Rows, *, alpha, population_size, solver, max_iter, tol):
+    alpha, population_size = graph.alpharank_options(alpha, population_size, solver,
+                                                     max_iter, tol)
+    if solver != "exact":
         return None
     L = rows.wins.shape[1]
     if L == 1:
@@ -171,23 +143,14 @@ def _alpharank(rows: _Rows, *, alpha=1.0, population_size=50, solver="exact",
     return _where_ok(ok, gb.stationary_batch(C))
 
 
-def _nash(rows: _Rows, *, solver="lp", score_type="vs_equilibrium",
-          selection="max_entropy", n_iter=100, temperature=0.1, **_: object):
-    try:
-        check_choice("score_type", score_type,
-                     ("vs_equilibrium", "advantage_vs_equilibrium", "equilibrium"))
-        check_choice("solver", solver, ("lp", "fictitious_play"))
-        check_int("n_iter", n_iter)
-        check_finite("temperature", temperature, positive=True)
-        check_choice("selection", selection, ("max_entropy", "lp"))
-    except DataError:
-        return None
+def _nash(rows: _Rows, *, solver, score_type, selection, n_iter, temperature,
+          return_equilibrium):
+    graph.nash_options(score_type, solver, n_iter, temperature)
+    check_choice("selection", selection, ("max_entropy", "lp"))  # which equilibria close
     if solver != "lp":
         return None
     P_hat, _, ok = _probabilities(rows)
-    L = P_hat.shape[1]
-    A = 2.0 * P_hat - 1.0
-    A[:, np.arange(L), np.arange(L)] = 0.0
+    A = graph.zero_sum_game(P_hat)
     AT = np.swapaxes(A, 1, 2)
     antisymmetric = np.all(np.abs(A + AT) <= 1e-12 + 1e-5 * np.abs(AT), axis=(1, 2))
     x, dominated = gb.top_set_equilibrium_batch(A)
@@ -199,29 +162,16 @@ def _nash(rows: _Rows, *, solver="lp", score_type="vs_equilibrium",
     return _where_ok(ok, gb.mix_batch(P_hat if score_type == "vs_equilibrium" else A, x))
 
 
-def _serial_rank(rows: _Rows, *, comparison="prob_diff", **_: object):
-    try:
-        check_choice("comparison", comparison, ("prob_diff", "sign"))
-    except DataError:
-        return None
+def _serial_rank(rows: _Rows, *, comparison):
+    check_choice("comparison", comparison, ("prob_diff", "sign"))
     P_hat, _, ok = _probabilities(rows)
-    L = P_hat.shape[1]
-    C = 2.0 * P_hat - 1.0
-    C[:, np.arange(L), np.arange(L)] = 0.0
-    if comparison == "sign":
-        C = np.sign(C)
-    scores, _ = gb.serial_rank_batch(C)
+    C = graph.zero_sum_game(P_hat)
+    scores, _ = gb.serial_rank_batch(np.sign(C) if comparison == "sign" else C)
     return _where_ok(ok, scores)
 
 
-def _hodge_rank(rows: _Rows, *, pairwise_stat="binary", weight_method="total",
-                epsilon=0.5, **_: object):
-    try:
-        check_choice("pairwise_stat", pairwise_stat, ("binary", "log_odds"))
-        check_choice("weight_method", weight_method, ("total", "decisive", "uniform"))
-        epsilon = check_finite("epsilon", epsilon, positive=True)
-    except DataError:
-        return None
+def _hodge_rank(rows: _Rows, *, pairwise_stat, weight_method, epsilon, return_diagnostics):
+    epsilon = graph.hodge_options(pairwise_stat, weight_method, epsilon)
     _, compared, ok = _probabilities(rows)
     total = rows.wins + np.swapaxes(rows.wins, 1, 2) + rows.ties
     Y, w = gb.hodge_flow_batch(rows.wins, total, compared, pairwise_stat, weight_method,

@@ -21,15 +21,18 @@ and ``rasch_mml_credible``.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bayesrank.baselines._optim import prior_variance
+from bayesrank.baselines.irt.dynamic import is_rasch_fit
 from bayesrank.baselines.irt.mml import _mml_options, fit_rasch_mml_batch
-from bayesrank.baselines.irt.xpl import _layout
+from bayesrank.baselines.irt.xpl import _layout, fit_irt
 from bayesrank.baselines.irt.xpl_batch import fit_xpl_batch
 from bayesrank.checks import check_probability
 from bayesrank.errors import DataError
@@ -43,9 +46,14 @@ __all__ = ["RULES"]
 Scores = tuple[np.ndarray, list[str | None]]
 
 
-def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter=500, reg_discrimination=0.01,
-         reg_guessing=0.1, guessing_upper=0.5, fix_guessing=None,
-         return_item_params=False) -> Scores | None:
+#: Options of :func:`~bayesrank.baselines.irt.fit_irt` a rule may leave at their defaults
+#: (``rasch`` has no discrimination ridge, for instance).
+_FIT = {name: p.default for name, p in inspect.signature(fit_irt).parameters.items()
+        if p.kind is p.KEYWORD_ONLY}
+
+
+def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter, return_item_params=False,
+         **fit: object) -> Scores | None:
     """Abilities (D, L) of the ``model`` fit on every draw, and why a draw's fit failed.
 
     A failed draw has a NaN row and the reason the per-draw rule reports (the same
@@ -53,10 +61,11 @@ def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter=500, reg_discrimi
     """
     if not stack.data.is_binary:
         return None
+    o = {**_FIT, **fit}
     try:
-        lay = _layout(model, prior_variance(prior), max_iter, reg_discrimination, reg_guessing,
-                      guessing_upper, fix_guessing)
-    except (DataError, ValueError, TypeError):
+        lay = _layout(model, prior_variance(prior), max_iter, o["reg_discrimination"],
+                      o["reg_guessing"], o["guessing_upper"], o["fix_guessing"])
+    except (ValueError, TypeError):
         return None  # the rule rejects these options; the per-draw path says why
     lay = replace(lay, labels=tuple(map(str, stack.data.models)))
 
@@ -69,31 +78,17 @@ def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter=500, reg_discrimi
     return theta.copy(), list(reasons)
 
 
-def _rasch(stack: DrawStack, **options) -> Scores | None:
-    return _xpl(stack, "1pl", **options)
-
-
-def _rasch_2pl(stack: DrawStack, **options) -> Scores | None:
-    return _xpl(stack, "2pl", **options)
-
-
-def _rasch_3pl(stack: DrawStack, **options) -> Scores | None:
-    return _xpl(stack, "3pl", **options)
-
-
-def _dynamic_irt(stack: DrawStack, *, variant="linear", max_iter=500, score="baseline",
-                 return_item_params=False, **growth: object) -> Scores | None:
+def _dynamic_irt(stack: DrawStack, *, variant, max_iter, score, slope_reg, time_points,
+                 return_item_params) -> Scores | None:
     """The Rasch JML fit: ``variant="linear"``, and the growth model on single-trial draws
     (:func:`~bayesrank.baselines.irt.dynamic.dynamic_irt`: its slopes see no data there)."""
-    if score not in ("baseline", "final", "mean"):
-        return None
-    if variant != "linear" and (variant != "growth" or stack.n_trials != 1 or growth):
+    if not is_rasch_fit(variant, score, slope_reg, time_points, stack.n_trials):
         return None  # the growth model over several trials keeps the per-draw path
     return _xpl(stack, "1pl", max_iter=max_iter)
 
 
-def _rasch_mml(stack: DrawStack, *, quantile=None, max_iter=100, em_iter=20, n_quadrature=21,
-               population_sd=1.0, return_item_params=False) -> np.ndarray | None:
+def _rasch_mml(stack: DrawStack, *, quantile, max_iter, em_iter, n_quadrature, population_sd,
+               return_item_params) -> np.ndarray | None:
     """EAP (or posterior-quantile) scores of the Rasch MML fit of every draw (each model's
     posterior, :meth:`~bayesrank.baselines.irt.mml.MmlBatch.person_scores`)."""
     if not stack.data.is_binary:
@@ -118,9 +113,9 @@ def _rasch_mml(stack: DrawStack, *, quantile=None, max_iter=100, em_iter=20, n_q
 
 #: Base rule name -> scores of every draw of a stack (D, L) (with reasons), or None.
 RULES: dict[str, Callable[..., np.ndarray | Scores | None]] = {
-    "rasch": _rasch,
-    "rasch_2pl": _rasch_2pl,
-    "rasch_3pl": _rasch_3pl,
+    "rasch": partial(_xpl, model="1pl"),
+    "rasch_2pl": partial(_xpl, model="2pl"),
+    "rasch_3pl": partial(_xpl, model="3pl"),
     "rasch_mml": _rasch_mml,
     "dynamic_irt": _dynamic_irt,
 }

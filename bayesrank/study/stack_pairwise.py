@@ -10,7 +10,8 @@ Each rule returns scores (D, L) with a NaN row for every draw the per-draw rule 
 reject (no finite ML estimate: the win graph is not strongly connected) or would warn
 about (the solver ran out of iterations), so that :func:`~bayesrank.study.batched.rank_stack`
 runs those through the per-draw path, which reports the reason and the warning.  Options
-outside what is reproduced here (an invalid prior, a free Rao–Kupper ``kappa``) give None.
+are checked as the rules check them (their DataError: every draw per draw); a free
+Rao–Kupper ``kappa`` gives None.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bayesrank.baselines._optim import prior_variance, strengths
+from bayesrank.baselines._optim import fit_options, strengths
 from bayesrank.baselines.pairwise_batch import (
     average_exchangeable,
     bt_fit_batch,
@@ -31,21 +32,12 @@ from bayesrank.baselines.pairwise_batch import (
     rao_kupper_fit_batch,
     strongly_connected,
 )
-from bayesrank.checks import check_finite, check_in_interval, check_int
-from bayesrank.errors import DataError
+from bayesrank.checks import check_finite, check_in_interval
 
 if TYPE_CHECKING:
     from bayesrank.study.batched import DrawStack
 
 __all__ = ["RULES", "setwise_events"]
-
-
-def _options(prior, max_iter) -> tuple[float | None, int] | None:
-    """The validated prior variance and max_iter, or None (the per-draw rule raises)."""
-    try:
-        return prior_variance(prior), check_int("max_iter", max_iter)
-    except DataError:
-        return None
 
 
 def _scores(theta: np.ndarray, ok: np.ndarray, stalled: np.ndarray, D: int,
@@ -85,20 +77,14 @@ def _bt_fit(stack: DrawStack, prior_var: float | None, max_iter: int):
     return stack.once(("bradley_terry", prior_var, max_iter), fit)
 
 
-def _bradley_terry(stack: DrawStack, *, prior=None, max_iter=500, **other):
-    opts = None if other else _options(prior, max_iter)
-    if opts is None:
-        return None
-    ok, theta, stalled = _bt_fit(stack, *opts)
+def _bradley_terry(stack: DrawStack, *, prior, max_iter):
+    ok, theta, stalled = _bt_fit(stack, *fit_options(prior, max_iter))
     theta = average_exchangeable(theta[ok], exchangeable_batch(stack.wins[ok]))
     return _scores(theta, ok, stalled[ok], stack.D)
 
 
-def _davidson(stack: DrawStack, *, prior=None, max_iter=500, **other):
-    opts = None if other else _options(prior, max_iter)
-    if opts is None:
-        return None
-    prior_var, max_iter = opts
+def _davidson(stack: DrawStack, *, prior, max_iter):
+    prior_var, max_iter = fit_options(prior, max_iter)
     W, T = stack.wins, stack.ties
     check = (W > 0).any(axis=(1, 2)) if prior is None else np.zeros(len(W), bool)
     ok = _identified((W > 0) | (T > 0), check)
@@ -108,18 +94,13 @@ def _davidson(stack: DrawStack, *, prior=None, max_iter=500, **other):
     return _scores(theta, ok, stalled, stack.D)
 
 
-def _rao_kupper(stack: DrawStack, *, tie_strength=1.1, prior=None, max_iter=500, **other):
-    opts = None if other or tie_strength is None else _options(prior, max_iter)
-    if opts is None:
-        return None
-    try:
-        kappa = check_in_interval("tie_strength (kappa)", tie_strength, 1.0, np.inf,
-                                  closed="left")
-    except DataError:
-        return None
+def _rao_kupper(stack: DrawStack, *, tie_strength, prior, max_iter):
+    if tie_strength is None:
+        return None  # kappa estimated by ML: per draw
+    prior_var, max_iter = fit_options(prior, max_iter)
+    kappa = check_in_interval("tie_strength (kappa)", tie_strength, 1.0, np.inf, closed="left")
     if kappa == 1:
         return None  # Bradley-Terry, or an error when there are ties: per draw
-    prior_var, max_iter = opts
     W, T = stack.wins, stack.ties
     check = np.full(len(W), prior is None)
     ok = _identified((W > 0) | (T > 0), check)
@@ -134,17 +115,11 @@ def _normalised(theta: np.ndarray) -> np.ndarray:
     return pi / np.sum(pi, axis=-1, keepdims=True)
 
 
-def _plackett_luce(stack: DrawStack, *, prior=None, max_iter=500, tol=1e-8, **other):
+def _plackett_luce(stack: DrawStack, *, prior, max_iter, tol):
     if prior is not None:  # the MAP rule is Bradley-Terry MAP
-        return _bradley_terry(stack, prior=prior, max_iter=max_iter, **other)
-    opts = None if other else _options(prior, max_iter)
-    try:
-        tol = check_finite("tol", tol, positive=True)
-    except DataError:
-        return None
-    if opts is None:
-        return None
-    max_iter = opts[1]
+        return _bradley_terry(stack, prior=prior, max_iter=max_iter)
+    max_iter = fit_options(prior, max_iter)[1]
+    tol = check_finite("tol", tol, positive=True)
     W = stack.wins
     decisive = (W > 0).any(axis=(1, 2))
     ok = _identified(W > 0, decisive)
@@ -194,10 +169,10 @@ def setwise_events(stack: DrawStack) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return winners[:, :width], losers[:, :width], counts[:, :width]
 
 
-def _bradley_terry_luce(stack: DrawStack, *, prior=None, max_iter=500, **other):
+def _bradley_terry_luce(stack: DrawStack, *, prior, max_iter):
     data = stack.data
-    opts = None if other else _options(prior, max_iter)
-    if opts is None or not data.is_binary or data.L > 56:
+    opts = fit_options(prior, max_iter)
+    if not data.is_binary or data.L > 56:
         return None  # non-binary data: the rule raises a DataError per draw
     # Newton starts from Bradley-Terry on the pairwise wins the events imply (binary data:
     # the stack's W, both count question-trials); ML has the same identification condition

@@ -45,7 +45,6 @@ import numpy as np
 
 from bayesrank.baselines import metrics, paired, pairwise_batch, ratings, voting, voting_batch
 from bayesrank.checks import check_int
-from bayesrank.errors import DataError
 from bayesrank.threads import worker_threads
 
 if TYPE_CHECKING:
@@ -75,11 +74,7 @@ def _rating_rule(
     def rule(stack: DrawStack, **options: Any) -> np.ndarray | None:
         if not stack.data.is_binary:
             return None  # the rule raises DataError; the per-draw path reports it
-        streams = _event_streams(stack)
-        try:
-            return final_scores(stack, streams, options)
-        except DataError:  # invalid options: the per-draw path reports them
-            return None
+        return final_scores(stack, _event_streams(stack), options)
 
     return rule
 
@@ -95,7 +90,7 @@ _trueskill = _rating_rule(lambda stack, streams, options: ratings.trueskill_rati
 MCMC_BLOCK = 16
 
 
-def _bayesian_mcmc(stack: DrawStack, *, seed: int | None = 42, **options: Any):
+def _bayesian_mcmc(stack: DrawStack, *, seed: int | None, **options: Any):
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
         return None  # None or a Generator: each draw's chain gets a different stream
     scores = np.empty((stack.D, stack.data.L))
@@ -108,31 +103,20 @@ def _bayesian_mcmc(stack: DrawStack, *, seed: int | None = 42, **options: Any):
             means, pairwise_batch.exchangeable_batch(Ws))
 
     starts = range(0, stack.D, MCMC_BLOCK)
-    try:
-        # a chain does not depend on its block or thread; the compiled sampler drops the GIL
-        with ThreadPoolExecutor(max(1, min(worker_threads(), len(starts)))) as pool:
-            list(pool.map(block, starts))
-    except DataError:
-        return None
+    # a chain does not depend on its block or thread; the compiled sampler drops the GIL
+    with ThreadPoolExecutor(max(1, min(worker_threads(), len(starts)))) as pool:
+        list(pool.map(block, starts))
     return scores
 
 
-def _question_preferences(stack: DrawStack, tie_policy: str) -> np.ndarray | None:
-    """``P = W + T/2`` ("half") or ``W`` ("ignore") of every draw, as the per-draw rules."""
-    if tie_policy == "half":
-        return stack.question_wins + 0.5 * stack.question_ties
-    return stack.question_wins if tie_policy == "ignore" else None
+def _ranked_pairs(stack: DrawStack, *, strength: str, tie_policy: str):
+    locked = voting_batch.ranked_pairs_locked_batch(stack.question_preferences(tie_policy),
+                                                    strength)
+    return voting_batch.dag_levels_batch(locked)
 
 
-def _ranked_pairs(stack: DrawStack, *, strength: str = "margin", tie_policy: str = "half"):
-    P = _question_preferences(stack, tie_policy)
-    if P is None or strength not in ("margin", "winning_votes"):
-        return None
-    return voting_batch.dag_levels_batch(voting_batch.ranked_pairs_locked_batch(P, strength))
-
-
-def _kemeny_young(stack: DrawStack, *, tie_policy: str = "half", time_limit=None,
-                  tie_aware: bool = True) -> np.ndarray | None:
+def _kemeny_young(stack: DrawStack, *, tie_policy: str, time_limit,
+                  tie_aware: bool) -> np.ndarray | None:
     """Exact Kemeny-Young of every draw (:func:`~bayesrank.baselines.voting.kemeny_young_scores`
     row by row, without building each draw's data).
 
@@ -141,8 +125,8 @@ def _kemeny_young(stack: DrawStack, *, tie_policy: str = "half", time_limit=None
     stack and margins (:meth:`~bayesrank.study.batched.DrawStack.once`, keyed by a digest
     of the margins), and both identifiers of the paper read that solve.
     """
-    P = _question_preferences(stack, tie_policy)
-    if P is None or time_limit is not None or not isinstance(tie_aware, bool):
+    P = stack.question_preferences(tie_policy)
+    if time_limit is not None or not isinstance(tie_aware, bool):
         return None  # a time budget is a per-call wall clock: the per-draw path keeps it
     margin = P - np.swapaxes(P, 1, 2)
     solve = lambda: np.stack([voting.kemeny_young_scores(p, tie_aware=tie_aware)[0]  # noqa: E731
@@ -151,16 +135,9 @@ def _kemeny_young(stack: DrawStack, *, tie_policy: str = "half", time_limit=None
     return stack.once(("kemeny_young", tie_aware, digest), solve).copy()
 
 
-#: Share of a question tie in a model's Borda points for each ``rank_ties`` option.
-_TIE_SHARE = {"average": 0.5, "min": 1.0, "max": 0.0}
-
-
 def _borda_elimination(rule: str) -> Callable[..., np.ndarray | None]:
-    def scores(stack: DrawStack, *, rank_ties: str = "average") -> np.ndarray | None:
-        share = _TIE_SHARE.get(rank_ties)
-        if share is None:
-            return None
-        points = stack.question_wins + share * stack.question_ties
+    def scores(stack: DrawStack, *, rank_ties: str) -> np.ndarray | None:
+        points = voting.borda_points(stack.question_wins, stack.question_ties, rank_ties)
         return voting_batch.borda_elimination_batch(points, rule)
 
     return scores
@@ -172,10 +149,7 @@ def _majority_judgment(stack: DrawStack) -> np.ndarray:
 
 def _pass_family(metric: str) -> Callable[..., np.ndarray | None]:
     def scores(stack: DrawStack, *, k: int) -> np.ndarray | None:
-        try:
-            k = check_int("k", k)
-        except DataError:
-            return None
+        k = check_int("k", k)
         if not stack.data.is_binary or stack.n_trials < k:
             return None
         trials = np.full(stack.counts.shape[:3], stack.n_trials, dtype=np.int64)

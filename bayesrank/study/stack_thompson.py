@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bayesrank.baselines import metrics
-from bayesrank.checks import check_finite, check_int
-from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
     from bayesrank.study.batched import DrawStack
@@ -37,10 +35,8 @@ DRAW_CACHE_ELEMENTS = 2**24
 def _pair_counts(stack: DrawStack, n_samples: int, prior_alpha: float, prior_beta: float,
                  entropy: int) -> np.ndarray:
     """``C`` (D, L, L) of every draw of a stack that is not a pool stack, kept in the stack
-    (immutable, like a ``cached_property``) for the pool stacks cut from it."""
-    cache = stack.__dict__.setdefault("_thompson_pair_counts", {})
-    key = (n_samples, prior_alpha, prior_beta, entropy)
-    if key not in cache:
+    (:meth:`~bayesrank.study.batched.DrawStack.once`) for the pool stacks cut from it."""
+    def compute() -> np.ndarray:
         trials = np.full(stack.counts.shape[:2], stack.n_trials * stack.data.M, dtype=np.int64)
         a, b = metrics.thompson_posterior(stack.counts[..., 1].sum(axis=2), trials,
                                           prior_alpha, prior_beta)
@@ -51,22 +47,18 @@ def _pair_counts(stack: DrawStack, n_samples: int, prior_alpha: float, prior_bet
                 seen.clear()
             draws = metrics.thompson_draws(a[d], b[d], n_samples, entropy, seen)
             out[d] = metrics.thompson_pair_counts(draws)
-        cache[key] = out
-    return cache[key]
+        out.setflags(write=False)
+        return out
+
+    return stack.once(("thompson_pair_counts", n_samples, prior_alpha, prior_beta, entropy),
+                      compute)
 
 
-def _thompson(stack: DrawStack, *, n_samples: int = 10000, prior_alpha: float = 1.0,
-              prior_beta: float = 1.0, seed: Any = 42) -> np.ndarray | None:
+def _thompson(stack: DrawStack, *, n_samples: int, prior_alpha: float, prior_beta: float,
+              seed: Any) -> np.ndarray | None:
     if not stack.data.is_binary or seed is None:
         return None
-    try:
-        n_samples = check_int("n_samples", n_samples)
-        prior_alpha = check_finite("prior_alpha", prior_alpha, positive=True)
-        prior_beta = check_finite("prior_beta", prior_beta, positive=True)
-        entropy = metrics.thompson_seed(seed)
-    except DataError:
-        return None  # the per-draw rule says why
-    options = (n_samples, prior_alpha, prior_beta, entropy)
+    options = metrics.thompson_options(n_samples, prior_alpha, prior_beta, seed)
     if stack.models is None:
         return metrics.thompson_scores(_pair_counts(stack, *options), n_samples)
     # a pool stack: row p * D + d is draw d of the full stack on the models of pool p

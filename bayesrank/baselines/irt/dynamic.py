@@ -32,7 +32,7 @@ from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, NotIdentifiedError
 from bayesrank.ranking import ranking_method
 
-__all__ = ["dynamic_irt", "fit_growth_irt"]
+__all__ = ["dynamic_irt", "fit_growth_irt", "is_rasch_fit"]
 
 
 def fit_growth_irt(
@@ -133,6 +133,18 @@ def fit_growth_irt(
     )
 
 
+def is_rasch_fit(variant: str, score: str, slope_reg: float, time_points: np.ndarray | None,
+                 N: int) -> bool:
+    """Check :func:`dynamic_irt`'s options; whether it is the Rasch joint-ML fit on N trials
+    (``variant="linear"``, or the growth model on one time point, whose slopes see no data)."""
+    check_choice("variant", variant, ("linear", "growth"))
+    check_choice("score", score, ("baseline", "final", "mean"))
+    if variant == "growth" and N == 1:  # one time point: nothing to check but the options
+        check_finite("slope_reg", slope_reg, positive=True)
+        _rescaled_times(time_points, 1)
+    return variant == "linear" or N == 1
+
+
 def _rescaled_times(time_points: np.ndarray | None, N: int) -> np.ndarray:
     """The N trial times rescaled to [0, 1] (equally spaced by default; 0 for one trial)."""
     if time_points is None:
@@ -172,13 +184,9 @@ def dynamic_irt(
     over the observed times.  ``return_item_params=True`` adds ``difficulty``
     and, for growth, ``baseline`` and ``slope`` to ``details``.
     """
-    check_choice("variant", variant, ("linear", "growth"))
-    check_choice("score", score, ("baseline", "final", "mean"))
+    rasch_fit = is_rasch_fit(variant, score, slope_reg, time_points, data.N)
     data.require_binary("dynamic IRT")
-    if variant == "linear" or data.N == 1:
-        if variant == "growth":  # one time point: nothing to check but the options
-            check_finite("slope_reg", slope_reg, positive=True)
-            _rescaled_times(time_points, 1)
+    if rasch_fit:
         k, n = data.reductions.successes, data.reductions.trials
         fit = fit_irt(k, n, model="1pl", max_iter=max_iter, labels=data.models)
         details = fit.item_params() if return_item_params else {}

@@ -1,0 +1,105 @@
+"""The study's stacked rules: one table, from base rule name to its stacked form.
+
+A stacked form takes a :class:`~bayesrank.study.batched.DrawStack` and the identifier's
+options (the defaults of its :class:`~bayesrank.baselines.MethodSpec` record) and returns
+the scores (D, L) of every draw, ``(scores, reasons)``, or None (the per-draw path ranks
+those draws).  It holds only what is about stacks: which of the stack's shared reductions
+the rule reads, and sharing or blocking work across draws.  The numeric core, its option
+checks and its defaults are the rule's own (:mod:`bayesrank.baselines`), called here with
+the stack as the batch and by :func:`bayesrank.rank` with a batch of one; an option the
+core rejects raises its :class:`~bayesrank.errors.DataError`, and
+:func:`~bayesrank.study.batched.batched_scores` then hands every draw to the per-draw
+path, which says why.
+
+The count rules (avg, inverse difficulty, Bayes@N, Borda, Copeland, win rate, Minimax,
+Schulze) are defined here; each family's other rules in its ``stack_*`` module.  Rules a
+record marks ``per_draw`` (:attr:`bayesrank.baselines.MethodSpec.per_draw`) have no
+entry (``tests/test_rule_snapshot.py`` checks that the table and the records agree).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from bayesrank.baselines import metrics, voting
+from bayesrank.conjugate import bayes_moments
+from bayesrank.study import stack_graph, stack_irt, stack_pairwise, stack_seq, stack_thompson
+
+if TYPE_CHECKING:
+    from bayesrank.study.batched import DrawStack
+
+__all__ = ["BATCHED_RULES", "SEPARABLE_RULES"]
+
+Scores = np.ndarray | tuple[np.ndarray, list[str | None]] | None
+
+
+def _avg(stack: DrawStack) -> np.ndarray:
+    return metrics.avg_batch(stack.cell_utility)
+
+
+def _inverse_difficulty(stack: DrawStack, *, clip_range) -> np.ndarray | None:
+    if not stack.data.is_binary:
+        return None  # the rule raises a DataError per draw
+    k = stack.counts[..., 1]
+    trials = np.full(k.shape, stack.n_trials, dtype=np.int64)
+    return metrics.inverse_difficulty_batch(trials, k, stack.cell_utility, clip_range)[0]
+
+
+def _bayes(stack: DrawStack, *, R0: Any, quantile, weights) -> np.ndarray | None:
+    if weights is not None or not (R0 is None or (isinstance(R0, str) and R0 == "data")):
+        return None  # other utilities or an explicit prior array: per draw
+    nu = stack.counts + 1.0
+    if R0 is not None:
+        prior = stack.prior_counts
+        if prior is None:
+            return None  # the rule raises DataError (no prior outcomes); per draw says why
+        nu = nu + prior
+    return metrics.bayes_score(*bayes_moments(nu, stack.data.weights), quantile)
+
+
+def _borda(stack: DrawStack) -> np.ndarray:
+    return voting.borda_scores(stack.question_preferences("half"))
+
+
+def _copeland(stack: DrawStack) -> np.ndarray:
+    return voting.copeland_scores(stack.question_preferences("half"))
+
+
+def _win_rate(stack: DrawStack) -> np.ndarray:
+    return voting.win_rate_scores(stack.question_wins)
+
+
+def _minimax(stack: DrawStack, *, variant, tie_policy) -> np.ndarray:
+    return voting.minimax_scores(stack.question_preferences(tie_policy), variant)
+
+
+def _schulze(stack: DrawStack, *, tie_policy, strength) -> np.ndarray:
+    # a cycle in some draw's beatpath order raises: per draw, which reports it
+    return voting.schulze_levels(stack.question_preferences(tie_policy), strength)
+
+
+_COUNTS: dict[str, Callable[..., Scores]] = {
+    "avg": _avg,
+    "inverse_difficulty": _inverse_difficulty,
+    "bayes": _bayes,
+    "borda": _borda,
+    "copeland": _copeland,
+    "win_rate": _win_rate,
+    "minimax": _minimax,
+    "schulze": _schulze,
+}
+
+
+_PARTS = (_COUNTS, stack_irt.RULES, stack_pairwise.RULES, stack_graph.RULES, stack_seq.RULES,
+          stack_thompson.RULES)
+#: Base rule name -> its stacked form (see the module docstring).
+BATCHED_RULES: dict[str, Callable[..., Scores]] = {k: v for p in _PARTS for k, v in p.items()}
+if len(BATCHED_RULES) != sum(map(len, _PARTS)):
+    raise ImportError("a base rule has two stacked forms")  # each rule once
+
+#: Rules whose score of a model depends on that model's own counts only: their scores on a
+#: model pool are the full-pool scores of the pool's members (the bootstrap computes them once).
+SEPARABLE_RULES = frozenset({"avg", "bayes"})
