@@ -13,10 +13,10 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytest
+from bayesrank.models import build
 from scipy import stats
 
 import bayesrank
-from bayesrank.models import build
 
 VARIANTS = [("bayes", {}), ("rasch", {}), ("2pl", {}), ("2pl", {"likelihood": "beta_binomial"}),
             ("3pl", {}), ("3pl", {"likelihood": "binomial"}), ("bradley_terry", {}),
