@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from bayesrank import __version__
+from bayesrank.checks import category_weights_argument
 from bayesrank.data.io import columns_argument
 
 EXAMPLE_NOTE = "bundled simulated example (not real model results)"
@@ -125,21 +126,25 @@ def _cli_warnings() -> Iterator[None]:
 
 
 # -- data ----------------------------------------------------------------------------------
-def _load_data(path: str | None, key: str | None, prior: str | None,
-               columns: dict[str, str] | None = None, trials: int | None = None):
+def _load_data(args: argparse.Namespace):
+    """The data named by the shared data arguments, and how to call their source."""
     from bayesrank import datasets
     from bayesrank.data import io
 
+    path, prior = args.data, args.prior
     if path is None:
-        if prior or columns or trials:
-            flag = "--prior" if prior else "--columns" if columns else "--trials"
-            raise UsageError(f"{flag} applies to a DATA file; give one (the bundled example "
+        given = [flag for flag, value in (("--prior", prior), ("--columns", args.columns),
+                                          ("--trials", args.trials), ("--weights", args.weights))
+                 if value]
+        if given:
+            raise UsageError(f"{given[0]} applies to a DATA file; give one (the bundled example "
                              "already has its prior)")
-        return datasets.example(key or "combined"), EXAMPLE_NOTE
+        return datasets.example(args.key or "combined"), EXAMPLE_NOTE
     check_input_file(path)
     if prior is not None:
         check_input_file(prior, "--prior ")
-    return io.load(path, key=key, R0=prior, columns=columns, trials=trials), path
+    return io.load(path, key=args.key, R0=prior, columns=args.columns, trials=args.trials,
+                   weights=args.weights), path
 
 
 def check_input_file(path: str | os.PathLike, flag: str = "") -> None:
@@ -162,6 +167,9 @@ def _add_data_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", type=int, metavar="N",
                    help="DATA is a wide table of success counts (a model column, one column "
                    "per question), each out of N trials, e.g. MathArena's per-problem tables")
+    p.add_argument("--weights", type=category_weights_argument, metavar="W0,W1,...",
+                   help="categorical outcomes 0..C: the score of each, e.g. --weights 0,0.5,1 "
+                   "(outcomes above 1 are refused without it)")
 
 
 def _add_common_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
@@ -213,12 +221,25 @@ def _cmd_rank(args: argparse.Namespace) -> int:
     from bayesrank import rank
 
     options = method_options(args.method, args.option)
-    data, source = _load_data(args.data, args.key, args.prior, args.columns, args.trials)
+    data, source = _load_data(args)
     _step(args, f"ranking {data.L} models with {args.method}")
     result = rank(data, args.method, ties=args.ties, **options)
     print(f"# {result.method} on {source}: {data!r}")
-    print(result.to_frame().to_string(index=False))
+    print(rank_table(result, data, options).to_string(index=False))
     return 0
+
+
+def rank_table(result, data, options: dict):
+    """``bayesrank rank``'s leaderboard: rank, model, the observed accuracy (or weighted
+    score) from the data exactly, then the method's score named for what it is."""
+    from bayesrank.analysis.posterior import BAYES_SCORE_LABEL, observed_label
+
+    frame = result.to_frame()
+    observed = dict(zip(data.models, data.reductions.observed_score, strict=True))
+    frame.insert(2, observed_label(data), [observed[m] for m in frame["model"]])
+    uniform = result.method == "bayes" and options.get("R0") is None
+    label = BAYES_SCORE_LABEL if uniform else f"{result.method} score"
+    return frame.rename(columns={"score": label})
 
 
 def _cmd_methods(args: argparse.Namespace) -> int:
@@ -238,6 +259,7 @@ def _check_report_arguments(args: argparse.Namespace) -> None:
     if args.posterior is not None:
         given = [flag for flag, value in (("DATA", args.data), ("--model", args.model),
                                           ("--prior", args.prior), ("--columns", args.columns),
+                                          ("--weights", args.weights),
                                           ("--sampler", args.sampler),
                                           ("--save-posterior", args.save_posterior))
                  if value is not None]
@@ -266,7 +288,8 @@ def _baselines(args: argparse.Namespace) -> list[str]:
 def _fit_for_report(args: argparse.Namespace):
     from bayesrank.report import default_model
 
-    data, source = _load_data(args.data, args.key, args.prior, args.columns, args.trials)
+    data, source = _load_data(args)
+    data.require_models("a report")
     # chosen by posterior-predictive checks and PSIS-LOO on real benchmarks (docs/report.md)
     model, options = (args.model, {}) if args.model else default_model(data)
     if model == "closed_form":
@@ -323,7 +346,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
     if args.signals:
         return categorical.cli_main(args)
 
-    data, source = _load_data(args.data, args.key, args.prior, args.columns, args.trials)
+    data, source = _load_data(args)
     try:
         result = run_study(
             data,

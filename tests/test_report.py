@@ -392,7 +392,8 @@ def test_default_model_is_beta_binomial_2pl_only_with_repeated_trials():
     assert DEFAULT_MODEL == "2pl"  # best PSIS-LOO on every real set (docs/report.md)
     assert default_model(repeated) == (DEFAULT_MODEL, {"likelihood": "beta_binomial"})
     assert default_model(single) == (DEFAULT_MODEL, {})  # n = 1: beta-binomial = Bernoulli
-    levels = ResponseData(rng.integers(0, 3, size=(3, 5, 1)))  # e.g. wrong / partial / right
+    # e.g. wrong / partial / right
+    levels = ResponseData(rng.integers(0, 3, size=(3, 5, 1)), n_categories=3)
     assert default_model(levels) == ("bayes", {})  # the one model that reads categories
 
 
