@@ -208,6 +208,28 @@ def _misfit_warning(post: RankAnalytics, ppc: Any) -> str:
     )
 
 
+#: the share of models whose observed accuracy a fitting model's predictive interval holds
+COVERAGE_FLOOR = 0.9
+
+
+def _coverage_warning(post: RankAnalytics, board: pd.DataFrame, prob: float) -> str:
+    """A misfit banner when the predictive intervals miss too many observed accuracies."""
+    if not _predictive(post) or "observed" not in board or "accuracy_lower" not in board:
+        return ""
+    outside = board.index[(board["observed"] < board["accuracy_lower"])
+                          | (board["observed"] > board["accuracy_upper"])]
+    if len(outside) <= (1 - COVERAGE_FLOOR) * len(board):
+        return ""
+    listed = ", ".join(_esc(m) for m in outside[:5]) + (", ..." if len(outside) > 5 else "")
+    return (
+        f'<div class="banner" id="coverage-warning">MODEL MISFIT: the observed accuracy of '
+        f"{len(outside)} of {len(board)} models ({listed}) lies outside its {prob:.0%} "
+        "posterior predictive interval, so the model does not reproduce these models' own "
+        "results; their estimates and the verdicts below may be off. See the "
+        "posterior-predictive checks below.</div>"
+    )
+
+
 def _describe_call(call: str | None) -> str:
     if call is None:
         return ""
@@ -225,6 +247,10 @@ def _describe_call(call: str | None) -> str:
     return text
 
 
+def _predictive(post: RankAnalytics) -> bool:
+    return isinstance(post, Posterior) and post.predictive_accuracy() is not None
+
+
 def _model_label(post: RankAnalytics) -> str:
     if isinstance(post, Posterior) and "phi" in post.idata["posterior"].data_vars:
         return f"{post.model} (beta-binomial)"
@@ -239,8 +265,11 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
     accuracy: dict[str, list[str]] = {}
     # with categories the model's mean is its expected score under the category weights
     quantity = "accuracy" if post.data.is_binary else "score"
+    if "observed" in board:
+        accuracy[board.attrs["observed_label"]] = [_fmt(x) for x in board["observed"]]
     if "accuracy" in board:
-        accuracy[f"expected {quantity} [{prob:.0%} CrI]"] = [
+        kind = "predictive interval" if _predictive(post) else "CrI"
+        accuracy[f"{board.attrs['accuracy_label']} [{prob:.0%} {kind}]"] = [
             f"{_fmt(m)} [{_fmt(a)}, {_fmt(b)}]" for m, a, b in
             zip(board["accuracy"], board["accuracy_lower"], board["accuracy_upper"], strict=True)
         ]
@@ -294,10 +323,14 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
                         else "posterior mean score on a question (the category weights "
                         f"{', '.join(f'{w:g}' for w in post.data.weights)} averaged over its "
                         "outcome probabilities)")
-        scale = (f"<p>Expected {quantity} is each model's {per_question} of this benchmark, "
-                 f"averaged over its {len(post.data.questions)} questions, with a central "
-                 "credible interval: the scale people read. Theta is the ranking quantity on "
-                 "the model's own scale.</p>")
+        spread = ("the central interval of the benchmark's accuracy on replicated trials of "
+                  "these questions (posterior predictive), where the observed accuracy should "
+                  "fall when the model fits" if _predictive(post) else "a central credible "
+                  "interval")
+        scale = (f"<p>The observed {quantity} is counted from the data. The estimate is each "
+                 f"model's {per_question} of this benchmark, averaged over its "
+                 f"{len(post.data.questions)} questions, with {spread}. Theta is the ranking "
+                 "quantity on the model's own scale.</p>")
     else:
         note = _esc(board.attrs.get("accuracy_note"))
         scale = f'<p class="note" id="accuracy-note">{note}</p>'
@@ -315,7 +348,8 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
                                                 "note"])
         tau_html = ("<h3>Deterministic baselines</h3>" +
                     _table_html(tau_frame, name_columns=("baseline", "note"), table_id="baselines"))
-    return _misfit_warning(post, ppc) + text + scale + ties + table + tau_html
+    return (_misfit_warning(post, ppc) + _coverage_warning(post, board, prob) + text + scale
+            + ties + table + tau_html)
 
 
 def _diagnostics_section(post: RankAnalytics) -> str:

@@ -1,0 +1,106 @@
+"""The numbers people read (issue 52): the observed accuracy from the data, the model's
+estimate named for what it is, and an interval a replicated benchmark's accuracy falls in."""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import pytest
+from scipy import special, stats
+
+import bayesrank
+from bayesrank import ResponseData, closed_form
+from bayesrank.analysis.accuracy import predictive_accuracy_draws
+from bayesrank.analysis.posterior import BAYES_SCORE_LABEL, Posterior
+
+
+def _fixed_posterior(data: ResponseData, theta, b, *, draws: int, phi=None) -> Posterior:
+    """A posterior that puts all its mass on one (theta, b[, phi]): the truth."""
+    post = {"theta": np.broadcast_to(theta, (1, draws, len(theta))).copy(),
+            "b": np.broadcast_to(b, (1, draws, len(b))).copy()}
+    if phi is not None:
+        post["phi"] = np.full((1, draws), float(phi))
+    idata = az.from_dict({"posterior": post},
+                         coords={"llm": list(data.models), "question": list(data.questions)},
+                         dims={"theta": ["llm"], "b": ["question"]})
+    return Posterior(idata, data, "rasch")
+
+
+@pytest.mark.parametrize("phi", [None, 3.0])
+def test_predictive_accuracy_has_the_binomial_and_beta_binomial_moments(phi):
+    rng = np.random.default_rng(0)
+    L, M, N = 3, 40, 5
+    theta, b = np.array([-1.0, 0.0, 1.5]), rng.normal(size=M)
+    mask = rng.random((L, M, N)) < 0.8
+    mask[:, :, 0] = True
+    data = ResponseData(rng.integers(0, 2, (L, M, N)), mask=mask)
+    post = _fixed_posterior(data, theta, b, draws=20000, phi=phi)
+    rep = predictive_accuracy_draws(post.idata, data, random_seed=1).values[0]
+    n = data.reductions.trials
+    p = special.expit(theta[:, None] - b[None, :])
+    # independent oracle: scipy's binomial / beta-binomial cell variances, summed
+    if phi is None:
+        cell_var = stats.binom(n, p).var()
+    else:
+        cell_var = stats.betabinom(n, p * phi, (1 - p) * phi).var()
+    mean = (n * p).sum(axis=1) / n.sum(axis=1)
+    sd = np.sqrt(cell_var.sum(axis=1)) / n.sum(axis=1)
+    np.testing.assert_allclose(rep.mean(axis=0), mean, atol=4 * sd.max() / np.sqrt(20000))
+    np.testing.assert_allclose(rep.std(axis=0), sd, rtol=0.03)
+
+
+def test_leaderboard_interval_is_the_predictive_interval_and_covers_replicates():
+    """With the posterior at the truth, observed accuracies of data simulated from it fall
+    in the 90% interval about 90% of the time; the expected accuracy's interval (a point
+    here) would hold none of them."""
+    rng = np.random.default_rng(3)
+    L, M, N = 8, 30, 4
+    theta, b = np.linspace(-1.5, 1.5, L), rng.normal(size=M)
+    p = special.expit(theta[:, None] - b[None, :])
+    hits, total = 0, 0
+    for _rep in range(25):
+        R = (rng.random((L, M, N)) < p[..., None]).astype(np.int8)
+        data = ResponseData(R)
+        board = _fixed_posterior(data, theta, b, draws=2000).leaderboard(prob=0.9)
+        inside = (board["observed"] >= board["accuracy_lower"]) & (
+            board["observed"] <= board["accuracy_upper"])
+        hits += int(inside.sum())
+        total += L
+    assert 0.84 <= hits / total <= 0.96, hits / total
+
+
+def test_observed_accuracy_comes_first_and_is_exact():
+    rng = np.random.default_rng(5)
+    R = rng.integers(0, 2, (4, 9, 3))
+    mask = rng.random(R.shape) < 0.7
+    mask[:, 0, 0] = True
+    data = ResponseData(R, models=["a", "b", "c", "d"], mask=mask)
+    board = closed_form(data).leaderboard()
+    assert list(board.columns[:2]) == ["observed", "accuracy"]
+    for name in data.models:
+        i = data.models.index(name)
+        assert board.loc[name, "observed"] == R[i][mask[i]].mean()  # exactly, no prior
+    assert board.attrs["observed_label"] == "observed accuracy"
+    assert board.attrs["accuracy_label"] == BAYES_SCORE_LABEL
+    levels = ResponseData(rng.integers(0, 3, (2, 5, 2)), weights=[0, 0.2, 1])
+    frame = closed_form(levels).leaderboard()
+    assert frame.attrs["observed_label"] == "observed score"
+    w = np.array([0, 0.2, 1])
+    np.testing.assert_allclose(frame.loc[list(levels.models), "observed"],
+                               w[levels.R].mean(axis=(1, 2)), rtol=1e-15)
+
+
+def test_cli_rank_shows_observed_accuracy_then_the_named_score(capsys, tmp_path):
+    from bayesrank.cli import main
+
+    R = np.zeros((3, 4, 1), dtype=int)
+    R[0] = 1
+    R[1, :3] = 1
+    path = bayesrank.save(ResponseData(R, models=["x", "y", "z"]), tmp_path / "d.npz")
+    assert main(["rank", str(path), "--method", "bayes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[1]
+    assert header.index("observed accuracy") < header.index(BAYES_SCORE_LABEL)
+    row = lines[2].split()
+    assert row[1] == "x" and float(row[2]) == 1.0
+    assert float(row[3]) == pytest.approx(2 / 3)  # (k + 1) / (N + 2) at N = 1: shrunk
