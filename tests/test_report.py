@@ -272,8 +272,14 @@ def test_report_fits_with_bayesrank_fit(tmp_path, data):
 def test_accuracy_column_is_the_mean_solve_probability(report, posterior):
     rows = parse(report).tables["leaderboard"]
     header, body = rows[0], rows[1:]
-    column = header.index("expected accuracy [90% CrI]")
-    assert column < header.index("theta (posterior mean)")  # next to theta, read first
+    column = header.index("expected accuracy on these questions [90% predictive interval]")
+    observed = header.index("observed accuracy")
+    assert header.index("model") + 1 == observed and observed + 1 == column  # read first
+    assert column < header.index("theta (posterior mean)")
+    counted = dict(zip(posterior.data.models, posterior.data.reductions.observed_score,
+                       strict=True))
+    rep = posterior.predictive_accuracy().transpose("chain", "draw", "llm").values
+    rep_by_name = dict(zip(posterior.models, rep.reshape(-1, rep.shape[-1]).T, strict=True))
     tv = posterior.idata.posterior["theta"].transpose("chain", "draw", "llm").values
     bv = posterior.idata.posterior["b"].transpose("chain", "draw", "question").values
     acc = stats.logistic.cdf(tv[..., :, None] - bv[..., None, :]).mean(-1).reshape(-1, tv.shape[-1])
@@ -281,10 +287,14 @@ def test_accuracy_column_is_the_mean_solve_probability(report, posterior):
     for r in body:
         mean, interval = r[column].split(" [")
         lower, upper = (float(x) for x in interval.rstrip("]").split(", "))
-        a = by_name[r[header.index("model")]]
+        name = r[header.index("model")]
+        a, replicated = by_name[name], rep_by_name[name]
+        assert float(r[observed]) == pytest.approx(counted[name], abs=5e-4)
         assert float(mean) == pytest.approx(a.mean(), abs=5e-4)
-        assert lower == pytest.approx(np.quantile(a, 0.05), abs=5e-4)
-        assert upper == pytest.approx(np.quantile(a, 0.95), abs=5e-4)
+        # the interval is the predictive one of replicated trials, wider than the mean's
+        assert lower == pytest.approx(np.quantile(replicated, 0.05), abs=5e-4)
+        assert upper == pytest.approx(np.quantile(replicated, 0.95), abs=5e-4)
+        assert upper - lower >= np.quantile(a, 0.95) - np.quantile(a, 0.05)
 
 
 def test_no_misfit_warning_when_the_checks_pass(report):
@@ -405,7 +415,7 @@ def test_categorical_report_runs_by_default_and_its_advice_fits_binary_outcomes(
     logit = rng.normal(0, 1, L)[:, None] - rng.normal(0, 1.5, (L, M))
     score = 1 / (1 + np.exp(-logit))
     R = np.where(rng.random((L, M)) < score, 2, (rng.random((L, M)) < 0.3).astype(int))
-    d = ResponseData(R[..., None], models=list("abcde"))
+    d = ResponseData(R[..., None], models=list("abcde"), n_categories=3)
     src = tmp_path / "levels.npz"
     bayesrank.save(d, src)
     out = tmp_path / "levels.html"
@@ -413,7 +423,10 @@ def test_categorical_report_runs_by_default_and_its_advice_fits_binary_outcomes(
     text = out.read_text(encoding="utf-8")
     assert "model=bayes" in text and "outcome categories" in text
     header = parse(out).tables["leaderboard"][0]
-    assert "expected score [90% CrI]" in header  # a weighted score, not an accuracy
+    # a weighted score, not an accuracy, and a shrunken one
+    assert ("Bayes@N score (uniform prior, shrinks toward 0.5 at small N) [90% predictive "
+            "interval]") in header
+    assert header[header.index("model") + 1] == "observed score"
     assert not any("accuracy" in h for h in header)
     weights = ", ".join(f"{w:g}" for w in d.weights)
     assert f"score on a question (the category weights {weights} averaged" in text
