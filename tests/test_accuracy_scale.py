@@ -104,3 +104,53 @@ def test_cli_rank_shows_observed_accuracy_then_the_named_score(capsys, tmp_path)
     row = lines[2].split()
     assert row[1] == "x" and float(row[2]) == 1.0
     assert float(row[3]) == pytest.approx(2 / 3)  # (k + 1) / (N + 2) at N = 1: shrunk
+
+
+def _banner_posterior(model: str, *, phi: bool, N: int, shift: float = 0.0) -> Posterior:
+    rng = np.random.default_rng(9)
+    L, M = 10, 30
+    theta, b = np.linspace(-1, 1, L), rng.normal(size=M)
+    p = special.expit(theta[:, None] - b[None, :])
+    data = ResponseData((rng.random((L, M, N)) < p[..., None]).astype(np.int8))
+    post = _fixed_posterior(data, theta + shift, b, draws=500, phi=50.0 if phi else None)
+    post.model = model
+    return post
+
+
+def _flagged_ppc():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    return SimpleNamespace(overall=pd.DataFrame(
+        {"statistic": ["question_dispersion"], "p_value": [0.001], "flagged": [True]}))
+
+
+def test_every_misfit_banner_names_the_better_model_or_says_none_fits_better():
+    from bayesrank.report.html import _misfit_warning
+
+    rasch = _misfit_warning(_banner_posterior("rasch", phi=False, N=4), _flagged_ppc())
+    assert "fits better by PSIS-LOO" in rasch
+    assert 'fit(data, "rasch", likelihood="beta_binomial")' in rasch.replace("&quot;", '"')
+    best = _misfit_warning(_banner_posterior("2pl", phi=True, N=4), _flagged_ppc())
+    assert "None of the models tried" in best and "fits better by PSIS-LOO" in best
+    one = _misfit_warning(_banner_posterior("2pl", phi=False, N=1), _flagged_ppc())
+    assert "None of the models tried" in one and "one trial per model-question cell" in one
+
+
+def test_coverage_banner_when_the_predictive_interval_misses_the_observed_accuracy():
+    from bayesrank.report.html import _coverage_warning
+
+    fitting = _banner_posterior("2pl", phi=True, N=4)
+    wide = fitting.leaderboard(prob=0.999)  # holds every observed accuracy here
+    assert _coverage_warning(fitting, wide, 0.999, None) == ""
+    off = _banner_posterior("2pl", phi=True, N=4, shift=1.0)  # every ability one logit high
+    board = off.leaderboard()
+    text = _coverage_warning(off, board, 0.9, None)
+    assert 'id="coverage-warning"' in text
+    missed = int(((board["observed"] < board["accuracy_lower"])
+                  | (board["observed"] > board["accuracy_upper"])).sum())
+    assert missed >= 2 and f"{missed} of 10 models" in text
+    chance = stats.binom.sf(missed - 1, 10, 0.1)  # this many outside by chance alone
+    assert f"probability {chance:.2g}" in text
+    assert "None of the models tried" in text
