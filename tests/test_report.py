@@ -313,14 +313,15 @@ def overdispersed_posterior() -> Posterior:
     return hand_written_rasch(ResponseData(R), hierarchical=False, draws=200, tune=300, seed=1)
 
 
-def test_misfit_warning_opens_the_leaderboard_and_names_a_better_model(
+def test_misfit_warning_opens_the_decision_and_names_a_better_model(
         tmp_path, overdispersed_posterior):
     out = tmp_path / "misfit.html"
     write_report(overdispersed_posterior, out, baselines=["avg"], ppc_draws=200)
     text = out.read_text(encoding="utf-8")
-    section = text[text.index('<h2 id="leaderboard">'):]
+    section = text[text.index('<h2 id="decision">'):]
     warning = section.index('id="misfit-warning"')
-    assert warning < section.index("Top set") < section.index('<table id="leaderboard">')
+    assert warning < section.index("Top set") < section.index('<table id="decision-table">')
+    assert section.index('<table id="decision-table">') < section.index('<h2 id="leaderboard">')
     banner = section[warning:section.index("</div>", warning)]
     assert "fails its posterior-predictive checks" in banner
     assert "overconfident" in banner  # over-dispersion, in plain words
@@ -444,3 +445,74 @@ def test_categorical_report_runs_by_default_and_its_advice_fits_binary_outcomes(
         binary = eval(call, {"fit": short_fit, "data": d}, {})
     assert binary.data.is_binary and binary.model == "2pl"
     np.testing.assert_array_equal(binary.data.R, (d.R == 2).astype(np.int8))
+
+
+# ---------------------------------------------- issue 52: the decision first, at 1,400 and 800 px
+_MEASURE = """<script>
+window.addEventListener("load", () => {
+  const answer = document.getElementById("answer").getBoundingClientRect();
+  const table = document.getElementById("decision-table");
+  const header = table.querySelector("thead").getBoundingClientRect();
+  const firstRow = table.querySelector("tbody tr").getBoundingClientRect();
+  const out = document.createElement("pre");
+  out.id = "measured";
+  out.textContent = JSON.stringify({
+    width: window.innerWidth, height: window.innerHeight,
+    pageWidth: document.documentElement.scrollWidth,
+    tableRight: table.getBoundingClientRect().right, tableScroll: table.scrollWidth,
+    tableClient: table.clientWidth, answerBottom: answer.bottom, rowBottom: firstRow.bottom,
+    headerTop: header.top,
+    firstSection: document.querySelector("h2").id,
+  });
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def _decision_report(tmp_path: Path) -> Path:
+    """A closed-form report of 40 models with long, harness-style names."""
+    rng = np.random.default_rng(12)
+    names = [f"Llama-3.1-405B-Instruct-fp8@provider-{i:02d}-2024-08-06" for i in range(40)]
+    p = np.linspace(0.3, 0.96, 40)[:, None, None]
+    R = (rng.random((40, 200, 1)) < p).astype(np.int8)
+    out = tmp_path / "decision.html"
+    write_report(closed_form(ResponseData(R, models=names)), out, baselines=["avg"])
+    return out
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed "
+                    "(apt-get install chromium); the browser check is skipped")
+@pytest.mark.parametrize("width", [1400, 800])
+def test_decision_opens_the_report_without_scrolling_at_1400_and_800_px(
+        report, tmp_path, width):
+    """The answer and the compact leaderboard are on the first screen, with no horizontal
+    scroll, for the report fixture and for 40 long model names.  Screenshots are kept in
+    $BAYESRANK_SCREENSHOTS when it is set (to look at them)."""
+    import json
+
+    keep = os.environ.get("BAYESRANK_SCREENSHOTS")
+    for name, page in (("fixture", report), ("long_names", _decision_report(tmp_path))):
+        measured = tmp_path / f"{name}_{width}.html"
+        measured.write_text(page.read_text(encoding="utf-8").replace(
+            "</body>", _MEASURE + "</body>"), encoding="utf-8")
+        profile = tmp_path / f"profile-{name}-{width}"
+        size = f"--window-size={width},1000"
+        proc = subprocess.run(
+            [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", size, "--hide-scrollbars",
+             "--dump-dom", measured.as_uri()], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        found = re.search(r'<pre id="measured">(.*?)</pre>', proc.stdout, re.S)
+        assert found, proc.stdout[-500:]
+        m = json.loads(found.group(1).replace("&quot;", '"'))
+        assert m["width"] == width
+        assert m["firstSection"] == "decision"
+        assert m["pageWidth"] <= width, m  # no horizontal scrolling of the page
+        assert m["tableScroll"] <= m["tableClient"] and m["tableRight"] <= width, m
+        assert m["answerBottom"] <= m["height"] and m["rowBottom"] <= m["height"], m
+        shot = Path(keep) if keep else tmp_path
+        shot.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(
+            [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", size, "--hide-scrollbars",
+             f"--screenshot={shot / f'{name}_{width}.png'}", page.as_uri()],
+            capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and (shot / f"{name}_{width}.png").stat().st_size > 10_000

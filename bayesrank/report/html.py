@@ -78,6 +78,10 @@ tr.top td{background:#eef5ff}
 .note{color:#555;font-size:.9em}
 figure{margin:1em 0}img{max-width:100%;height:auto}
 .sep{color:#c0392b;font-weight:600}
+.answer{font-size:1.15em;margin:.6em 0}
+#decision-table{display:table;font-size:.9em;max-width:100%}
+#decision-table th{white-space:normal;vertical-align:bottom}
+#decision-table td.name{white-space:normal;overflow-wrap:anywhere;min-width:8em}
 """
 
 
@@ -139,7 +143,15 @@ def _is_simulated(source: str | None, simulated: bool | None) -> bool:
 
 
 # ------------------------------------------------------------------------ sections
-def _data_section(data: ResponseData, source: str | None, simulated: bool) -> str:
+def _simulated_banner(simulated: bool) -> str:
+    if not simulated:
+        return ""
+    return ('<div class="banner" id="simulated-note">SIMULATED DATA: this report uses the '
+            "bundled example, random outcomes calibrated to published accuracies. The "
+            "models' names are labels only; nothing here is a measurement of real models.</div>")
+
+
+def _data_section(data: ResponseData, source: str | None) -> str:
     if data.R0 is None:
         prior = "none (uniform prior only)"
     else:
@@ -155,14 +167,7 @@ def _data_section(data: ResponseData, source: str | None, simulated: bool) -> st
                       ", ".join(f"{w:g}" for w in data.weights), missing, prior],
         }
     )
-    banner = ""
-    if simulated:
-        banner = (
-            '<div class="banner" id="simulated-note">SIMULATED DATA: this report uses the '
-            "bundled example, random outcomes calibrated to published accuracies. The "
-            "models' names are labels only; nothing here is a measurement of real models.</div>"
-        )
-    return banner + _table_html(rows, name_columns=("quantity", "value"))
+    return _table_html(rows, name_columns=("quantity", "value"))
 
 
 def _baseline_rankings(data: ResponseData, baselines: Sequence[str]) -> dict[str, Any]:
@@ -370,8 +375,57 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
                                                 "note"])
         tau_html = ("<h3>Deterministic baselines</h3>" +
                     _table_html(tau_frame, name_columns=("baseline", "note"), table_id="baselines"))
-    return (_misfit_warning(post, ppc) + _coverage_warning(post, board, prob, ppc) + text + scale
-            + ties + table + tau_html)
+    return text + scale + ties + table + tau_html
+
+
+#: models of the top set named in the report's opening sentence (all are shaded below it)
+TOP_SET_NAMED = 5
+
+
+def _decision_section(post: RankAnalytics, board: pd.DataFrame, o: ReportOptions,
+                      ppc: Any) -> str:
+    """The answer first: banners, who is best and how sure, the top set, and a compact
+    leaderboard (rank, model, observed accuracy, estimate with its interval, P(best), rank
+    interval, separated from the next) narrow enough for an 800 px window."""
+    prob, alpha = o.prob, o.alpha
+    best = board.index[0]
+    p_best = float(board["p_best"].iloc[0])
+    top = [m for m in board.index if board.loc[m, "in_top_set"]]
+    verdict = (f"<b>Best: {_esc(best)}</b>, with posterior probability P(best) = "
+               f"{_fmt(p_best, 2)}" if p_best >= 0.5 else
+               f"<b>No model is clearly best</b>: the most likely is {_esc(best)}, with "
+               f"P(best) = {_fmt(p_best, 2)}")
+    shown = ", ".join(_esc(m) for m in top[:TOP_SET_NAMED])
+    more = f" and {len(top) - TOP_SET_NAMED} more" if len(top) > TOP_SET_NAMED else ""
+    answer = (f'<p class="answer" id="answer">{verdict}. <b>Top set</b> ({1 - alpha:.0%}: the '
+              f"smallest set holding the best model with that probability): {shown}{more} "
+              f"({len(top)} of {len(board)} models, shaded below).</p>")
+    quantity = board.attrs["observed_label"]
+    columns: dict[str, Any] = {"rank": board["rank"].to_numpy(), "model": board.index.to_numpy(),
+                               quantity: [_fmt(x) for x in board["observed"]]}
+    legend = [f"<b>observed</b>: the {_esc(quantity)} counted from the data"]
+    if "accuracy" in board:
+        kind = "PI" if _predictive(post) else "CrI"
+        columns[f"estimate [{prob:.0%} {kind}]"] = [
+            f"{_fmt(m)} [{_fmt(a)}, {_fmt(b)}]" for m, a, b in
+            zip(board["accuracy"], board["accuracy_lower"], board["accuracy_upper"], strict=True)]
+        interval = ("posterior predictive interval of the benchmark accuracy on replicated "
+                    "trials" if _predictive(post) else "credible interval")
+        legend.append(f"<b>estimate</b>: {_esc(board.attrs['accuracy_label'])}, "
+                      f"[{prob:.0%} {interval}]")
+    columns["P(best)"] = [_fmt(x, 2) for x in board["p_best"]]
+    columns[f"rank {prob:.0%}"] = [f"{a}–{b}" for a, b in
+                                      zip(board["rank_lower"], board["rank_upper"], strict=True)]
+    columns["vs next"] = ["" if pd.isna(s) else ("separated" if s else "≈ not separated")
+                          for s in board["separated_from_next"]]
+    legend.append(f"<b>vs next</b>: P(this model &gt; the next) ≥ {o.level:.0%}")
+    rows = pd.DataFrame(columns)
+    classes = ["top" if x else "" for x in board["in_top_set"]]
+    table = _table_html(rows, name_columns=("model",), row_classes=classes,
+                        table_id="decision-table")
+    return (_misfit_warning(post, ppc) + _coverage_warning(post, board, prob, ppc) + answer
+            + table + f'<p class="note">{"; ".join(legend)}. The full table, the data and '
+            "the diagnostics follow.</p>")
 
 
 def _diagnostics_section(post: RankAnalytics) -> str:
@@ -537,10 +591,12 @@ def render_report(post: RankAnalytics, options: ReportOptions | None = None) -> 
     board = post.leaderboard(prob=prob, q=q, alpha=alpha, level=level)
     baseline_results = _baseline_rankings(data, o.baselines)
     ppc, ppc_reason = _run_ppc(post, o.ppc_draws, o.random_seed, alpha)
+    simulated = _is_simulated(o.source, o.simulated)
     sections = [
-        ("Data", _data_section(data, o.source, _is_simulated(o.source, o.simulated))),
+        ("Decision", _simulated_banner(simulated) + _decision_section(post, board, o, ppc)),
         ("Leaderboard", _leaderboard_section(post, board, baseline_results, prob, q, alpha,
                                              level, ppc)),
+        ("Data", _data_section(data, o.source)),
         ("Credible intervals", _plot(plot_forest, "forest", post, "forest plot of credible "
                                      "intervals", prob=prob, q=q)),
         ("Superiority", "<p>Each cell is the posterior probability that the row model's "
