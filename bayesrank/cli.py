@@ -12,8 +12,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
+import math
 import os
 import sys
+import threading
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -101,6 +104,42 @@ def _watched(args: argparse.Namespace) -> bool:
 def _step(args: argparse.Namespace, text: str) -> None:
     if _watched(args):
         print(f"bayesrank: {text}", file=sys.stderr, flush=True)
+
+
+class Stages:
+    """Stage lines of long work on stderr, each with the seconds since the command began:
+    ``bayesrank: [  12.3 s] fitting ...``; on a terminal the sampler's progress bar shows
+    the draws, elsewhere (CI, a notebook's log, ``nohup``) :meth:`draws` prints a line
+    every ``every`` seconds and when sampling ends.  ``--quiet`` silences both."""
+
+    def __init__(self, args: argparse.Namespace, every: float = 15.0) -> None:
+        self.quiet = bool(getattr(args, "quiet", False))
+        self.bar = _watched(args)
+        self.every = every
+        self.started = time.perf_counter()
+        self._last = -math.inf
+        self._finished = False
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            elapsed = time.perf_counter() - self.started
+            print(f"bayesrank: [{elapsed:7.1f} s] {text}", file=sys.stderr, flush=True)
+
+    def draws(self, done: int, total: int) -> None:
+        """The sampler's count of draws done (warm-up included), from its own thread."""
+        if self.bar or self.quiet or total <= 0:
+            return
+        with self._lock:
+            now = time.perf_counter()
+            if done >= total and not self._finished:
+                self._finished = True
+                self(f"sampling: {done}/{total} draws done; log-likelihood and convergence "
+                     "checks")
+            elif done < total and now - self._last >= self.every:
+                self._last = now
+                self(f"sampling: {done}/{total} draws done ({done / total:.0%}, warm-up "
+                     "included)")
 
 
 def _one_line(message: Warning | str) -> str:
@@ -285,9 +324,10 @@ def _baselines(args: argparse.Namespace) -> list[str]:
     return [b.strip() for b in (args.baselines or "").split(",") if b.strip()]
 
 
-def _fit_for_report(args: argparse.Namespace):
+def _fit_for_report(args: argparse.Namespace, stages: Stages):
     from bayesrank.report import default_model
 
+    stages(f"loading {args.data or 'the bundled example'}")
     data, source = _load_data(args)
     data.require_models("a report")
     # chosen by posterior-predictive checks and PSIS-LOO on real benchmarks (docs/report.md)
@@ -295,17 +335,22 @@ def _fit_for_report(args: argparse.Namespace):
     if model == "closed_form":
         from bayesrank.analysis import closed_form
 
-        _step(args, f"closed-form Bayes@N posterior of {data!r}")
+        stages(f"closed-form Bayes@N posterior of {data!r}")
         return closed_form(data), source
     from bayesrank.inference import fit
+    from bayesrank.inference.backends import draws_progress
 
     described = " ".join([model, *(f"{k}={v}" for k, v in options.items())])
     draws = "the default draws" if args.draws is None else f"{args.draws} draws"
     tune = "the default" if args.tune is None else f"{args.tune}"
-    _step(args, f"fitting {described} ({args.chains} chains x {draws} after "
-                f"{tune} warm-up) to {data!r}")
-    post = fit(data, model, sampler=args.sampler, draws=args.draws, tune=args.tune,
-               chains=args.chains, random_seed=args.seed, progressbar=_watched(args), **options)
+    stages(f"fitting {described} ({args.chains} chains x {draws} after {tune} warm-up) to "
+           f"{data!r}")
+    token = draws_progress.set(stages.draws)
+    try:
+        post = fit(data, model, sampler=args.sampler, draws=args.draws, tune=args.tune,
+                   chains=args.chains, random_seed=args.seed, progressbar=stages.bar, **options)
+    finally:
+        draws_progress.reset(token)
     return post, source
 
 
@@ -313,19 +358,21 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from bayesrank.report import write_report
 
     _check_report_arguments(args)
+    stages = Stages(args)
     if args.posterior is not None:
         from bayesrank.analysis.persist import load_posterior
 
-        _step(args, f"loading {args.posterior}")
+        stages(f"loading {args.posterior}")
         post, source = load_posterior(args.posterior), f"posterior saved in {args.posterior}"
     else:
-        post, source = _fit_for_report(args)
+        post, source = _fit_for_report(args, stages)
         if args.save_posterior is not None:
+            stages(f"writing {args.save_posterior}")
             post.save(args.save_posterior)
             print(f"wrote {args.save_posterior}")
-    _step(args, "rendering the report (leaderboard, plots, posterior-predictive checks)")
     path = write_report(post, args.output, baselines=_baselines(args), random_seed=args.seed,
-                        source=source)
+                        source=source, progress=lambda stage: stages(f"report: {stage}"))
+    stages(f"wrote {path}")
     print(f"wrote {path}")
     return 0
 

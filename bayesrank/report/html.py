@@ -17,7 +17,7 @@ import html
 import io
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -552,6 +552,9 @@ class ReportOptions:
         "simulated" (as the CLI's bundled example does) adds a SIMULATED banner.
     simulated : bool, optional
         Force the SIMULATED banner on or off.
+    progress : callable, optional
+        Called with the name of each slow stage as it starts ("leaderboard",
+        "posterior-predictive checks", "plots"), e.g. the command line's stage lines.
     """
 
     baselines: Sequence[str] = DEFAULT_BASELINES
@@ -563,6 +566,7 @@ class ReportOptions:
     random_seed: int | None = 0
     source: str | None = None
     simulated: bool | None = None
+    progress: Callable[[str], None] | None = None
 
 
 def _settings(post: RankAnalytics) -> dict[str, Any]:
@@ -588,9 +592,13 @@ def render_report(post: RankAnalytics, options: ReportOptions | None = None) -> 
     if data is None:
         raise ValueError("a report needs the data the posterior was fitted to (post.data)")
     started = time.perf_counter()
+    stage = o.progress or (lambda _: None)
+    stage("leaderboard and baselines")
     board = post.leaderboard(prob=prob, q=q, alpha=alpha, level=level)
     baseline_results = _baseline_rankings(data, o.baselines)
+    stage("posterior-predictive checks")
     ppc, ppc_reason = _run_ppc(post, o.ppc_draws, o.random_seed, alpha)
+    stage("plots")
     simulated = _is_simulated(o.source, o.simulated)
     sections = [
         ("Decision", _simulated_banner(simulated) + _decision_section(post, board, o, ppc)),
@@ -658,4 +666,6 @@ def write_report(
     for ident in o.baselines:
         get_method(ident)  # fail on typos before any work
     text = render_report(post, o)
+    if o.progress is not None:
+        o.progress(f"writing {output}")
     return atomic_write(output, lambda tmp: tmp.write_text(text, encoding="utf-8"))
