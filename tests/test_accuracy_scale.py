@@ -154,3 +154,28 @@ def test_coverage_banner_when_the_predictive_interval_misses_the_observed_accura
     chance = stats.binom.sf(missed - 1, 10, 0.1)  # this many outside by chance alone
     assert f"probability {chance:.2g}" in text
     assert "None of the models tried" in text
+
+
+def test_bayes_predictive_accuracy_has_the_dirichlet_multinomial_moments():
+    """Fitted Bayes@N (exact Dirichlet draws): the replicated weighted score of n trials per
+    cell has mean n E[w] and variance n Var(w) (a0 + n) / (a0 + 1) per cell, the
+    Dirichlet-multinomial's, with alpha = 1 + the cell's category counts."""
+    import warnings
+
+    rng = np.random.default_rng(1)
+    R = rng.integers(0, 3, (3, 12, 4))
+    w = np.array([0.0, 0.3, 1.0])
+    data = ResponseData(R, weights=w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = bayesrank.fit(data, "bayes", random_seed=0, progressbar=False, draws=2500)
+    rep = post.predictive_accuracy().values.reshape(-1, 3)
+    alpha = 1 + np.stack([(R == k).sum(axis=2) for k in range(3)], axis=-1)
+    a0 = alpha.sum(-1)
+    mean_w = (alpha @ w) / a0
+    var_w = (alpha @ w**2) / a0 - mean_w**2
+    n = 4
+    mean = (n * mean_w).sum(axis=1) / (12 * n)
+    sd = np.sqrt((n * var_w * (a0 + n) / (a0 + 1)).sum(axis=1)) / (12 * n)
+    np.testing.assert_allclose(rep.mean(axis=0), mean, atol=4 * sd.max() / np.sqrt(rep.shape[0]))
+    np.testing.assert_allclose(rep.std(axis=0), sd, rtol=0.06)

@@ -131,13 +131,17 @@ def predictive_accuracy_draws(idata: xr.DataTree, data: ResponseData, *,
     rng = np.random.default_rng(random_seed)
     n = data.reductions.trials  # (L, M)
     total = n.sum(axis=1)
+    out = np.empty((post.sizes["chain"], post.sizes["draw"], n.shape[0]))
     if kind == "dirichlet":
-        p = post["p"].transpose("chain", "draw", "llm", "question", "category").values
-        counts = rng.multinomial(np.broadcast_to(n, p.shape[:-1]), p / p.sum(-1, keepdims=True))
-        score = (counts @ np.asarray(data.weights, dtype=float)).sum(axis=-1)
-        return _per_llm(post, score / total, "predictive_accuracy")
+        p_all = post["p"].transpose("chain", "draw", "llm", "question", "category")
+        weights = np.asarray(data.weights, dtype=float)
+        step = max(1, _ACCURACY_CHUNK // max(1, p_all.shape[0] * n.size * weights.size))
+        for start in range(0, out.shape[1], step):  # chunks bound the memory of big sets
+            p = p_all.isel(draw=slice(start, start + step)).values
+            counts = rng.multinomial(np.broadcast_to(n, p.shape[:-1]), p / p.sum(-1, keepdims=True))
+            out[:, start:start + step] = (counts @ weights).sum(axis=-1) / total
+        return _per_llm(post, out, "predictive_accuracy")
     phi = _dispersion(post)
-    out = np.empty(post["theta"].transpose("chain", "draw", "llm").shape)
     for sl, p in _irt_chunks(post):
         if phi is not None:
             f = phi[:, sl]
