@@ -179,3 +179,27 @@ def test_bayes_predictive_accuracy_has_the_dirichlet_multinomial_moments():
     sd = np.sqrt((n * var_w * (a0 + n) / (a0 + 1)).sum(axis=1)) / (12 * n)
     np.testing.assert_allclose(rep.mean(axis=0), mean, atol=4 * sd.max() / np.sqrt(rep.shape[0]))
     np.testing.assert_allclose(rep.std(axis=0), sd, rtol=0.06)
+
+
+def test_closed_form_interval_is_the_predictive_one_of_its_own_dirichlet_posterior():
+    """closed_form's accuracy interval: the normal approximation of the same replicated
+    scores that fit(data, "bayes") draws exactly."""
+    import warnings
+
+    rng = np.random.default_rng(4)
+    data = ResponseData(rng.integers(0, 3, (3, 40, 5)), weights=[0.0, 0.5, 1.0])
+    board = closed_form(data).leaderboard(prob=0.9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = bayesrank.fit(data, "bayes", random_seed=0, progressbar=False, draws=2500)
+    rep = post.predictive_accuracy().transpose("chain", "draw", "llm").values.reshape(-1, 3)
+    lower, upper = np.quantile(rep, [0.05, 0.95], axis=0)
+    width = upper - lower
+    np.testing.assert_allclose(board["accuracy_lower"].loc[list(data.models)], lower,
+                               atol=0.05 * width.max())
+    np.testing.assert_allclose(board["accuracy_upper"].loc[list(data.models)], upper,
+                               atol=0.05 * width.max())
+    credible = closed_form(data)._interval(0.9, "eti")
+    assert np.all(board["accuracy_upper"].loc[list(data.models)].to_numpy()
+                  - board["accuracy_lower"].loc[list(data.models)].to_numpy()
+                  > credible[1] - credible[0])

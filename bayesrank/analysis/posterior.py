@@ -469,6 +469,11 @@ class Posterior(RankAnalytics):
     def _accuracy_draws(self) -> xr.DataArray | None:
         return expected_accuracy_draws(self.idata, self.data)
 
+    @property
+    def predictive_interval(self) -> bool:
+        """Whether the leaderboard's accuracy interval is the posterior predictive one."""
+        return self.predictive_accuracy() is not None
+
     def predictive_accuracy(self) -> xr.DataArray | None:
         """Posterior predictive draws of each model's benchmark accuracy on new trials.
 
@@ -578,11 +583,33 @@ class NormalPosterior(RankAnalytics):
     def _sd(self) -> np.ndarray:
         return self.sigma.copy()
 
+    prior: Any = None  # the R0 of closed_form(data, R0=...), when it made this posterior
+
+    @property
+    def predictive_interval(self) -> bool:
+        """Whether the leaderboard's accuracy interval is the posterior predictive one."""
+        return self.model in ("bayes", "bayes_greedy") and self.data is not None and not (
+            self.model == "bayes_greedy" and self.prior is None)
+
     def _accuracy_summary(self, prob: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         if self.model not in ("bayes", "bayes_greedy"):
             return None
-        lower, upper = self._interval(prob, "eti")  # Bayes@N's mu is the expected accuracy
-        return self.mu.copy(), lower, upper
+        if not self.predictive_interval:
+            lower, upper = self._interval(prob, "eti")  # Bayes@N's mu is its expected score
+            return self.mu.copy(), lower, upper
+        # the predictive interval of the replicated benchmark score, normal approximation of
+        # the Dirichlet-multinomial: per cell mean n E[w], variance n Var(w) (T + n) / (T + 1)
+        nu = conjugate.dirichlet_parameters(self.data, self.prior)
+        w = self.data.weights
+        T, n = nu.sum(axis=-1), self.data.reductions.trials
+        mean_w = (nu @ w) / T
+        var_w = np.maximum((nu @ w**2) / T - mean_w**2, 0.0)
+        total = n.sum(axis=1)
+        center = (n * mean_w).sum(axis=1) / total
+        sd = np.sqrt((n * var_w * (T + n) / (T + 1)).sum(axis=1)) / total
+        half = special.ndtri(0.5 + prob / 2) * sd
+        return (self.mu.copy(), np.clip(center - half, w.min(), w.max()),
+                np.clip(center + half, w.min(), w.max()))
 
     def _interval(self, prob: float, kind: str) -> tuple[np.ndarray, np.ndarray]:
         half = special.ndtri(0.5 + prob / 2) * self.sigma  # the normal's HDI is its ETI
@@ -707,4 +734,6 @@ def closed_form(
     d = as_response_data(data)
     mu, sigma = conjugate.bayes_at_n(d, weights=weights, R0=R0)
     label = "bayes_greedy" if conjugate.uses_prior(R0) else "bayes"
-    return NormalPosterior(mu, sigma, d.models, data=d, model=label)
+    post = NormalPosterior(mu, sigma, d.models, data=d, model=label)
+    post.prior = R0  # for the predictive interval of the accuracy (same Dirichlet posterior)
+    return post

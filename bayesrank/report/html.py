@@ -275,7 +275,7 @@ def _describe_call(call: str | None) -> str:
 
 
 def _predictive(post: RankAnalytics) -> bool:
-    return isinstance(post, Posterior) and post.predictive_accuracy() is not None
+    return bool(getattr(post, "predictive_interval", False))
 
 
 def _model_label(post: RankAnalytics) -> str:
