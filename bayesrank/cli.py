@@ -271,13 +271,13 @@ def _cmd_rank(args: argparse.Namespace) -> int:
 def rank_table(result, data, options: dict):
     """``bayesrank rank``'s leaderboard: rank, model, the observed accuracy (or weighted
     score) from the data exactly, then the method's score named for what it is."""
-    from bayesrank.analysis.posterior import BAYES_SCORE_LABEL, observed_label
+    from bayesrank.analysis.posterior import estimate_label, observed_label
 
     frame = result.to_frame()
     observed = dict(zip(data.models, data.reductions.observed_score, strict=True))
     frame.insert(2, observed_label(data), [observed[m] for m in frame["model"]])
     uniform = result.method == "bayes" and options.get("R0") is None
-    label = BAYES_SCORE_LABEL if uniform else f"{result.method} score"
+    label = estimate_label("bayes", data) if uniform else f"{result.method} score"
     return frame.rename(columns={"score": label})
 
 

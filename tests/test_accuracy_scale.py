@@ -203,3 +203,16 @@ def test_closed_form_interval_is_the_predictive_one_of_its_own_dirichlet_posteri
     assert np.all(board["accuracy_upper"].loc[list(data.models)].to_numpy()
                   - board["accuracy_lower"].loc[list(data.models)].to_numpy()
                   > credible[1] - credible[0])
+
+
+def test_bayes_label_names_the_prior_mean_it_shrinks_toward():
+    rng = np.random.default_rng(6)
+    uneven = ResponseData(rng.integers(0, 3, (3, 4, 1)), weights=[0.0, 0.25, 1.0])
+    label = closed_form(uneven).leaderboard().attrs["accuracy_label"]
+    assert label == "Bayes@N score (uniform prior, shrinks toward 0.417 at small N)"
+    # the uniform prior's mean score: one pseudo-count per category, all trials unseen
+    empty = closed_form(ResponseData(np.zeros((2, 3, 1), dtype=int),
+                                     mask=np.array([[[True], [False], [False]]] * 2),
+                                     weights=[0.0, 0.25, 1.0]))
+    # two unseen questions at the prior mean 5/12, one failed: Dirichlet(2, 1, 1) -> 1.25 / 4
+    assert empty.mu[0] == pytest.approx((2 * 5 / 12 + 1.25 / 4) / 3, rel=1e-12)

@@ -302,7 +302,7 @@ class RankAnalytics:
         frame.attrs.update(by=by, prob=prob, q=q, alpha=alpha, level=level, model=self.model,
                            tie_groups=ranking.details["tie_groups"],
                            observed_label=observed_label(self.data),
-                           accuracy_label=estimate_label(self.model))
+                           accuracy_label=estimate_label(self.model, self.data))
         if accuracy is None:
             frame.attrs["accuracy_note"] = ACCURACY_NOT_AVAILABLE.format(model=self.model)
         return frame
@@ -662,7 +662,7 @@ BAYES_SCORE_LABEL = "Bayes@N score (uniform prior, shrinks toward 0.5 at small N
 IRT_ACCURACY_LABEL = "expected accuracy on these questions"
 
 
-def estimate_label(model: str) -> str:
+def estimate_label(model: str, data: ResponseData | None = None) -> str:
     """What a model's ``accuracy`` column is, in the words a leaderboard shows.
 
     Bayes@N's score is the posterior mean of the Dirichlet solve rates, ``(k + 1) /
@@ -673,7 +673,9 @@ def estimate_label(model: str) -> str:
     if model == "bayes_greedy":
         return "Bayes@N score (prior: the data's prior outcomes R0, shrinks toward them)"
     if model == "bayes":
-        return BAYES_SCORE_LABEL
+        # the uniform Dirichlet's mean score is the mean category weight: 0.5 for 0/1
+        centre = 0.5 if data is None else float(np.mean(data.weights))
+        return BAYES_SCORE_LABEL.replace("0.5", f"{centre:.3g}")
     return IRT_ACCURACY_LABEL
 
 
