@@ -20,10 +20,17 @@ import time
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bayesrank import __version__
 from bayesrank.checks import category_weights_argument
 from bayesrank.data.io import columns_argument
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from bayesrank.data import ResponseData
+    from bayesrank.ranking import Ranking
 
 EXAMPLE_NOTE = "bundled simulated example (not real model results)"
 
@@ -268,7 +275,7 @@ def _cmd_rank(args: argparse.Namespace) -> int:
     return 0
 
 
-def rank_table(result, data, options: dict):
+def rank_table(result: Ranking, data: ResponseData, options: dict) -> pd.DataFrame:
     """``bayesrank rank``'s leaderboard: rank, model, the observed accuracy (or weighted
     score) from the data exactly, then the method's score named for what it is."""
     from bayesrank.analysis.posterior import estimate_label, observed_label

@@ -216,3 +216,15 @@ def test_bayes_label_names_the_prior_mean_it_shrinks_toward():
                                      weights=[0.0, 0.25, 1.0]))
     # two unseen questions at the prior mean 5/12, one failed: Dirichlet(2, 1, 1) -> 1.25 / 4
     assert empty.mu[0] == pytest.approx((2 * 5 / 12 + 1.25 / 4) / 3, rel=1e-12)
+
+
+def test_shrunken_bayes_at_one_trial_gets_the_coverage_banner_and_the_2pl_remedy():
+    """Bayes@N at N = 1 squeezes the scores toward 0.5; its predictive interval then misses
+    the observed accuracies of strong models, and the banner names the 2PL."""
+    from bayesrank.report.html import _coverage_warning
+
+    rng = np.random.default_rng(2)
+    R = (rng.random((12, 300, 1)) < np.linspace(0.6, 0.97, 12)[:, None, None]).astype(np.int8)
+    post = closed_form(ResponseData(R))
+    text = _coverage_warning(post, post.leaderboard(), 0.9, None).replace("&quot;", '"')
+    assert 'id="coverage-warning"' in text and 'fit(data, "2pl")' in text

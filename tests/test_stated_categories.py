@@ -20,7 +20,10 @@ def run_cli(capsys, *argv):
         code = exc.code
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
-    return code, captured.out, captured.err
+    # progress lines ("bayesrank: [  0.0 s] loading ...") aside, the error is one line
+    err = "".join(line for line in captured.err.splitlines(keepends=True)
+                  if not line.startswith("bayesrank: ["))
+    return code, captured.out, err
 
 
 @pytest.fixture

@@ -320,10 +320,12 @@ def suggest_better_model(posterior: Posterior, result: PPCResult) -> str | None:
 
 def better_model_call(posterior: Posterior) -> str | None:
     """The call that fits the model PSIS-LOO prefers to ``posterior``'s on the real
-    benchmarks (docs/report.md), or None when none of those tried does better."""
+    benchmarks (docs/report.md), or None when none of those tried does better.  A
+    closed-form Bayes@N (no draws) is read as the Dirichlet-multinomial it is."""
     data = getattr(posterior, "data", None)
     table = _BETTER_FIT_ONE_TRIAL if one_trial_per_cell(data) else _BETTER_FIT
-    better = table.get((posterior.model, likelihood_of(posterior)))
+    likelihood = likelihood_of(posterior) if hasattr(posterior, "idata") else "multinomial"
+    better = table.get((posterior.model.replace("bayes_greedy", "bayes"), likelihood))
     if better is None:
         return None
     kind, likelihood = better

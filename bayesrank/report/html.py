@@ -81,7 +81,7 @@ figure{margin:1em 0}img{max-width:100%;height:auto}
 .answer{font-size:1.15em;margin:.6em 0}
 #decision-table{display:table;font-size:.9em;max-width:100%}
 #decision-table th{white-space:normal;vertical-align:bottom}
-#decision-table td.name{white-space:normal;overflow-wrap:anywhere;min-width:8em}
+#decision-table td.name{white-space:normal;overflow-wrap:anywhere;min-width:12em}
 """
 
 
@@ -193,7 +193,7 @@ def _remedy(post: RankAnalytics, ppc: Any) -> str:
     real benchmarks, as the call that fits it, or that none of them does."""
     from bayesrank.analysis.ppc import better_model_call, one_trial_per_cell
 
-    better = better_model_call(post) if isinstance(post, Posterior) else None
+    better = better_model_call(post)  # type: ignore[arg-type]
     if better:
         return (f" A model that fits better by PSIS-LOO among those tried on the real "
                 f"benchmarks ({MODELS_TRIED}; docs/report.md): <code>{_esc(better)}</code> "
@@ -245,7 +245,7 @@ def _coverage_warning(post: RankAnalytics, board: pd.DataFrame, prob: float, ppc
                           | (board["observed"] > board["accuracy_upper"])]
     if len(outside) <= (1 - COVERAGE_FLOOR) * len(board):
         return ""
-    listed = ", ".join(_esc(m) for m in outside[:5]) + (", ..." if len(outside) > 5 else "")
+    listed = ", ".join(_esc(m) for m in outside[:3]) + (", ..." if len(outside) > 3 else "")
     chance = stats.binom.sf(len(outside) - 1, len(board), 1 - prob)
     return (
         f'<div class="banner" id="coverage-warning">MODEL MISFIT: the observed accuracy of '
@@ -379,7 +379,7 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
 
 
 #: models of the top set named in the report's opening sentence (all are shaded below it)
-TOP_SET_NAMED = 5
+TOP_SET_NAMED = 3
 
 
 def _decision_section(post: RankAnalytics, board: pd.DataFrame, o: ReportOptions,
@@ -416,9 +416,9 @@ def _decision_section(post: RankAnalytics, board: pd.DataFrame, o: ReportOptions
     columns["P(best)"] = [_fmt(x, 2) for x in board["p_best"]]
     columns[f"rank {prob:.0%}"] = [f"{a}–{b}" for a, b in
                                       zip(board["rank_lower"], board["rank_upper"], strict=True)]
-    columns["vs next"] = ["" if pd.isna(s) else ("separated" if s else "≈ not separated")
-                          for s in board["separated_from_next"]]
-    legend.append(f"<b>vs next</b>: P(this model &gt; the next) ≥ {o.level:.0%}")
+    columns["separated from next"] = ["" if pd.isna(s) else ("yes" if s else "no")
+                                      for s in board["separated_from_next"]]
+    legend.append(f"<b>separated from next</b>: P(this model &gt; the next) ≥ {o.level:.0%}")
     rows = pd.DataFrame(columns)
     classes = ["top" if x else "" for x in board["in_top_set"]]
     table = _table_html(rows, name_columns=("model",), row_classes=classes,
