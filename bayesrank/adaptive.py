@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from bayesrank.analysis.posterior import closed_form
+from bayesrank.checks import category_weights_argument
 from bayesrank.data import ResponseData, io
 from bayesrank.errors import DataError
 
@@ -398,6 +399,9 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
                    help="rename a long table's columns, e.g. trial=sample_idx,outcome=correct")
     p.add_argument("--trials", type=int, metavar="N", default=None,
                    help="DATA is a wide table of success counts, each out of N trials")
+    p.add_argument("--weights", type=category_weights_argument, metavar="W0,W1,...",
+                   default=None, help="categorical outcomes 0..C: the score of each, e.g. "
+                   "0,0.5,1 (outcomes above 1 are refused without it)")
     p.add_argument("--budget", type=int, required=True, help="number of new trials to plan")
     p.add_argument("--target", default="top1", choices=list(TARGETS))
     p.add_argument("-k", type=int, default=None, help="size of the top set for --target top_k")
@@ -411,7 +415,8 @@ def add_cli(subparsers: Any) -> argparse.ArgumentParser:
 
 def cli_main(args: argparse.Namespace) -> int:
     """Plan the next ``--budget`` trials and write them to ``--output`` (nothing on error)."""
-    data = io.load(args.data, key=args.key, columns=args.columns, trials=args.trials)
+    data = io.load(args.data, key=args.key, columns=args.columns, trials=args.trials,
+                   weights=args.weights)
     try:
         post = closed_form(data, R0=None)
         state = settled(post, args.target, args.k, args.level)

@@ -25,6 +25,7 @@ import numpy as np
 from bayesrank.errors import DataError
 
 __all__ = [
+    "category_weights_argument",
     "check_choice",
     "check_finite",
     "check_in_interval",
@@ -95,3 +96,22 @@ def check_probability(name: str, value: Any) -> float:
     if not 0.0 < x < 1.0:
         raise DataError(f"{name} must lie strictly between 0 and 1, got {value!r}")
     return x
+
+
+def category_weights_argument(text: str) -> list[float]:
+    """``--weights 0,0.5,1``: the score of each outcome 0..C, for ``argparse`` ``type=``.
+
+    >>> category_weights_argument("0,0.5,1")
+    [0.0, 0.5, 1.0]
+    """
+    import argparse
+
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) < 2 or not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(
+            f"expected the score of each outcome 0..C, comma-separated (e.g. 0,0.5,1), "
+            f"got {text!r}")
+    return values

@@ -12,15 +12,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import inspect
+import math
 import os
 import signal
 import sys
+import threading
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bayesrank import __version__
+from bayesrank.checks import category_weights_argument
 from bayesrank.data.io import columns_argument
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from bayesrank.data import ResponseData
+    from bayesrank.ranking import Ranking
 
 EXAMPLE_NOTE = "bundled simulated example (not real model results)"
 
@@ -103,6 +114,42 @@ def _step(args: argparse.Namespace, text: str) -> None:
         print(f"bayesrank: {text}", file=sys.stderr, flush=True)
 
 
+class Stages:
+    """Stage lines of long work on stderr, each with the seconds since the command began:
+    ``bayesrank: [  12.3 s] fitting ...``; on a terminal the sampler's progress bar shows
+    the draws, elsewhere (CI, a notebook's log, ``nohup``) :meth:`draws` prints a line
+    every ``every`` seconds and when sampling ends.  ``--quiet`` silences both."""
+
+    def __init__(self, args: argparse.Namespace, every: float = 15.0) -> None:
+        self.quiet = bool(getattr(args, "quiet", False))
+        self.bar = _watched(args)
+        self.every = every
+        self.started = time.perf_counter()
+        self._last = -math.inf
+        self._finished = False
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> None:
+        if not self.quiet:
+            elapsed = time.perf_counter() - self.started
+            print(f"bayesrank: [{elapsed:7.1f} s] {text}", file=sys.stderr, flush=True)
+
+    def draws(self, done: int, total: int) -> None:
+        """The sampler's count of draws done (warm-up included), from its own thread."""
+        if self.bar or self.quiet or total <= 0:
+            return
+        with self._lock:
+            now = time.perf_counter()
+            if done >= total and not self._finished:
+                self._finished = True
+                self(f"sampling: {done}/{total} draws done; log-likelihood and convergence "
+                     "checks")
+            elif done < total and now - self._last >= self.every:
+                self._last = now
+                self(f"sampling: {done}/{total} draws done ({done / total:.0%}, warm-up "
+                     "included)")
+
+
 def _one_line(message: Warning | str) -> str:
     return " ".join(str(message).split())
 
@@ -126,21 +173,25 @@ def _cli_warnings() -> Iterator[None]:
 
 
 # -- data ----------------------------------------------------------------------------------
-def _load_data(path: str | None, key: str | None, prior: str | None,
-               columns: dict[str, str] | None = None, trials: int | None = None):
+def _load_data(args: argparse.Namespace):
+    """The data named by the shared data arguments, and how to call their source."""
     from bayesrank import datasets
     from bayesrank.data import io
 
+    path, prior = args.data, args.prior
     if path is None:
-        if prior or columns or trials:
-            flag = "--prior" if prior else "--columns" if columns else "--trials"
-            raise UsageError(f"{flag} applies to a DATA file; give one (the bundled example "
+        given = [flag for flag, value in (("--prior", prior), ("--columns", args.columns),
+                                          ("--trials", args.trials), ("--weights", args.weights))
+                 if value]
+        if given:
+            raise UsageError(f"{given[0]} applies to a DATA file; give one (the bundled example "
                              "already has its prior)")
-        return datasets.example(key or "combined"), EXAMPLE_NOTE
+        return datasets.example(args.key or "combined"), EXAMPLE_NOTE
     check_input_file(path)
     if prior is not None:
         check_input_file(prior, "--prior ")
-    return io.load(path, key=key, R0=prior, columns=columns, trials=trials), path
+    return io.load(path, key=args.key, R0=prior, columns=args.columns, trials=args.trials,
+                   weights=args.weights), path
 
 
 def check_input_file(path: str | os.PathLike, flag: str = "") -> None:
@@ -163,6 +214,9 @@ def _add_data_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trials", type=int, metavar="N",
                    help="DATA is a wide table of success counts (a model column, one column "
                    "per question), each out of N trials, e.g. MathArena's per-problem tables")
+    p.add_argument("--weights", type=category_weights_argument, metavar="W0,W1,...",
+                   help="categorical outcomes 0..C: the score of each, e.g. --weights 0,0.5,1 "
+                   "(outcomes above 1 are refused without it)")
 
 
 def _add_common_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
@@ -214,12 +268,25 @@ def _cmd_rank(args: argparse.Namespace) -> int:
     from bayesrank import rank
 
     options = method_options(args.method, args.option)
-    data, source = _load_data(args.data, args.key, args.prior, args.columns, args.trials)
+    data, source = _load_data(args)
     _step(args, f"ranking {data.L} models with {args.method}")
     result = rank(data, args.method, ties=args.ties, **options)
     print(f"# {result.method} on {source}: {data!r}")
-    print(result.to_frame().to_string(index=False))
+    print(rank_table(result, data, options).to_string(index=False))
     return 0
+
+
+def rank_table(result: Ranking, data: ResponseData, options: dict) -> pd.DataFrame:
+    """``bayesrank rank``'s leaderboard: rank, model, the observed accuracy (or weighted
+    score) from the data exactly, then the method's score named for what it is."""
+    from bayesrank.analysis.posterior import estimate_label, observed_label
+
+    frame = result.to_frame()
+    observed = dict(zip(data.models, data.reductions.observed_score, strict=True))
+    frame.insert(2, observed_label(data), [observed[m] for m in frame["model"]])
+    uniform = result.method == "bayes" and options.get("R0") is None
+    label = estimate_label("bayes", data) if uniform else f"{result.method} score"
+    return frame.rename(columns={"score": label})
 
 
 def _cmd_methods(args: argparse.Namespace) -> int:
@@ -239,6 +306,7 @@ def _check_report_arguments(args: argparse.Namespace) -> None:
     if args.posterior is not None:
         given = [flag for flag, value in (("DATA", args.data), ("--model", args.model),
                                           ("--prior", args.prior), ("--columns", args.columns),
+                                          ("--weights", args.weights),
                                           ("--sampler", args.sampler),
                                           ("--save-posterior", args.save_posterior))
                  if value is not None]
@@ -264,26 +332,33 @@ def _baselines(args: argparse.Namespace) -> list[str]:
     return [b.strip() for b in (args.baselines or "").split(",") if b.strip()]
 
 
-def _fit_for_report(args: argparse.Namespace):
+def _fit_for_report(args: argparse.Namespace, stages: Stages):
     from bayesrank.report import default_model
 
-    data, source = _load_data(args.data, args.key, args.prior, args.columns, args.trials)
+    stages(f"loading {args.data or 'the bundled example'}")
+    data, source = _load_data(args)
+    data.require_models("a report")
     # chosen by posterior-predictive checks and PSIS-LOO on real benchmarks (docs/report.md)
     model, options = (args.model, {}) if args.model else default_model(data)
     if model == "closed_form":
         from bayesrank.analysis import closed_form
 
-        _step(args, f"closed-form Bayes@N posterior of {data!r}")
+        stages(f"closed-form Bayes@N posterior of {data!r}")
         return closed_form(data), source
     from bayesrank.inference import fit
+    from bayesrank.inference.backends import draws_progress
 
     described = " ".join([model, *(f"{k}={v}" for k, v in options.items())])
     draws = "the default draws" if args.draws is None else f"{args.draws} draws"
     tune = "the default" if args.tune is None else f"{args.tune}"
-    _step(args, f"fitting {described} ({args.chains} chains x {draws} after "
-                f"{tune} warm-up) to {data!r}")
-    post = fit(data, model, sampler=args.sampler, draws=args.draws, tune=args.tune,
-               chains=args.chains, random_seed=args.seed, progressbar=_watched(args), **options)
+    stages(f"fitting {described} ({args.chains} chains x {draws} after {tune} warm-up) to "
+           f"{data!r}")
+    token = draws_progress.set(stages.draws)
+    try:
+        post = fit(data, model, sampler=args.sampler, draws=args.draws, tune=args.tune,
+                   chains=args.chains, random_seed=args.seed, progressbar=stages.bar, **options)
+    finally:
+        draws_progress.reset(token)
     return post, source
 
 
@@ -291,19 +366,21 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from bayesrank.report import write_report
 
     _check_report_arguments(args)
+    stages = Stages(args)
     if args.posterior is not None:
         from bayesrank.analysis.persist import load_posterior
 
-        _step(args, f"loading {args.posterior}")
+        stages(f"loading {args.posterior}")
         post, source = load_posterior(args.posterior), f"posterior saved in {args.posterior}"
     else:
-        post, source = _fit_for_report(args)
+        post, source = _fit_for_report(args, stages)
         if args.save_posterior is not None:
+            stages(f"writing {args.save_posterior}")
             post.save(args.save_posterior)
             print(f"wrote {args.save_posterior}")
-    _step(args, "rendering the report (leaderboard, plots, posterior-predictive checks)")
     path = write_report(post, args.output, baselines=_baselines(args), random_seed=args.seed,
-                        source=source)
+                        source=source, progress=lambda stage: stages(f"report: {stage}"))
+    stages(f"wrote {path}")
     print(f"wrote {path}")
     return 0
 
@@ -324,7 +401,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
     if args.signals:
         return categorical.cli_main(args)
 
-    data, source = _load_data(args.data, args.key, args.prior, args.columns, args.trials)
+    data, source = _load_data(args)
     try:
         result = run_study(
             data,

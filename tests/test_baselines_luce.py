@@ -317,7 +317,7 @@ def test_tie_prevalence_conventions():
     assert delta.shape == (5,) and delta[0] == 1.0 and np.all(delta >= 0)
 
 
-CATEGORICAL = ResponseData(np.array([[[0, 2, 1]], [[1, 1, 2]]]))
+CATEGORICAL = ResponseData(np.array([[[0, 2, 1]], [[1, 1, 2]]]), n_categories=3)
 
 
 @pytest.mark.parametrize("identifier", ["bradley_terry_luce", "bradley_terry_luce_map",

@@ -240,7 +240,7 @@ def test_thompson_ties_identical_posteriors_exactly():
     assert result.ranks[0] == result.ranks[3]
 
 
-CATEGORICAL = ResponseData(np.array([[[0, 2, 1]], [[1, 1, 2]]]))
+CATEGORICAL = ResponseData(np.array([[[0, 2, 1]], [[1, 1, 2]]]), n_categories=3)
 
 
 @pytest.mark.parametrize("identifier", ["pass_at_k_2", "pass_hat_k_2", "mg_pass_at_k_2",

@@ -290,7 +290,7 @@ def test_bayesian_mcmc_mixes_where_scorios_random_walk_does_not():
 # -- other inputs -------------------------------------------------------------------------------
 def test_categorical_data_use_utility_wins():
     rng = np.random.default_rng(0)
-    data = ResponseData(rng.integers(0, 3, (4, 10, 3)))
+    data = ResponseData(rng.integers(0, 3, (4, 10, 3)), n_categories=3)
     result = bayesrank.rank(data, "bradley_terry_map")
     expect = paired.bt_log_strengths(data.reductions.wins, prior=1.0)
     np.testing.assert_allclose(np.log(result.scores), expect, atol=1e-12)

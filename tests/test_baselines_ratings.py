@@ -323,7 +323,7 @@ def test_bad_input_is_refused(rule):
     with pytest.raises(ValueError, match="tie_handling"):
         rule(R, tie_handling="half")
     with pytest.raises(DataError, match="binary"):
-        rule(ResponseData(np.array([[[0, 2]], [[1, 1]]])))
+        rule(ResponseData(np.array([[[0, 2]], [[1, 1]]]), n_categories=3))
     with pytest.raises(ValueError, match="K must be positive"):
         ratings.elo(R, K=0.0)
     with pytest.raises(ValueError, match="tau"):

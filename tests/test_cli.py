@@ -27,7 +27,8 @@ def test_rank_example_prints_leaderboard(capsys):
     out = capsys.readouterr().out
     assert "simulated" in out
     lines = out.strip().splitlines()
-    assert lines[1].split() == ["rank", "model", "score"]
+    # the data's own accuracy first after the model, then the method's score, named
+    assert lines[1].split() == ["rank", "model", "observed", "accuracy", "avg", "score"]
     assert len(lines) == 2 + 20
     assert lines[2].split()[0] == "1"
 

@@ -118,7 +118,10 @@ def test_ctrl_c_is_one_line(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(bayesrank.analysis, "closed_form", interrupted)
     out = tmp_path / "r.html"
     code, err = run_cli(capsys, "report", "--model", "closed_form", "-o", str(out))
-    assert code == 130 and err.strip() == "bayesrank: interrupted"
+    *stages, last = err.strip().splitlines()
+    assert code == 130 and last == "bayesrank: interrupted"
+    # before it only the stage lines of issue 52 (and the blank line that ends a ^C)
+    assert all(line.startswith("bayesrank: [") for line in stages if line)
     assert not out.exists()
 
 
@@ -222,16 +225,15 @@ def test_report_and_study_read_harness_columns(capsys, tmp_path):
     assert any(folder.iterdir())
 
 
-def test_progress_in_a_terminal_unless_quiet(capsys, tmp_path, monkeypatch):
+def test_progress_piped_or_in_a_terminal_unless_quiet(capsys, tmp_path, monkeypatch):
     out = tmp_path / "r.html"
     argv = ["report", "--model", "closed_form", "--baselines", "avg", "-o", str(out)]
-    assert main(argv) == 0
-    assert capsys.readouterr().err == ""  # not a terminal: no progress
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    assert main(argv) == 0
-    err = capsys.readouterr().err
-    assert "bayesrank: closed-form Bayes@N posterior" in err
-    assert "bayesrank: rendering the report" in err
+    for terminal in (False, True):  # stage lines either way (issue 52)
+        monkeypatch.setattr(sys.stderr, "isatty", lambda terminal=terminal: terminal)
+        assert main(argv) == 0
+        err = capsys.readouterr().err
+        assert "] closed-form Bayes@N posterior" in err
+        assert "] report: posterior-predictive checks" in err and "] wrote " in err
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     assert main([*argv, "--quiet"]) == 0
     assert capsys.readouterr().err == ""

@@ -19,7 +19,7 @@ def test_defaults_and_names():
     assert d.models == ("a", "b", "c")
     assert d.questions == ("q0", "q1")
     np.testing.assert_array_equal(d.weights, [0.0, 1.0])
-    c = ResponseData(np.array([[[0, 3]], [[2, 1]]]))
+    c = ResponseData(np.array([[[0, 3]], [[2, 1]]]), n_categories=4)  # stated, never guessed
     assert c.n_categories == 4
     np.testing.assert_allclose(c.weights, [0, 1 / 3, 2 / 3, 1])
 
@@ -143,7 +143,7 @@ def test_caller_arrays_are_not_frozen_or_shared():
 def test_binarize_thresholds_categories_and_keeps_names_mask_and_prior():
     R = np.array([[[0, 1, 2]], [[2, 2, 1]]])
     mask = np.array([[[True, True, False]], [[True, True, True]]])
-    d = ResponseData(R, models=["x", "y"], questions=["q"], mask=mask,
+    d = ResponseData(R, models=["x", "y"], questions=["q"], mask=mask, n_categories=3,
                      R0=np.array([[[1]], [[2]]]).reshape(2, 1, 1))
     top = d.binarize()
     assert top.is_binary and top.models == ("x", "y") and top.questions == ("q",)

@@ -126,7 +126,7 @@ def test_real_archives_load_with_their_model_names(shared_dir: Path):
     zeroeval = load(data / "real_zeroeval_math_l5" / "R.npz", key="math_l5")
     assert zeroeval.R.shape == (38, 721, 1) and zeroeval.models[:2] == (
         "o1-mini-2024-09-12", "o1-preview-2024-09-12")
-    rg = load(data / "real_reasoning_gym_hard" / "R.npz", key="rg_hard_cat")
+    rg = load(data / "real_reasoning_gym_hard" / "R.npz", key="rg_hard_cat", n_categories=3)
     assert rg.models[1] == "deepseek/deepseek-r1" and rg.questions[0].startswith("algebra/")
     lcb = load(data / "real_lcb_repair_2024_10" / "R.npz", key="repair_n1")
     assert lcb.models == ("O1-Preview-2024-09-12 (N=1)", "O1-Mini-2024-09-12 (N=1)")
@@ -226,7 +226,7 @@ def test_one_models_long_table_without_a_model_column_is_named_by_models(tmp_pat
 @pytest.mark.parametrize(
     ("frame", "message"),
     [
-        (pd.DataFrame({"model": ["a"], "question": ["q"], "outcome": [1]}), r"lacks column.*trial"),
+        (pd.DataFrame({"model": ["a"], "trial": [0], "outcome": [1]}), r"lacks column.*question"),
         (
             pd.DataFrame({"model": ["a", "a"], "question": ["q", "q"], "trial": [0, 0],
                           "outcome": [1, 0]}),

@@ -143,7 +143,7 @@ def test_every_pair_enters_and_disconnected_graphs_stay_proper():
 
 
 def test_options_and_errors():
-    R = np.random.default_rng(1).integers(0, 3, (3, 4, 5))
+    R = ResponseData(np.random.default_rng(1).integers(0, 3, (3, 4, 5)), n_categories=3)
     model = bradley_terry.build(R, hierarchical=True, scale=2.0)  # categorical data: utilities
     assert "sigma" in model.named_vars
     with pytest.raises(ValueError, match="ties"):

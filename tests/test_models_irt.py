@@ -613,7 +613,8 @@ def test_binomial_counts_are_the_sufficient_statistic():
 
 
 def test_irt_errors_name_the_problem():
-    categorical = ResponseData(np.random.default_rng(0).integers(0, 3, (3, 4, 2)))
+    categorical = ResponseData(np.random.default_rng(0).integers(0, 3, (3, 4, 2)),
+                               n_categories=3)
     with pytest.raises(DataError, match="binary"):
         irt.build(categorical)
     with pytest.raises(DataError, match="bayes"):

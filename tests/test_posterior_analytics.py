@@ -578,7 +578,9 @@ def test_expected_accuracy_is_the_mean_irt_solve_probability(a, c):
         assert board.loc[name, "accuracy_lower"] == pytest.approx(np.quantile(flat[:, ell], 0.1))
         assert board.loc[name, "accuracy_upper"] == pytest.approx(np.quantile(flat[:, ell], 0.9))
     cols = list(board.columns)
-    assert cols.index("accuracy") == cols.index("upper") + 1  # next to theta's interval
+    # first after the model name: the accuracy scale (no data here, so no observed column)
+    assert cols[:3] == ["accuracy", "accuracy_lower", "accuracy_upper"]
+    assert board.attrs["accuracy_label"] == "expected accuracy on these questions"
 
 
 def test_bayes_accuracy_is_its_theta_and_pairwise_models_have_none():
@@ -614,7 +616,7 @@ def test_misfit_advice_never_suggests_the_beta_binomial_at_one_trial_per_cell():
     rng = np.random.default_rng(0)
     one = ResponseData(rng.integers(0, 2, (3, 8, 1)))
     many = ResponseData(rng.integers(0, 2, (3, 8, 4)))
-    levels = ResponseData(rng.integers(0, 3, (3, 8, 1)))
+    levels = ResponseData(rng.integers(0, 3, (3, 8, 1)), n_categories=3)
 
     def posterior(model, data, phi=False):
         names = {"theta": 0} | ({"phi": 0} if phi else {})

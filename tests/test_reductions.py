@@ -162,7 +162,7 @@ def test_prior_counts_shared_and_per_model():
 
 
 def test_binary_only_reductions_refuse_categorical():
-    d = ResponseData(np.array([[[0, 2]], [[1, 1]]]))
+    d = ResponseData(np.array([[[0, 2]], [[1, 1]]]), n_categories=3)
     with pytest.raises(DataError, match="binary"):
         _ = d.reductions.successes
     with pytest.raises(DataError, match="binary"):

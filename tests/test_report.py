@@ -272,8 +272,14 @@ def test_report_fits_with_bayesrank_fit(tmp_path, data):
 def test_accuracy_column_is_the_mean_solve_probability(report, posterior):
     rows = parse(report).tables["leaderboard"]
     header, body = rows[0], rows[1:]
-    column = header.index("expected accuracy [90% CrI]")
-    assert column < header.index("theta (posterior mean)")  # next to theta, read first
+    column = header.index("expected accuracy on these questions [90% predictive interval]")
+    observed = header.index("observed accuracy")
+    assert header.index("model") + 1 == observed and observed + 1 == column  # read first
+    assert column < header.index("theta (posterior mean)")
+    counted = dict(zip(posterior.data.models, posterior.data.reductions.observed_score,
+                       strict=True))
+    rep = posterior.predictive_accuracy().transpose("chain", "draw", "llm").values
+    rep_by_name = dict(zip(posterior.models, rep.reshape(-1, rep.shape[-1]).T, strict=True))
     tv = posterior.idata.posterior["theta"].transpose("chain", "draw", "llm").values
     bv = posterior.idata.posterior["b"].transpose("chain", "draw", "question").values
     acc = stats.logistic.cdf(tv[..., :, None] - bv[..., None, :]).mean(-1).reshape(-1, tv.shape[-1])
@@ -281,10 +287,14 @@ def test_accuracy_column_is_the_mean_solve_probability(report, posterior):
     for r in body:
         mean, interval = r[column].split(" [")
         lower, upper = (float(x) for x in interval.rstrip("]").split(", "))
-        a = by_name[r[header.index("model")]]
+        name = r[header.index("model")]
+        a, replicated = by_name[name], rep_by_name[name]
+        assert float(r[observed]) == pytest.approx(counted[name], abs=5e-4)
         assert float(mean) == pytest.approx(a.mean(), abs=5e-4)
-        assert lower == pytest.approx(np.quantile(a, 0.05), abs=5e-4)
-        assert upper == pytest.approx(np.quantile(a, 0.95), abs=5e-4)
+        # the interval is the predictive one of replicated trials, wider than the mean's
+        assert lower == pytest.approx(np.quantile(replicated, 0.05), abs=5e-4)
+        assert upper == pytest.approx(np.quantile(replicated, 0.95), abs=5e-4)
+        assert upper - lower >= np.quantile(a, 0.95) - np.quantile(a, 0.05)
 
 
 def test_no_misfit_warning_when_the_checks_pass(report):
@@ -303,14 +313,15 @@ def overdispersed_posterior() -> Posterior:
     return hand_written_rasch(ResponseData(R), hierarchical=False, draws=200, tune=300, seed=1)
 
 
-def test_misfit_warning_opens_the_leaderboard_and_names_a_better_model(
+def test_misfit_warning_opens_the_decision_and_names_a_better_model(
         tmp_path, overdispersed_posterior):
     out = tmp_path / "misfit.html"
     write_report(overdispersed_posterior, out, baselines=["avg"], ppc_draws=200)
     text = out.read_text(encoding="utf-8")
-    section = text[text.index('<h2 id="leaderboard">'):]
+    section = text[text.index('<h2 id="decision">'):]
     warning = section.index('id="misfit-warning"')
-    assert warning < section.index("Top set") < section.index('<table id="leaderboard">')
+    assert warning < section.index("Top set") < section.index('<table id="decision-table">')
+    assert section.index('<table id="decision-table">') < section.index('<h2 id="leaderboard">')
     banner = section[warning:section.index("</div>", warning)]
     assert "fails its posterior-predictive checks" in banner
     assert "overconfident" in banner  # over-dispersion, in plain words
@@ -349,7 +360,8 @@ def test_davidson_luce_report_explains_why_the_ppc_does_not_apply(tmp_path):
     assert "setwise events" in text and "does not apply to the davidson_luce model" in text
     assert 'id="accuracy-note"' in text  # no accuracy scale for a setwise model
     header = parse(out).tables["leaderboard"][0]
-    assert not any("accuracy" in h for h in header)
+    # the data's own accuracy is shown for every model; the model has no estimate of it
+    assert [h for h in header if "accuracy" in h] == ["observed accuracy"]
     assert "MODEL MISFIT" not in text
 
 
@@ -392,7 +404,8 @@ def test_default_model_is_beta_binomial_2pl_only_with_repeated_trials():
     assert DEFAULT_MODEL == "2pl"  # best PSIS-LOO on every real set (docs/report.md)
     assert default_model(repeated) == (DEFAULT_MODEL, {"likelihood": "beta_binomial"})
     assert default_model(single) == (DEFAULT_MODEL, {})  # n = 1: beta-binomial = Bernoulli
-    levels = ResponseData(rng.integers(0, 3, size=(3, 5, 1)))  # e.g. wrong / partial / right
+    # e.g. wrong / partial / right
+    levels = ResponseData(rng.integers(0, 3, size=(3, 5, 1)), n_categories=3)
     assert default_model(levels) == ("bayes", {})  # the one model that reads categories
 
 
@@ -404,7 +417,7 @@ def test_categorical_report_runs_by_default_and_its_advice_fits_binary_outcomes(
     logit = rng.normal(0, 1, L)[:, None] - rng.normal(0, 1.5, (L, M))
     score = 1 / (1 + np.exp(-logit))
     R = np.where(rng.random((L, M)) < score, 2, (rng.random((L, M)) < 0.3).astype(int))
-    d = ResponseData(R[..., None], models=list("abcde"))
+    d = ResponseData(R[..., None], models=list("abcde"), n_categories=3)
     src = tmp_path / "levels.npz"
     bayesrank.save(d, src)
     out = tmp_path / "levels.html"
@@ -412,7 +425,10 @@ def test_categorical_report_runs_by_default_and_its_advice_fits_binary_outcomes(
     text = out.read_text(encoding="utf-8")
     assert "model=bayes" in text and "outcome categories" in text
     header = parse(out).tables["leaderboard"][0]
-    assert "expected score [90% CrI]" in header  # a weighted score, not an accuracy
+    # a weighted score, not an accuracy, and a shrunken one
+    assert ("Bayes@N score (uniform prior, shrinks toward 0.5 at small N) [90% predictive "
+            "interval]") in header
+    assert header[header.index("model") + 1] == "observed score"
     assert not any("accuracy" in h for h in header)
     weights = ", ".join(f"{w:g}" for w in d.weights)
     assert f"score on a question (the category weights {weights} averaged" in text
@@ -429,3 +445,74 @@ def test_categorical_report_runs_by_default_and_its_advice_fits_binary_outcomes(
         binary = eval(call, {"fit": short_fit, "data": d}, {})
     assert binary.data.is_binary and binary.model == "2pl"
     np.testing.assert_array_equal(binary.data.R, (d.R == 2).astype(np.int8))
+
+
+# ---------------------------------------------- issue 52: the decision first, at 1,400 and 800 px
+_MEASURE = """<script>
+window.addEventListener("load", () => {
+  const answer = document.getElementById("answer").getBoundingClientRect();
+  const table = document.getElementById("decision-table");
+  const header = table.querySelector("thead").getBoundingClientRect();
+  const firstRow = table.querySelector("tbody tr").getBoundingClientRect();
+  const out = document.createElement("pre");
+  out.id = "measured";
+  out.textContent = JSON.stringify({
+    width: window.innerWidth, height: window.innerHeight,
+    pageWidth: document.documentElement.scrollWidth,
+    tableRight: table.getBoundingClientRect().right, tableScroll: table.scrollWidth,
+    tableClient: table.clientWidth, answerBottom: answer.bottom, rowBottom: firstRow.bottom,
+    headerTop: header.top,
+    firstSection: document.querySelector("h2").id,
+  });
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def _decision_report(tmp_path: Path) -> Path:
+    """A closed-form report of 40 models with long, harness-style names."""
+    rng = np.random.default_rng(12)
+    names = [f"Llama-3.1-405B-Instruct-fp8@provider-{i:02d}-2024-08-06" for i in range(40)]
+    p = np.linspace(0.3, 0.96, 40)[:, None, None]
+    R = (rng.random((40, 200, 1)) < p).astype(np.int8)
+    out = tmp_path / "decision.html"
+    write_report(closed_form(ResponseData(R, models=names)), out, baselines=["avg"])
+    return out
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed "
+                    "(apt-get install chromium); the browser check is skipped")
+@pytest.mark.parametrize("width", [1400, 800])
+def test_decision_opens_the_report_without_scrolling_at_1400_and_800_px(
+        report, tmp_path, width):
+    """The answer and the compact leaderboard are on the first screen, with no horizontal
+    scroll, for the report fixture and for 40 long model names.  Screenshots are kept in
+    $BAYESRANK_SCREENSHOTS when it is set (to look at them)."""
+    import json
+
+    keep = os.environ.get("BAYESRANK_SCREENSHOTS")
+    for name, page in (("fixture", report), ("long_names", _decision_report(tmp_path))):
+        measured = tmp_path / f"{name}_{width}.html"
+        measured.write_text(page.read_text(encoding="utf-8").replace(
+            "</body>", _MEASURE + "</body>"), encoding="utf-8")
+        profile = tmp_path / f"profile-{name}-{width}"
+        size = f"--window-size={width},1000"
+        proc = subprocess.run(
+            [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", size, "--hide-scrollbars",
+             "--dump-dom", measured.as_uri()], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        found = re.search(r'<pre id="measured">(.*?)</pre>', proc.stdout, re.S)
+        assert found, proc.stdout[-500:]
+        m = json.loads(found.group(1).replace("&quot;", '"'))
+        assert m["width"] == width
+        assert m["firstSection"] == "decision"
+        assert m["pageWidth"] <= width, m  # no horizontal scrolling of the page
+        assert m["tableScroll"] <= m["tableClient"] and m["tableRight"] <= width, m
+        assert m["answerBottom"] <= m["height"] and m["rowBottom"] <= m["height"], m
+        shot = Path(keep) if keep else tmp_path
+        shot.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(
+            [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", size, "--hide-scrollbars",
+             f"--screenshot={shot / f'{name}_{width}.png'}", page.as_uri()],
+            capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and (shot / f"{name}_{width}.png").stat().st_size > 10_000

@@ -125,7 +125,7 @@ def test_small_binary_tensors_rank_as_each_draw_alone(data):
 @given(st.integers(3, 6), st.integers(2, 5), st.integers(0, 2**16))
 def test_categorical_tensors_rank_as_each_draw_alone(L, M, seed):
     rng = np.random.default_rng(seed)
-    data = ResponseData(rng.integers(0, 3, size=(L, M, 3)))
+    data = ResponseData(rng.integers(0, 3, size=(L, M, 3)), n_categories=3)
     _check_identity(data, [np.array([0]), np.array([1]), np.array([2])], lp_free=False)
 
 

@@ -144,7 +144,7 @@ def test_degenerate_draws():
 
 def test_non_binary_and_invalid_options_take_the_per_draw_path():
     rng = np.random.default_rng(0)
-    data = ResponseData(rng.integers(0, 3, size=(4, 5, 3)))
+    data = ResponseData(rng.integers(0, 3, size=(4, 5, 3)), n_categories=3)
     stack = DrawStack.from_data(data, [np.array([n]) for n in range(3)])
     for m in [*RATINGS, *PASS]:
         assert batched_scores(stack, m) is None

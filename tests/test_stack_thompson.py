@@ -100,7 +100,8 @@ def test_twins_tie_exactly_in_every_row():
 
 def test_what_the_stack_does_not_reproduce_takes_the_per_draw_path():
     rng = np.random.default_rng(0)
-    categorical = DrawStack.from_data(ResponseData(rng.integers(0, 3, size=(4, 5, 3))),
+    categorical = DrawStack.from_data(ResponseData(rng.integers(0, 3, size=(4, 5, 3)),
+                                                   n_categories=3),
                                       [np.array([0])])
     assert batched_scores(categorical, "thompson") is None
     out = rank_stack(categorical, ["thompson"])["thompson"]

@@ -29,7 +29,7 @@ def _simulate(L=7, M=12, N=6, seed=3, categories=2) -> ResponseData:
     else:
         R = rng.binomial(categories - 1, np.broadcast_to(p, (L, M, N)))
         R0 = rng.binomial(categories - 1, np.broadcast_to(p, (L, M, 1)))
-    return ResponseData(R, models=[f"m{i}" for i in range(L)], R0=R0)
+    return ResponseData(R, models=[f"m{i}" for i in range(L)], R0=R0, n_categories=categories)
 
 
 def _same(ref: np.ndarray | None, got: np.ndarray | None) -> bool:

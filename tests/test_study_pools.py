@@ -35,7 +35,7 @@ def _simulate(L=6, M=10, N=6, seed=3, categories=2, tied_trial=True) -> Response
     R0 = rng.binomial(categories - 1, np.broadcast_to(p, (L, M, 1)))  # per-model greedy
     if tied_trial:
         R[:, :, 0] = 0  # every model fails every question: tau_b undefined on that draw
-    return ResponseData(R, models=[f"m{i}" for i in range(L)], R0=R0)
+    return ResponseData(R, models=[f"m{i}" for i in range(L)], R0=R0, n_categories=categories)
 
 
 def _bootstrap(data, methods, pool_stacks, monkeypatch, **kwargs) -> pd.DataFrame:

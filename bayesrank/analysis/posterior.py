@@ -29,6 +29,7 @@ from scipy import special
 
 from bayesrank import conjugate
 from bayesrank.analysis import rank_stats as unc
+from bayesrank.analysis.accuracy import expected_accuracy_draws, predictive_accuracy_draws
 from bayesrank.checks import check_probability
 from bayesrank.data import ResponseData, as_response_data
 from bayesrank.datatree import from_arrays, has_group
@@ -39,7 +40,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Posterior", "NormalPosterior", "RankAnalytics", "closed_form", "exchangeable_models",
+    "estimate_label",
     "expected_accuracy_draws",
+    "observed_label",
 ]
 
 RankBy = Literal["mean", "median", "lcb"]
@@ -239,12 +242,19 @@ class RankAnalytics:
     ) -> pd.DataFrame:
         """One row per model, best first (by ``by``), with every decision-relevant summary.
 
-        Columns: ``rank``, ``mean``, ``sd``, ``lower``/``upper`` (central ``prob``
-        interval), ``accuracy`` with ``accuracy_lower``/``accuracy_upper`` (posterior
-        mean and central ``prob`` interval of the expected accuracy on the
-        benchmark's questions, see :meth:`Posterior.expected_accuracy`; left out,
-        with ``attrs["accuracy_note"]``, for models without per-question solve
-        probabilities), ``lcb`` (``q``-quantile) and ``lcb_rank``, ``expected_rank``,
+        Columns, in the order people read them: ``observed`` (the model's observed
+        accuracy, or weighted score with categories, from the data exactly:
+        :attr:`~bayesrank.data.reductions.Reductions.observed_score`), ``accuracy`` with
+        ``accuracy_lower``/``accuracy_upper`` (the model's estimate on the same scale:
+        posterior mean of the expected accuracy on the benchmark's questions, see
+        :meth:`Posterior.expected_accuracy`, and the central ``prob`` interval of the
+        benchmark accuracy of replicated trials, :meth:`Posterior.predictive_accuracy`,
+        which the observed accuracy falls in at that rate when the model fits; named in
+        ``attrs["accuracy_label"]`` for what it is, e.g. the Bayes@N score shrinks toward
+        the prior at small N; left out, with ``attrs["accuracy_note"]``, for models
+        without per-question solve probabilities), ``rank``, ``mean``, ``sd``,
+        ``lower``/``upper`` (central ``prob`` interval of theta), ``lcb``
+        (``q``-quantile) and ``lcb_rank``, ``expected_rank``,
         ``rank_lower``/``rank_upper``, ``p_best``, ``in_top_set`` (level 1 - alpha),
         ``p_above_next`` (P(this model > the next one down)) and
         ``separated_from_next`` (``p_above_next >= level``).  Ranks tie as in
@@ -279,16 +289,20 @@ class RankAnalytics:
         )
         accuracy = self._accuracy_summary(prob)
         if accuracy is not None:
-            position = frame.columns.get_loc("upper") + 1
             for offset, (name, values) in enumerate(zip(
                     ("accuracy", "accuracy_lower", "accuracy_upper"), accuracy, strict=True)):
-                frame.insert(position + offset, name, values)
+                frame.insert(offset, name, values)
+        if self.data is not None:
+            observed = pd.Series(self.data.reductions.observed_score, index=self.data.models)
+            frame.insert(0, "observed", observed.reindex(list(self.models)).to_numpy())
         separated = pd.array(above_next >= level, dtype="boolean")
         separated[np.isnan(above_next)] = pd.NA  # the last model has no next one
         frame["separated_from_next"] = separated
         frame = frame.iloc[order]
         frame.attrs.update(by=by, prob=prob, q=q, alpha=alpha, level=level, model=self.model,
-                           tie_groups=ranking.details["tie_groups"])
+                           tie_groups=ranking.details["tie_groups"],
+                           observed_label=observed_label(self.data),
+                           accuracy_label=estimate_label(self.model, self.data))
         if accuracy is None:
             frame.attrs["accuracy_note"] = ACCURACY_NOT_AVAILABLE.format(model=self.model)
         return frame
@@ -455,11 +469,36 @@ class Posterior(RankAnalytics):
     def _accuracy_draws(self) -> xr.DataArray | None:
         return expected_accuracy_draws(self.idata, self.data)
 
+    @property
+    def predictive_interval(self) -> bool:
+        """Whether the leaderboard's accuracy interval is the posterior predictive one."""
+        return self.predictive_accuracy() is not None
+
+    def predictive_accuracy(self) -> xr.DataArray | None:
+        """Posterior predictive draws of each model's benchmark accuracy on new trials.
+
+        Replicated outcomes for the same trials of the same questions, one replicate
+        per posterior draw (:func:`~bayesrank.analysis.accuracy.predictive_accuracy_draws`,
+        seed 0): the distribution the observed accuracy is one draw of, so its
+        central interval is the leaderboard's interval on the accuracy scale.
+        """
+        return self._predictive_draws
+
+    @cached_property
+    def _predictive_draws(self) -> xr.DataArray | None:
+        return None if self.data is None else predictive_accuracy_draws(self.idata, self.data)
+
     def _accuracy_summary(self, prob: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         draws = self.expected_accuracy()
         if draws is None:
             return None
         x = draws.transpose("chain", "draw", "llm").values.reshape(-1, draws.sizes["llm"])
+        spread = self.predictive_accuracy()
+        if spread is not None:  # the interval a replicated benchmark's accuracy falls in
+            x_rep = spread.transpose("chain", "draw", "llm").values
+            tail = (1 - prob) / 2
+            lower, upper = np.quantile(x_rep.reshape(-1, x.shape[1]), [tail, 1 - tail], axis=0)
+            return x.mean(axis=0), lower, upper
         tail = (1 - prob) / 2
         lower, upper = np.quantile(x, [tail, 1 - tail], axis=0)
         return x.mean(axis=0), lower, upper
@@ -544,11 +583,33 @@ class NormalPosterior(RankAnalytics):
     def _sd(self) -> np.ndarray:
         return self.sigma.copy()
 
+    prior: Any = None  # the R0 of closed_form(data, R0=...), when it made this posterior
+
+    @property
+    def predictive_interval(self) -> bool:
+        """Whether the leaderboard's accuracy interval is the posterior predictive one."""
+        return self.model in ("bayes", "bayes_greedy") and self.data is not None and not (
+            self.model == "bayes_greedy" and self.prior is None)
+
     def _accuracy_summary(self, prob: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         if self.model not in ("bayes", "bayes_greedy"):
             return None
-        lower, upper = self._interval(prob, "eti")  # Bayes@N's mu is the expected accuracy
-        return self.mu.copy(), lower, upper
+        if not self.predictive_interval:
+            lower, upper = self._interval(prob, "eti")  # Bayes@N's mu is its expected score
+            return self.mu.copy(), lower, upper
+        # the predictive interval of the replicated benchmark score, normal approximation of
+        # the Dirichlet-multinomial: per cell mean n E[w], variance n Var(w) (T + n) / (T + 1)
+        nu = conjugate.dirichlet_parameters(self.data, self.prior)
+        w = self.data.weights
+        T, n = nu.sum(axis=-1), self.data.reductions.trials
+        mean_w = (nu @ w) / T
+        var_w = np.maximum((nu @ w**2) / T - mean_w**2, 0.0)
+        total = n.sum(axis=1)
+        center = (n * mean_w).sum(axis=1) / total
+        sd = np.sqrt((n * var_w * (T + n) / (T + 1)).sum(axis=1)) / total
+        half = special.ndtri(0.5 + prob / 2) * sd
+        return (self.mu.copy(), np.clip(center - half, w.min(), w.max()),
+                np.clip(center + half, w.min(), w.max()))
 
     def _interval(self, prob: float, kind: str) -> tuple[np.ndarray, np.ndarray]:
         half = special.ndtri(0.5 + prob / 2) * self.sigma  # the normal's HDI is its ETI
@@ -597,13 +658,38 @@ class NormalPosterior(RankAnalytics):
         return save_posterior(self, path)
 
 
+BAYES_SCORE_LABEL = "Bayes@N score (uniform prior, shrinks toward 0.5 at small N)"
+IRT_ACCURACY_LABEL = "expected accuracy on these questions"
+
+
+def estimate_label(model: str, data: ResponseData | None = None) -> str:
+    """What a model's ``accuracy`` column is, in the words a leaderboard shows.
+
+    Bayes@N's score is the posterior mean of the Dirichlet solve rates, ``(k + 1) /
+    (N + 2)`` per question under the uniform prior: at N = 1 it lies in [1/3, 2/3],
+    so it is labelled as a shrunken score, never as accuracy.  The item-response
+    models' ``(1/M) sum_m P(l solves m)`` is the expected accuracy on these questions.
+    """
+    if model == "bayes_greedy":
+        return "Bayes@N score (prior: the data's prior outcomes R0, shrinks toward them)"
+    if model == "bayes":
+        # the uniform Dirichlet's mean score is the mean category weight: 0.5 for 0/1
+        centre = 0.5 if data is None else float(np.mean(data.weights))
+        return BAYES_SCORE_LABEL.replace("0.5", f"{centre:.3g}")
+    return IRT_ACCURACY_LABEL
+
+
+def observed_label(data: ResponseData | None) -> str:
+    """``observed accuracy`` for binary data, ``observed score`` with category weights."""
+    return "observed accuracy" if data is None or data.is_binary else "observed score"
+
+
 ACCURACY_NOT_AVAILABLE = (
     "No accuracy column: the {model} model has no per-question solve probabilities "
     "(it models pairwise or setwise comparisons), so theta cannot be put on the "
     "accuracy scale."
 )
 PAIRWISE_MODELS = ("bradley_terry", "davidson")
-_ACCURACY_CHUNK = 2**22  # cells x draws per chunk (bounds memory on large benchmarks)
 
 
 def exchangeable_models(data: ResponseData, model: str) -> list[np.ndarray]:
@@ -630,53 +716,6 @@ def exchangeable_models(data: ResponseData, model: str) -> list[np.ndarray]:
     return unc.identical_rows(np.concatenate(parts, axis=1))
 
 
-def expected_accuracy_draws(idata: xr.DataTree, data: ResponseData | None) -> xr.DataArray | None:
-    """Draws of ``(1/M) sum_m P(l solves m)`` from the cell probabilities in ``idata``.
-
-    Reads the variables present in the posterior:
-
-    - ``p`` (dims ``llm, question, category``; the Bayes@N Dirichlet model):
-      the weighted score ``sum_k w_k p_lmk`` with the data's category weights;
-    - ``b`` (dims ``question``; Rasch, 2PL, 3PL): ``logistic(a_m (theta_l - b_m))``
-      with ``a = 1`` when there is no ``a`` (Rasch), floored by the guessing
-      ``c_m + (1 - c_m) logistic(...)`` when ``c`` is present (3PL).  Under the
-      beta-binomial likelihood this is still the cell's mean solve rate.
-
-    Returns None when neither is present (pairwise and setwise models).
-    """
-    post = idata["posterior"]
-    names = set(post.data_vars)
-    if "p" in names and {"llm", "question", "category"} <= set(post["p"].dims):
-        weights = np.asarray(data.weights if data is not None else [0.0, 1.0], dtype=float)
-        p = post["p"].transpose("chain", "draw", "llm", "question", "category")
-        score = xr.apply_ufunc(lambda v: v @ weights, p, input_core_dims=[["category"]])
-        return score.mean("question").rename("expected_accuracy")
-    if "b" not in names or "question" not in post["b"].dims or "theta" not in names:
-        return None
-    theta = post["theta"].transpose("chain", "draw", "llm").values
-    b = post["b"].transpose("chain", "draw", "question").values
-    a = post["a"].transpose("chain", "draw", "question").values if "a" in names else None
-    c = post["c"].transpose("chain", "draw", "question").values if "c" in names else None
-    n_chain, n_draw, L = theta.shape
-    out = np.empty_like(theta)
-    step = max(1, _ACCURACY_CHUNK // max(1, L * b.shape[-1]))
-    for start in range(0, n_draw, step):
-        sl = slice(start, start + step)
-        eta = theta[:, sl, :, None] - b[:, sl, None, :]
-        if a is not None:
-            eta = eta * a[:, sl, None, :]
-        p = special.expit(eta)
-        if c is not None:
-            p = c[:, sl, None, :] + (1.0 - c[:, sl, None, :]) * p
-        out[:, sl] = p.mean(axis=-1)
-    return xr.DataArray(
-        out, dims=("chain", "draw", "llm"),
-        coords={"chain": post["chain"].values, "draw": post["draw"].values,
-                "llm": post["theta"]["llm"].values},
-        name="expected_accuracy",
-    )
-
-
 def closed_form(
     data: ResponseData | Any, *, weights: np.ndarray | None = None, R0: Any = None
 ) -> NormalPosterior:
@@ -697,4 +736,6 @@ def closed_form(
     d = as_response_data(data)
     mu, sigma = conjugate.bayes_at_n(d, weights=weights, R0=R0)
     label = "bayes_greedy" if conjugate.uses_prior(R0) else "bayes"
-    return NormalPosterior(mu, sigma, d.models, data=d, model=label)
+    post = NormalPosterior(mu, sigma, d.models, data=d, model=label)
+    post.prior = R0  # for the predictive interval of the accuracy (same Dirichlet posterior)
+    return post

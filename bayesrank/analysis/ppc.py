@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PPCResult", "posterior_predictive_check", "bayesian_p_values", "STATISTICS",
-    "not_applicable_reason", "suggest_better_model", "likelihood_of",
+    "not_applicable_reason", "suggest_better_model", "better_model_call", "likelihood_of",
 ]
 
 STATISTICS = ("accuracy", "solve_rate", "question_dispersion", "model_dispersion")
@@ -313,12 +313,19 @@ def suggest_better_model(posterior: Posterior, result: PPCResult) -> str | None:
     outcomes (``data.binarize()``, the top category a success).  With one trial per cell
     the beta-binomial is the Bernoulli, so it is never the advice there.
     """
-    overall = result.overall
-    if not bool(overall["flagged"].any()):
+    if not bool(result.overall["flagged"].any()):
         return None
+    return better_model_call(posterior)
+
+
+def better_model_call(posterior: Posterior) -> str | None:
+    """The call that fits the model PSIS-LOO prefers to ``posterior``'s on the real
+    benchmarks (docs/report.md), or None when none of those tried does better.  A
+    closed-form Bayes@N (no draws) is read as the Dirichlet-multinomial it is."""
     data = getattr(posterior, "data", None)
     table = _BETTER_FIT_ONE_TRIAL if one_trial_per_cell(data) else _BETTER_FIT
-    better = table.get((posterior.model, likelihood_of(posterior)))
+    likelihood = likelihood_of(posterior) if hasattr(posterior, "idata") else "multinomial"
+    better = table.get((posterior.model.replace("bayes_greedy", "bayes"), likelihood))
     if better is None:
         return None
     kind, likelihood = better

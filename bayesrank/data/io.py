@@ -351,7 +351,9 @@ def from_long(
 ) -> ResponseData:
     """Build ResponseData from a long table with one row per (model, question, trial).
 
-    Models and questions keep their order of first appearance; trial labels are
+    Without a trial column the table holds one trial per (model, question) (N = 1;
+    a repeated cell is then an error naming the missing column).  Models and
+    questions keep their order of first appearance; trial labels are
     sorted and mapped to positions 0..N-1.  Missing (model, question, trial)
     combinations become masked (missing) trials.  Outcomes are numbers,
     booleans, or the words true/false and yes/no (any case) when every outcome
@@ -378,6 +380,9 @@ def from_long(
     df = frame.rename(columns=rename)
     if models is not None:
         df = _one_model_table(df, models, source)
+    no_trial = "trial" not in df.columns and {"model", "question", "outcome"} <= set(df.columns)
+    if no_trial:  # one trial per (model, question), e.g. greedy decodes: N = 1
+        df = df.assign(trial=0)
     missing = [c for c in LONG_COLUMNS if c not in df.columns]
     if missing:
         raise _missing_columns_error(missing, frame, source)
@@ -392,6 +397,12 @@ def from_long(
         rows = np.flatnonzero(dup)[:4].tolist()
         first = df.iloc[rows[0]]
         where = ", ".join(_place(df, r, source, first_line).split(" of ")[0] for r in rows)
+        if no_trial:
+            raise DataError(
+                f"{source} has no trial column, so it holds one trial per (model, question), "
+                f"but {int(dup.sum())} rows share one; first: ({first['model']}, "
+                f"{first['question']}) at {where}: add the trial column (columns={{'trial': "
+                "...}, --columns trial=...)")
         raise DataError(
             f"{source} has {int(dup.sum())} rows sharing a (model, question, trial); first: "
             f"({first['model']}, {first['question']}, {first['trial']}) at {where}"

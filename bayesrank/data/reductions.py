@@ -150,6 +150,19 @@ class Reductions:
             return np.where(n > 0, total / np.maximum(n, 1), np.nan)
 
     @cached_property
+    def observed_score(self) -> np.ndarray:
+        """Each model's observed accuracy (weighted score with categories), exactly.
+
+        ``sum_{m,n observed} w_{R_lmn} / (number of observed trials of l)``: the share
+        of its trials a model solved (the mean category weight of its outcomes), the
+        number a benchmark reports, before any model or prior.
+        """
+        total = (self.category_counts @ self.data.weights).sum(axis=1)
+        out = total / self.trials.sum(axis=1)
+        out.setflags(write=False)
+        return out
+
+    @cached_property
     def cell_grades(self) -> np.ndarray:
         """:attr:`cell_utility` with means equal up to rounding made equal
         (:func:`merge_near_ties`): what comparisons between cells read (question-level

@@ -102,6 +102,24 @@ def _names(names: Sequence[Any] | None, n: int, prefix: str, what: str) -> tuple
     return out
 
 
+def _unstated_categories(values: np.ndarray) -> DataError:
+    """The one-line error for outcomes above 1 whose categories nobody stated."""
+    found = np.unique(values)
+    shown = ", ".join(str(int(v)) for v in found[:8]) + (", ..." if found.size > 8 else "")
+    n_cat = int(found.max()) + 1
+    even = ", ".join(f"{k / (n_cat - 1):g}" for k in range(n_cat))
+    head = f"R has outcomes {{{shown}}}, not only binary 0/1"
+    exc = DataError(
+        f"{head}: for {n_cat} categories state them with weights=[{even}] (the score of each "
+        f"outcome 0..{n_cat - 1}) or n_categories={n_cat}; if 1 = correct was meant, map the "
+        "outcomes to 0/1 first")
+    exc.cli_message = (  # type: ignore[attr-defined]
+        f"{head}: for {n_cat} categories state them with --weights {even.replace(' ', '')} "
+        f"(the score of each outcome 0..{n_cat - 1}); if 1 = correct was meant, map the "
+        "outcomes to 0/1 first")
+    return exc
+
+
 class ResponseData:
     """Validated, immutable response tensor with names, weights and priors.
 
@@ -119,10 +137,11 @@ class ResponseData:
         for D = 1) or per model ``(L, M, D)``.
     weights : array_like, optional
         Utility ``w_k`` of each category, length ``C + 1``.  Default ``[0, 1]``
-        for binary data and ``k / C`` for categorical data.
+        (binary data), and ``k / C`` when only ``n_categories`` is given.
     n_categories : int, optional
-        ``C + 1``.  Default: ``len(weights)`` if given, else ``max(R) + 1``
-        (at least 2).
+        ``C + 1``.  Default: ``len(weights)`` if given, else 2.  Outcomes above 1
+        need one of the two stated: nothing guesses that 0/1/2 are three
+        categories worth 0, 0.5 and 1 (a ``DataError`` names the values found).
     mask : array_like of bool, optional
         ``True`` where a trial was observed.  A model-question cell may have
         fewer than N trials; missing trials are never treated as failures.
@@ -206,7 +225,9 @@ class ResponseData:
                 raise DataError(f"len(weights)={w.size} but n_categories={n_categories}")
             n_cat = w.size
         else:
-            n_cat = n_categories if n_categories is not None else max(max_val + 1, 2)
+            if n_categories is None and max_val > 1:
+                raise _unstated_categories(values if observed is None else values[observed])
+            n_cat = n_categories if n_categories is not None else 2
             if n_cat < 2:
                 raise DataError(f"n_categories must be >= 2, got {n_cat}")
             if n_cat > MAX_CATEGORIES:  # the weights alone would take 8 bytes a category
@@ -342,6 +363,14 @@ class ResponseData:
                 "categories; reduce them first (data.binarize(), i.e. R == C) or use a "
                 "categorical method"
             )
+
+    def require_models(self, what: str = "a ranking") -> None:
+        """Raise a :class:`DataError` unless there are at least two models to rank."""
+        if self.L < 2:
+            raise DataError(
+                f"{what} needs at least two models, but the data hold one ({self.models[0]!r}): "
+                "there is nothing to rank; add the other models' results (its accuracy is "
+                "bayesrank.rank(data, 'avg'))")
 
     def binarize(self, at: int | None = None) -> ResponseData:
         """Binary data: an outcome is a success when its category is at least ``at``.

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Hashable
+from contextvars import ContextVar
 from importlib.util import find_spec
 from typing import Any
 
@@ -57,6 +58,21 @@ def require(sampler: str) -> None:
             f"sampler {sampler!r} needs {', '.join(missing)}, which is not installed; "
             f"install it with: pip install 'bayesrank[{extra}]'"
         )
+
+
+#: ``report(draws done, draws in all)``, over all chains and warm-up included, that the
+#: nutpie sampler calls while it runs (a context variable: set it around a fit, e.g. the
+#: command line's stage lines; nothing process-wide)
+draws_progress: ContextVar[Callable[[int, int], None] | None] = ContextVar(
+    "draws_progress", default=None)
+
+
+def _nutpie_callback() -> Callable[[Any], None] | None:
+    report = draws_progress.get()
+    if report is None:
+        return None
+    return lambda chains: report(sum(c.finished_draws for c in chains),
+                                 sum(c.total_draws for c in chains))
 
 
 def default_progressbar() -> bool:
@@ -179,6 +195,7 @@ def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_acce
         cores=nutpie_cores(backend, chains),
         seed=seed,
         progress_bar=progressbar,
+        progress_callback=_nutpie_callback(),
         save_warmup=False,
         target_accept=target_accept,
     )

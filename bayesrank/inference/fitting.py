@@ -296,6 +296,7 @@ def fit(
     spec = get_model(model)
     target_accept = _target_accept(spec, target_accept)
     d = as_response_data(data)
+    d.require_models(f"fit(..., {model!r})")
     pymc_model = spec.build(d, **model_options)
     observed_var = spec.observed_var(pymc_model)
     chosen = _choose_sampler(model, sampler)

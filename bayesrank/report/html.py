@@ -17,13 +17,14 @@ import html
 import io
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from bayesrank.analysis.posterior import NormalPosterior, Posterior, RankAnalytics
 from bayesrank.data import ResponseData
@@ -77,6 +78,10 @@ tr.top td{background:#eef5ff}
 .note{color:#555;font-size:.9em}
 figure{margin:1em 0}img{max-width:100%;height:auto}
 .sep{color:#c0392b;font-weight:600}
+.answer{font-size:1.15em;margin:.6em 0}
+#decision-table{display:table;font-size:.9em;max-width:100%}
+#decision-table th{white-space:normal;vertical-align:bottom}
+#decision-table td.name{white-space:normal;overflow-wrap:anywhere;min-width:12em}
 """
 
 
@@ -138,7 +143,15 @@ def _is_simulated(source: str | None, simulated: bool | None) -> bool:
 
 
 # ------------------------------------------------------------------------ sections
-def _data_section(data: ResponseData, source: str | None, simulated: bool) -> str:
+def _simulated_banner(simulated: bool) -> str:
+    if not simulated:
+        return ""
+    return ('<div class="banner" id="simulated-note">SIMULATED DATA: this report uses the '
+            "bundled example, random outcomes calibrated to published accuracies. The "
+            "models' names are labels only; nothing here is a measurement of real models.</div>")
+
+
+def _data_section(data: ResponseData, source: str | None) -> str:
     if data.R0 is None:
         prior = "none (uniform prior only)"
     else:
@@ -154,14 +167,7 @@ def _data_section(data: ResponseData, source: str | None, simulated: bool) -> st
                       ", ".join(f"{w:g}" for w in data.weights), missing, prior],
         }
     )
-    banner = ""
-    if simulated:
-        banner = (
-            '<div class="banner" id="simulated-note">SIMULATED DATA: this report uses the '
-            "bundled example, random outcomes calibrated to published accuracies. The "
-            "models' names are labels only; nothing here is a measurement of real models.</div>"
-        )
-    return banner + _table_html(rows, name_columns=("quantity", "value"))
+    return _table_html(rows, name_columns=("quantity", "value"))
 
 
 def _baseline_rankings(data: ResponseData, baselines: Sequence[str]) -> dict[str, Any]:
@@ -177,9 +183,34 @@ def _baseline_rankings(data: ResponseData, baselines: Sequence[str]) -> dict[str
     return out
 
 
+#: the models compared by PSIS-LOO on the real benchmarks (docs/report.md)
+MODELS_TRIED = ("Bayes@N, Rasch, 2PL and 3PL, each with the binomial and the beta-binomial "
+                "likelihood")
+
+
+def _remedy(post: RankAnalytics, ppc: Any) -> str:
+    """The banner's advice: the model that fits better by PSIS-LOO among those tried on the
+    real benchmarks, as the call that fits it, or that none of them does."""
+    from bayesrank.analysis.ppc import better_model_call, one_trial_per_cell
+
+    better = better_model_call(post)  # type: ignore[arg-type]
+    if better:
+        return (f" A model that fits better by PSIS-LOO among those tried on the real "
+                f"benchmarks ({MODELS_TRIED}; docs/report.md): <code>{_esc(better)}</code> "
+                f"(the {_esc(_describe_call(better))}).")
+    none = (f" None of the models tried on the real benchmarks ({MODELS_TRIED}; "
+            "docs/report.md) fits better by PSIS-LOO than this one")
+    if one_trial_per_cell(getattr(post, "data", None)):
+        return (none + ": with one trial per model-question cell no model here can absorb "
+                "this, since variation from cell to cell is only identified with repeated "
+                "trials, where the beta-binomial likelihood models it.")
+    return (none + ", so no better model can be named; more trials per question, or a "
+            "model of what the item-response curve misses (e.g. question groups), are what "
+            "is left.")
+
+
 def _misfit_warning(post: RankAnalytics, ppc: Any) -> str:
     """Plain-words warning, shown first, when the fitted model fails its predictive checks."""
-    from bayesrank.analysis.ppc import one_trial_per_cell, suggest_better_model
 
     if ppc is None or not bool(ppc.overall["flagged"].any()):
         return ""
@@ -188,13 +219,7 @@ def _misfit_warning(post: RankAnalytics, ppc: Any) -> str:
         for row in ppc.overall.itertuples() if row.flagged
     )
     label = _model_label(post)
-    better = suggest_better_model(post, ppc)  # type: ignore[arg-type]
-    advice = (f" A model that would fit better: <code>{_esc(better)}</code> (the "
-              f"{_esc(_describe_call(better))})." if better else "")
-    if better is None and one_trial_per_cell(getattr(post, "data", None)):
-        advice = (" With one trial per model-question cell no model here can absorb this: "
-                  "variation from cell to cell is only identified with repeated trials, "
-                  "where the beta-binomial likelihood models it.")
+    advice = _remedy(post, ppc)
     over = any(row.p_value < 0.5 for row in ppc.overall.itertuples() if row.flagged)
     what = ("the benchmark's results vary more from cell to cell than this model allows, so "
             "its intervals are too narrow and the verdicts below (top set, 'separated', "
@@ -205,6 +230,30 @@ def _misfit_warning(post: RankAnalytics, ppc: Any) -> str:
         f'<div class="banner" id="misfit-warning">MODEL MISFIT: the {_esc(label)} model fails '
         f"its posterior-predictive checks ({_esc(failed)}): {what}. Read this leaderboard "
         f"with that in mind.{advice} See the posterior-predictive checks below.</div>"
+    )
+
+
+#: the share of models whose observed accuracy a fitting model's predictive interval holds
+COVERAGE_FLOOR = 0.9
+
+
+def _coverage_warning(post: RankAnalytics, board: pd.DataFrame, prob: float, ppc: Any) -> str:
+    """A misfit banner when the predictive intervals miss too many observed accuracies."""
+    if not _predictive(post) or "observed" not in board or "accuracy_lower" not in board:
+        return ""
+    outside = board.index[(board["observed"] < board["accuracy_lower"])
+                          | (board["observed"] > board["accuracy_upper"])]
+    if len(outside) <= (1 - COVERAGE_FLOOR) * len(board):
+        return ""
+    listed = ", ".join(_esc(m) for m in outside[:3]) + (", ..." if len(outside) > 3 else "")
+    chance = stats.binom.sf(len(outside) - 1, len(board), 1 - prob)
+    return (
+        f'<div class="banner" id="coverage-warning">MODEL MISFIT: the observed accuracy of '
+        f"{len(outside)} of {len(board)} models ({listed}) lies outside its {prob:.0%} "
+        "posterior predictive interval (a model that fits leaves this many outside with "
+        f"probability {chance:.2g}), so the model may not reproduce these models' own "
+        f"results; their estimates and the verdicts below may be off.{_remedy(post, ppc)} "
+        "See the posterior-predictive checks below.</div>"
     )
 
 
@@ -225,6 +274,10 @@ def _describe_call(call: str | None) -> str:
     return text
 
 
+def _predictive(post: RankAnalytics) -> bool:
+    return bool(getattr(post, "predictive_interval", False))
+
+
 def _model_label(post: RankAnalytics) -> str:
     if isinstance(post, Posterior) and "phi" in post.idata["posterior"].data_vars:
         return f"{post.model} (beta-binomial)"
@@ -239,8 +292,11 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
     accuracy: dict[str, list[str]] = {}
     # with categories the model's mean is its expected score under the category weights
     quantity = "accuracy" if post.data.is_binary else "score"
+    if "observed" in board:
+        accuracy[board.attrs["observed_label"]] = [_fmt(x) for x in board["observed"]]
     if "accuracy" in board:
-        accuracy[f"expected {quantity} [{prob:.0%} CrI]"] = [
+        kind = "predictive interval" if _predictive(post) else "CrI"
+        accuracy[f"{board.attrs['accuracy_label']} [{prob:.0%} {kind}]"] = [
             f"{_fmt(m)} [{_fmt(a)}, {_fmt(b)}]" for m, a, b in
             zip(board["accuracy"], board["accuracy_lower"], board["accuracy_upper"], strict=True)
         ]
@@ -294,10 +350,14 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
                         else "posterior mean score on a question (the category weights "
                         f"{', '.join(f'{w:g}' for w in post.data.weights)} averaged over its "
                         "outcome probabilities)")
-        scale = (f"<p>Expected {quantity} is each model's {per_question} of this benchmark, "
-                 f"averaged over its {len(post.data.questions)} questions, with a central "
-                 "credible interval: the scale people read. Theta is the ranking quantity on "
-                 "the model's own scale.</p>")
+        spread = ("the central interval of the benchmark's accuracy on replicated trials of "
+                  "these questions (posterior predictive), where the observed accuracy should "
+                  "fall when the model fits" if _predictive(post) else "a central credible "
+                  "interval")
+        scale = (f"<p>The observed {quantity} is counted from the data. The estimate is each "
+                 f"model's {per_question} of this benchmark, averaged over its "
+                 f"{len(post.data.questions)} questions, with {spread}. Theta is the ranking "
+                 "quantity on the model's own scale.</p>")
     else:
         note = _esc(board.attrs.get("accuracy_note"))
         scale = f'<p class="note" id="accuracy-note">{note}</p>'
@@ -315,7 +375,57 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
                                                 "note"])
         tau_html = ("<h3>Deterministic baselines</h3>" +
                     _table_html(tau_frame, name_columns=("baseline", "note"), table_id="baselines"))
-    return _misfit_warning(post, ppc) + text + scale + ties + table + tau_html
+    return text + scale + ties + table + tau_html
+
+
+#: models of the top set named in the report's opening sentence (all are shaded below it)
+TOP_SET_NAMED = 3
+
+
+def _decision_section(post: RankAnalytics, board: pd.DataFrame, o: ReportOptions,
+                      ppc: Any) -> str:
+    """The answer first: banners, who is best and how sure, the top set, and a compact
+    leaderboard (rank, model, observed accuracy, estimate with its interval, P(best), rank
+    interval, separated from the next) narrow enough for an 800 px window."""
+    prob, alpha = o.prob, o.alpha
+    best = board.index[0]
+    p_best = float(board["p_best"].iloc[0])
+    top = [m for m in board.index if board.loc[m, "in_top_set"]]
+    verdict = (f"<b>Best: {_esc(best)}</b>, with posterior probability P(best) = "
+               f"{_fmt(p_best, 2)}" if p_best >= 0.5 else
+               f"<b>No model is clearly best</b>: the most likely is {_esc(best)}, with "
+               f"P(best) = {_fmt(p_best, 2)}")
+    shown = ", ".join(_esc(m) for m in top[:TOP_SET_NAMED])
+    more = f" and {len(top) - TOP_SET_NAMED} more" if len(top) > TOP_SET_NAMED else ""
+    answer = (f'<p class="answer" id="answer">{verdict}. <b>Top set</b> ({1 - alpha:.0%}: the '
+              f"smallest set holding the best model with that probability): {shown}{more} "
+              f"({len(top)} of {len(board)} models, shaded below).</p>")
+    quantity = board.attrs["observed_label"]
+    columns: dict[str, Any] = {"rank": board["rank"].to_numpy(), "model": board.index.to_numpy(),
+                               quantity: [_fmt(x) for x in board["observed"]]}
+    legend = [f"<b>observed</b>: the {_esc(quantity)} counted from the data"]
+    if "accuracy" in board:
+        kind = "PI" if _predictive(post) else "CrI"
+        columns[f"estimate [{prob:.0%} {kind}]"] = [
+            f"{_fmt(m)} [{_fmt(a)}, {_fmt(b)}]" for m, a, b in
+            zip(board["accuracy"], board["accuracy_lower"], board["accuracy_upper"], strict=True)]
+        interval = ("posterior predictive interval of the benchmark accuracy on replicated "
+                    "trials" if _predictive(post) else "credible interval")
+        legend.append(f"<b>estimate</b>: {_esc(board.attrs['accuracy_label'])}, "
+                      f"[{prob:.0%} {interval}]")
+    columns["P(best)"] = [_fmt(x, 2) for x in board["p_best"]]
+    columns[f"rank {prob:.0%}"] = [f"{a}–{b}" for a, b in
+                                      zip(board["rank_lower"], board["rank_upper"], strict=True)]
+    columns["separated from next"] = ["" if pd.isna(s) else ("yes" if s else "no")
+                                      for s in board["separated_from_next"]]
+    legend.append(f"<b>separated from next</b>: P(this model &gt; the next) ≥ {o.level:.0%}")
+    rows = pd.DataFrame(columns)
+    classes = ["top" if x else "" for x in board["in_top_set"]]
+    table = _table_html(rows, name_columns=("model",), row_classes=classes,
+                        table_id="decision-table")
+    return (_misfit_warning(post, ppc) + _coverage_warning(post, board, prob, ppc) + answer
+            + table + f'<p class="note">{"; ".join(legend)}. The full table, the data and '
+            "the diagnostics follow.</p>")
 
 
 def _diagnostics_section(post: RankAnalytics) -> str:
@@ -442,6 +552,9 @@ class ReportOptions:
         "simulated" (as the CLI's bundled example does) adds a SIMULATED banner.
     simulated : bool, optional
         Force the SIMULATED banner on or off.
+    progress : callable, optional
+        Called with the name of each slow stage as it starts ("leaderboard",
+        "posterior-predictive checks", "plots"), e.g. the command line's stage lines.
     """
 
     baselines: Sequence[str] = DEFAULT_BASELINES
@@ -453,6 +566,7 @@ class ReportOptions:
     random_seed: int | None = 0
     source: str | None = None
     simulated: bool | None = None
+    progress: Callable[[str], None] | None = None
 
 
 def _settings(post: RankAnalytics) -> dict[str, Any]:
@@ -478,13 +592,19 @@ def render_report(post: RankAnalytics, options: ReportOptions | None = None) -> 
     if data is None:
         raise ValueError("a report needs the data the posterior was fitted to (post.data)")
     started = time.perf_counter()
+    stage = o.progress or (lambda _: None)
+    stage("leaderboard and baselines")
     board = post.leaderboard(prob=prob, q=q, alpha=alpha, level=level)
     baseline_results = _baseline_rankings(data, o.baselines)
+    stage("posterior-predictive checks")
     ppc, ppc_reason = _run_ppc(post, o.ppc_draws, o.random_seed, alpha)
+    stage("plots")
+    simulated = _is_simulated(o.source, o.simulated)
     sections = [
-        ("Data", _data_section(data, o.source, _is_simulated(o.source, o.simulated))),
+        ("Decision", _simulated_banner(simulated) + _decision_section(post, board, o, ppc)),
         ("Leaderboard", _leaderboard_section(post, board, baseline_results, prob, q, alpha,
                                              level, ppc)),
+        ("Data", _data_section(data, o.source)),
         ("Credible intervals", _plot(plot_forest, "forest", post, "forest plot of credible "
                                      "intervals", prob=prob, q=q)),
         ("Superiority", "<p>Each cell is the posterior probability that the row model's "
@@ -546,4 +666,6 @@ def write_report(
     for ident in o.baselines:
         get_method(ident)  # fail on typos before any work
     text = render_report(post, o)
+    if o.progress is not None:
+        o.progress(f"writing {output}")
     return atomic_write(output, lambda tmp: tmp.write_text(text, encoding="utf-8"))
