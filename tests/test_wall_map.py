@@ -102,16 +102,21 @@ def test_derivative_outputs_are_not_differentiable_and_shapes_are_checked():
         WallMap()(raw, pt.vector(), 1.0, raw, raw, raw)
 
 
-@pytest.mark.parametrize("kind", ["2pl", "3pl"])
-def test_the_models_density_is_the_previous_graphs(kind):
+@pytest.mark.parametrize(("kind", "sd"), [("2pl", 1.5), ("3pl", 0.5)])
+def test_the_models_density_is_the_previous_graphs(kind, sd):
     """A 2PL/3PL with never- and always-solved questions: the WallMap is in its
-    log-density, whose value and gradient equal those of the graph it replaced."""
+    log-density, whose value and gradient equal those of the plain build (the map as
+    PyTensor operations).  Binomial cells, whose fast and plain forms are the same
+    algebra, so the map alone is compared to 1e-12; the beta-binomial's Op against
+    PyMC's gammaln form is held to 1e-10 in test_fast_path.  The 3PL at points 0.5 wide:
+    1.5 wide, some cells reach p = 1 in floating point (both builds' gradients are NaN
+    there) and PyMC's Binomial(p) and the fast cells then differ by 5e-8 elsewhere."""
     rng = np.random.default_rng(2)
     R = (rng.random((5, 12, 3)) < 0.5).astype(int)
     R[:, 2], R[:, 5], R[:, 7] = 0, 1, 0
-    model = irt.build(R, kind=kind)
+    model = irt.build(R, kind=kind, likelihood="binomial")
     assert count_ops(model, WallMap) >= 1
     with fast_kernels(False):  # the map as PyTensor operations, PyMC's own likelihoods
-        previous = irt.build(R, kind=kind)
+        previous = irt.build(R, kind=kind, likelihood="binomial")
     assert count_ops(previous, WallMap) == 0
-    assert_same_density(model, previous, rng, sd=1.5)
+    assert_same_density(model, previous, rng, sd=sd)
