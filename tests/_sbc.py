@@ -335,7 +335,8 @@ def _masks(structure: tuple[bytes, ...], L: int, M: int) -> tuple[np.ndarray, np
 
 
 def irt_prior(rng: np.random.Generator, kind: str, likelihood: str, L: int, M: int,
-              structure: tuple[bytes, ...], size: int) -> dict[str, np.ndarray]:
+              structure: tuple[bytes, ...], size: int,
+              ability_sd: float = 3.0) -> dict[str, np.ndarray]:
     """``size`` draws of the prior of models/irt.py given the structure (module docstring
     there), in the model's coordinates: theta ~ N(0, 3) i.i.d. minus the informed models'
     mean; Rasch mu_b ~ N(0, 3 / sqrt(L_I)), sigma_b ~ HalfNormal(2.5), b ~ N(mu_b, sigma_b);
@@ -343,10 +344,11 @@ def irt_prior(rng: np.random.Generator, kind: str, likelihood: str, L: int, M: i
     none), mu_beta ~ N(0, 3 / sqrt(L_I)), sigma_beta, sigma_beta_uninformed ~
     HalfNormal(2.5), beta ~ N(mu_beta, sigma_beta) (the one-sided questions' scale
     sigma_beta_uninformed from 10 such questions on); 3PL c ~ Beta(1, 19); beta-binomial
-    1 / sqrt(phi) ~ HalfNormal(1)."""
+    1 / sqrt(phi) ~ HalfNormal(1).  ``ability_sd`` other than the model's 3 simulates
+    from a wrong prior (to measure the power of a run)."""
     models, questions = _masks(structure, L, M)
-    location_sd = 3.0 / np.sqrt(models.sum())
-    out = {"theta": zero_sum_normal(rng, 3.0, (size, L), over=models)}
+    location_sd = ability_sd / np.sqrt(models.sum())
+    out = {"theta": zero_sum_normal(rng, ability_sd, (size, L), over=models)}
     if kind == "rasch":
         out["mu_b"] = rng.normal(0.0, location_sd, size)
         out["sigma_b"] = half_normal(rng, 2.5, size)
@@ -405,10 +407,11 @@ def irt_log_likelihood(kind: str, likelihood: str, params: Params, k: np.ndarray
     return cells.sum(axis=(1, 2))
 
 
-def irt_case(kind: str, likelihood: str, shape=(6, 12, 4)) -> Case:
+def irt_case(kind: str, likelihood: str, shape=(6, 12, 4), ability_sd: float = 3.0) -> Case:
     """Rasch / 2PL / 3PL with the given likelihood, conditioned on the structure S
     (:func:`irt_structure`, :func:`conditional`).  Quantities: every theta_l, the
-    hyper-parameters, question 0's item parameters and the data's log-likelihood."""
+    hyper-parameters, question 0's item parameters and the data's log-likelihood.
+    ``ability_sd``: the simulator's ability scale (:func:`irt_prior`; the model's is 3)."""
     from bayesrank import ResponseData
 
     L, M, N = shape
@@ -416,7 +419,7 @@ def irt_case(kind: str, likelihood: str, shape=(6, 12, 4)) -> Case:
     everything = structure(np.ones((L, M), int))  # the all-informed structure
 
     def draw(rng, target, size):
-        params = irt_prior(rng, kind, likelihood, L, M, target, size)
+        params = irt_prior(rng, kind, likelihood, L, M, target, size, ability_sd)
         return params, irt_counts(rng, kind, likelihood, params, N)
 
     def propose(rng):
@@ -440,7 +443,8 @@ def irt_case(kind: str, likelihood: str, shape=(6, 12, 4)) -> Case:
         out["log_lik"] = irt_log_likelihood(kind, likelihood, params, red.successes, red.trials)
         return out
 
-    return Case(f"{kind} ({likelihood})", simulate, NutpieFits(kind, likelihood=likelihood),
+    label = f"{kind} ({likelihood})" + ("" if ability_sd == 3.0 else f", ability sd {ability_sd}")
+    return Case(label, simulate, NutpieFits(kind, likelihood=likelihood),
                 quantities)
 
 

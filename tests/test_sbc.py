@@ -186,7 +186,7 @@ def test_simulator_matches_pymc_prior_predictive(name):
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_sbc(name):
     settings = _sbc.Settings(replications=REPLICATIONS.get(name, 100), seed=0)
-    result = _sbc.run(_sbc.cases()[name](), settings)
+    result = _sbc.run(_sbc.cases()[name](), settings, progress=lambda m: print(m, flush=True))
     log = os.environ.get("BAYESRANK_SBC_LOG")
     if log:
         with open(log, "a") as out:
