@@ -136,8 +136,11 @@ class Result:
 
 def rank_statistics(truth: Mapping[str, np.ndarray], draws: Mapping[str, np.ndarray],
                     names: list[str]) -> np.ndarray:
-    """r_q = #{s : draw_sq < truth_q} for each quantity (ties, if any, split at random is
-    unnecessary here: every quantity is continuous)."""
+    """r_q = #{s : draw_sq < truth_q} for each quantity in ``names``.
+
+    Every quantity here is continuous, so a draw equals the truth with probability 0 and
+    ties need no random splitting (repeated draws of a stuck chain are ties among draws,
+    which leave r unchanged)."""
     return np.array([int(np.sum(np.asarray(draws[q]) < np.asarray(truth[q]).reshape(-1)[0]))
                      for q in names])
 

@@ -20,7 +20,8 @@ errors in any parameter).
 
 Slow (minutes per case on 2 cores): run them with ``make test-slow``
 (``BAYESRANK_SLOW=1``); ``make test`` runs only the harness's own fast checks.
-Measured results: docs/sbc.md.
+Measured results: docs/sbc.md.  ``test_sbc_fails_a_wrong_likelihood`` shows that a run of
+this size has power on a real model.
 """
 
 from __future__ import annotations
@@ -197,3 +198,18 @@ def test_sbc(name):
                                   "p_values": result.p_values}) + "\n")
     assert result.passed, f"{result.summary()}; failing: {result.failing()}"
 
+
+
+@pytest.mark.slow
+@gated
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_sbc_fails_a_wrong_likelihood():
+    """The same run has power on a real model: beta-binomial Rasch data fitted with the
+    binomial Rasch (over-dispersion ignored, so the posterior is too narrow) fail."""
+    over_dispersed = _sbc.irt_case("rasch", "beta_binomial")
+    binomial = _sbc.irt_case("rasch", "binomial")
+    case = _sbc.Case("rasch: beta-binomial data, binomial fit", over_dispersed.simulate,
+                     binomial.posterior, binomial.quantities)
+    result = _sbc.run(case, _sbc.Settings(replications=100, seed=0))
+    assert not result.passed
+    assert "log_lik" in result.failing()
