@@ -37,6 +37,8 @@ _LAZY = {
     "closed_form": "bayesrank.analysis.posterior",
     "load_posterior": "bayesrank.analysis.persist",
     "compare": "bayesrank.analysis.comparison",
+    "prior_predictive": "bayesrank.analysis.prior_check",
+    "prior_accuracy": "bayesrank.analysis.prior_check",
     "write_report": "bayesrank.report",
     "run_study": "bayesrank.study",
     "load_signals": "bayesrank.data.signals",

@@ -61,7 +61,7 @@ def numba_floor(y: np.ndarray):
     terms into row buffers, then the row's sums.  With NumPy's scalar ``exp``/``log``
     this loop ran one cell at a time and was no floor (2026-12-01, docs/samplers.md).
     """
-    from bayesrank.models._vector_math import KERNEL_OPTIONS, softplus_and_sigmoid
+    from bayesrank.models.fast._vector_math import KERNEL_OPTIONS, softplus_and_sigmoid
     from numba import njit
 
     @njit(**KERNEL_OPTIONS)

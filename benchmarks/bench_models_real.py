@@ -45,8 +45,9 @@ import nutpie
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
-from bayesrank.models import MODELS, beta_binomial, irt
+from bayesrank.models import MODELS, irt, likelihoods
 from bayesrank.models._common import coords_of
+from bayesrank.models.fast import beta_binomial
 
 import bayesrank
 from bayesrank.inference.backends import model_var_names, nutpie_backend
@@ -140,7 +141,7 @@ def previous_irt(data: bayesrank.ResponseData, kind: str) -> pm.Model:
     with pm.Model(coords=coords_of(data)) as model:
         successes = pm.Data("successes", k, dims=cell)
         trials = pm.Data("trials", n, dims=cell)
-        log_coef = pm.Data("k_log_binomial", irt.log_binomial(k, n), dims=cell)
+        log_coef = pm.Data("k_log_binomial", likelihoods.log_binomial(k, n), dims=cell)
         theta = pm.Normal("theta", 0.0, 3.0, dims="llm")
         if kind == "rasch":
             eta = theta[:, None] - pooled("b", "sigma_b")

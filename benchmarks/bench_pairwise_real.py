@@ -51,7 +51,8 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor.tensor as pt
-from bayesrank.models import beta_binomial, bradley_terry, get_model, irt
+from bayesrank.models import bradley_terry, get_model, irt, likelihoods
+from bayesrank.models.fast import beta_binomial
 
 import bayesrank
 from bayesrank.inference import backends
@@ -83,14 +84,14 @@ def pymc_multinomial(name, counts, logits, *, dims):
                           observed=counts, dims=dims)
 
 
-def softplus_rasch(name, n, ability, difficulty, log_coef, observed, dims, weight=None):
+def softplus_rasch(name, n, ability, difficulty, observed, dims, weight=None):
     """The Rasch peer: the binomial cells as PyTensor's graph at eta = theta - b."""
-    return irt.binomial_logit(name, n, ability - difficulty, log_coef, observed, dims, weight)
+    return likelihoods.binomial_logit(name, n, ability - difficulty, observed, dims, weight)
 
 
-def softplus_2pl(name, n, ability, a, beta, log_coef, observed, dims):
+def softplus_2pl(name, n, ability, a, beta, observed, dims):
     """The 2PL peer: the binomial cells as PyTensor's graph at eta = a theta + beta."""
-    return irt.binomial_logit(name, n, a * ability + beta, log_coef, observed, dims)
+    return likelihoods.binomial_logit(name, n, a * ability + beta, observed, dims)
 
 
 def _log_rising_steps(count, log_p, log_delta, log_steps):
@@ -112,15 +113,16 @@ def _stepped_graph_logp(value, n, eta, c, log_delta, log_coef, *, log_steps, lev
             + _log_rising_steps(n - value, log_q, log_delta, log_steps) - normaliser)
 
 
-def stepped_graph_beta_binomial(name, n, eta, c, log_delta, log_coef, observed, dims):
+def stepped_graph_beta_binomial(name, n, eta, c, log_delta, observed, dims):
     """The 3PL peer: the beta-binomial's sums over trials as PyTensor's masked graph (one
     ``logaddexp`` per cell and step up to the largest count), sampled on JAX at scale."""
     most = int(np.max(n.get_value(), initial=1))
     levels = pm.Data(f"{name}_trial_counts", np.arange(most + 1.0))
     log_steps = pm.Data(f"{name}_log_steps", np.log(np.arange(1.0, most)))
     logp = partial(_stepped_graph_logp, log_steps=log_steps, levels=levels)
+    log_coef = likelihoods._log_coef(name, observed, n, dims)
     return pm.CustomDist(name, n, eta, c, log_delta, log_coef, logp=logp,
-                         random=beta_binomial._random, observed=observed, dims=dims)
+                         random=likelihoods._beta_binomial_random, observed=observed, dims=dims)
 
 
 #: model -> (module, likelihood builder replaced by the peer, the peer, the peer's back end)

@@ -24,6 +24,12 @@ given (``--boot-pools closed=1000/100/5,fast=3/3/1``: pool stacks/before/referen
 the sets named) and extrapolated linearly to 1,000; the frames of the engines measured
 on the same pools are checked identical.
 
+``--rules`` times the full protocol with ``rasch_3pl_map`` and ``bayesian_mcmc`` from this
+tree against ``--before`` (default main) in the same run: each of the two alone on every
+protocol row, here and in a fresh interpreter on the package at ``--before`` (bootstrap
+on ``--pools`` pools per size), the other identifiers once (``--rest-pools``); the table
+is in docs/study.md.
+
 Measured 2026-11-26 on the shared 2-core machine (load average 8-12 from other jobs, so
 absolute times are rough; the ratios are the comparison), aime24 20 x 30 x 80, each row
 one run:
@@ -138,6 +144,81 @@ def timed(func, *args, **kwargs):
     return wall, out
 
 
+#: The two identifiers issue 51 (item 4) speeds up; --rules times them against --before.
+SLOW_RULES = ("rasch_3pl_map", "bayesian_mcmc")
+
+
+def protocol_work(data, ids: list[str], pools: int) -> dict[str, tuple[float, float]]:
+    """(wall, CPU) seconds of each protocol row for ``ids`` (batched engine); the bootstrap
+    on ``pools`` pools per size, extrapolated linearly to PAPER_POOLS.  A short warm-up
+    first: a package fresh from git compiles its kernels on first use, outside the timings.
+    """
+    study.model_pool_bootstrap(data, ids, sizes=SIZES, subsets=1, draws=2)
+    rows = {"gold": timed_work(study.gold_standard_agreement, data, ids)[:2],
+            "stability": timed_work(study.stability, data, ids)[:2],
+            "convergence": timed_work(study.convergence, data, ids,
+                                      budgets=study.default_budgets(data.N), reps=20)[:2]}
+    wall, cpu, _ = timed_work(study.model_pool_bootstrap, data, ids, sizes=SIZES, subsets=pools)
+    rows["bootstrap"] = (wall * PAPER_POOLS / pools, cpu * PAPER_POOLS / pools)
+    return rows
+
+
+def time_rules_before(args, tmp: Path) -> dict[str, dict[str, tuple[float, float]]]:
+    """:func:`protocol_work` of each of SLOW_RULES on the package at ``--before``."""
+    from git_tree import extract_package
+
+    package = extract_package(args.before, tmp / "before")
+    out = tmp / "rules-before.pkl"
+    subprocess.run([sys.executable, __file__, "--key", args.key, "--pools", str(args.pools),
+                    "--_time-rules", str(out)], check=True,
+                   env={**os.environ, "PYTHONPATH": str(package)})
+    with open(out, "rb") as f:
+        return pickle.load(f)
+
+
+def rules_table(args) -> None:
+    """--rules: the full protocol with SLOW_RULES from this tree against ``--before``.
+
+    The other paper identifiers run the same code on both sides, so they are timed once
+    (bootstrap on ``--rest-pools`` pools per size, extrapolated) with the prior effect;
+    each slow rule is timed alone on every protocol row, here and (in a fresh interpreter)
+    on the package at ``--before``, its bootstrap on ``--pools`` pools per size.
+    """
+    data = br.datasets.example(args.key)
+    rest = [m for m in study.resolve_methods("paper") if m not in SLOW_RULES]
+    print(f"# full protocol on {args.key}: {data!r}; before = {args.before}, same run")
+    with tempfile.TemporaryDirectory() as tmp:
+        before = time_rules_before(args, Path(tmp))
+    now = {rule: protocol_work(data, [rule], args.pools) for rule in SLOW_RULES}
+    others = protocol_work(data, rest, args.rest_pools)
+    wall, cpu, _ = timed_work(study.prior_effect, data, reps=50)
+    wall_d, cpu_d, _ = timed_work(study.prior_diagnostics, data, reps=50)
+    others["prior"] = (wall + wall_d, cpu + cpu_d)
+    print("\n| protocol rows | before: wall | CPU | now: wall | CPU | CPU ratio |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+
+    def line(name, old, new):
+        print(f"| {name} | {format_seconds(old[0])} | {format_seconds(old[1])} | "
+              f"{format_seconds(new[0])} | {format_seconds(new[1])} | {old[1] / new[1]:.2f}x |")
+
+    total = lambda rows: tuple(sum(r[i] for r in rows.values()) for i in (0, 1))  # noqa: E731
+    for rule in SLOW_RULES:
+        for row in now[rule]:
+            line(f"{rule}: {row}", before[rule][row], now[rule][row])
+        line(f"**{rule}: all rows**", total(before[rule]), total(now[rule]))
+    rest_total = total(others)
+    line(f"the other {len(rest)} identifiers + prior effect (same code)", rest_total, rest_total)
+    full_before = tuple(rest_total[i] + sum(total(before[r])[i] for r in SLOW_RULES)
+                        for i in (0, 1))
+    full_now = tuple(rest_total[i] + sum(total(now[r])[i] for r in SLOW_RULES) for i in (0, 1))
+    line("**full protocol**", full_before, full_now)
+    cores = os.cpu_count() or 1
+    print(f"\nFull protocol now: {format_seconds(full_now[0])} wall as measured on this "
+          f"(shared) machine, {format_seconds(full_now[1])} of CPU time, at least "
+          f"{format_seconds(full_now[1] / cores)} with all {cores} cores busy; 15-minute "
+          f"target {'met' if full_now[0] < 900 else 'NOT met'} on wall time.")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--key", default="aime24")
@@ -156,7 +237,12 @@ def main() -> None:
                         help="pools per size measured by --bootstrap, new/before/reference "
                         "per method set, e.g. closed=1000/100/5,fast=3/3/1")
     parser.add_argument("--before", default="main", help="git ref of the engine before")
+    parser.add_argument("--rules", action="store_true",
+                        help="time the full protocol with SLOW_RULES here against --before")
+    parser.add_argument("--rest-pools", type=int, default=1,
+                        help="measured pools per size for the other identifiers (--rules)")
     parser.add_argument("--_time-one", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--_time-rules", help=argparse.SUPPRESS)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     if args._time_one:  # the --before subprocess: one timing, pickled
@@ -165,8 +251,17 @@ def main() -> None:
         with open(out, "wb") as f:
             pickle.dump(result, f)
         return
+    if args._time_rules:  # the --rules subprocess on the package at --before
+        data = br.datasets.example(args.key)
+        result = {rule: protocol_work(data, [rule], args.pools) for rule in SLOW_RULES}
+        with open(args._time_rules, "wb") as f:
+            pickle.dump(result, f)
+        return
     if args.bootstrap:
         bootstrap_table(args)
+        return
+    if args.rules:
+        rules_table(args)
         return
     data = br.datasets.example(args.key)
     ids = study.resolve_methods(args.methods)

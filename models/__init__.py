@@ -16,6 +16,13 @@ identifier        model                                       observed variable
 ``davidson``      Bradley-Terry with Davidson ties            ``outcomes``
 ``davidson_luce`` Davidson-Luce on setwise events             ``events``
 ================  ==========================================  ====================
+
+Every model is generative with proper priors (``pm.sample_prior_predictive`` draws its
+prior): the reparameterisations sampling needs are PyMC transforms of declared
+variables (:mod:`models.transforms`), and the count likelihoods are one call each
+(:mod:`models.likelihoods`), computed by the kernels of :mod:`models.fast` unless the
+model is built with ``build(name, data, fast=False)``, which uses PyMC's own
+distributions only (the same model: ``tests/test_fast_path.py``).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from bayesrank.errors import UnknownMethodError
 
 from . import bayes, bradley_terry, davidson_luce, irt
 from ._common import scoring_model
+from .likelihoods import fast_kernels
 
 __all__ = [
     "MODELS",
@@ -58,8 +66,11 @@ class ModelSpec:
     target_accept: float = 0.8  # NUTS adaptation target used when fit() is given none
     exact_draws: Callable[..., dict] | None = None  # exact posterior sampler ("conjugate")
 
-    def build(self, data: Any, **options: Any) -> pm.Model:
-        return self.builder(data, **{**self.defaults, **options})
+    def build(self, data: Any, fast: bool = True, **options: Any) -> pm.Model:
+        """The model of ``data``; ``fast=False``: the same model with PyMC's own
+        distributions in place of bayesrank's kernels (:mod:`models.likelihoods`)."""
+        with fast_kernels(fast):
+            return self.builder(data, **{**self.defaults, **options})
 
     def observed_var(self, model: pm.Model) -> str:
         """The likelihood variable (prior-run observations such as ``k0`` excluded)."""
@@ -122,6 +133,11 @@ def get_model(name: str) -> ModelSpec:
         ) from None
 
 
-def build(name: str, data: Any, **options: Any) -> pm.Model:
-    """Build model ``name`` for ``data`` (options are passed to its builder)."""
-    return get_model(name).build(data, **options)
+def build(name: str, data: Any, fast: bool = True, **options: Any) -> pm.Model:
+    """Build model ``name`` for ``data`` (options are passed to its builder).
+
+    ``fast=True`` (default): the count likelihoods and the one-sided intercepts' wall map
+    are bayesrank's kernels (:mod:`models.fast`); ``fast=False``: the same model, the same
+    variables and log-density, with plain PyMC only (:mod:`models.likelihoods`).
+    """
+    return get_model(name).build(data, fast=fast, **options)

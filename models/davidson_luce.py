@@ -96,6 +96,7 @@ from scipy.special import gammaln
 from bayesrank.data import ResponseData
 
 from ._common import binary_only, coords_of, positive_scale, response_data
+from .transforms import tie_sizes
 
 __all__ = ["build", "davidson_luce", "log_tie_normalisers", "sample_winner_sets"]
 
@@ -266,7 +267,8 @@ def _size_log_odds(theta, sets: np.ndarray, reference: int, max_order: int,
     move all D - 1 tie effects along (AlpacaEval 2.0's wins, 52 models, 50 tie
     orders: min bulk ESS 318 of eta at the default 4 x 1,000 draws).  For fixed
     theta eta -> omega is a translation, so the prior on eta and the posterior are
-    unchanged; the prior enters as a Potential on eta.
+    unchanged: eta is declared with its Normal(0, scale) prior and sampled in these
+    coordinates (:class:`models.transforms.TieSizes`).
 
     Orders that the reference set holds but none of its events has (``size_counts``
     0, counted per size t = 1..D on that set; 13 of AlpacaEval's 50) are bounded by the
@@ -277,7 +279,7 @@ def _size_log_odds(theta, sets: np.ndarray, reference: int, max_order: int,
     to the open side overshot the wall now and then: AlpacaEval's wins, seed 0, had one
     divergence in 4,000 draws (energy error 1,193 on order 49, never observed).  Such an
     order's free coordinate v is mapped as the IRT models map their one-sided intercepts
-    (:func:`models.item_effects.wall_intercepts`),
+    (:func:`models.transforms.wall_map`),
 
         omega_t = w + v - scale softplus(-v),   d omega_t / dv = 1 + scale logistic(-v)
 
@@ -293,20 +295,10 @@ def _size_log_odds(theta, sets: np.ndarray, reference: int, max_order: int,
     log_odds_equal = log_binom - np.log(n_models)  # log e_t / e_1 at equal strengths
     h = pt.where(proper, pt.log(pt.where(proper, e[1:], 1.0)) - pt.log(e[0]) - log_odds_equal,
                  0.0)
-    raw = pm.Flat("tie_size_raw", dims="tie_order")
     unseen = proper & (size_counts[1:] == 0)
-    if unseen.any():
-        wall = -np.log(max(float(size_counts[0]), 1.0))
-        omega = pt.where(unseen, wall + raw - scale * pt.softplus(-raw), raw)
-        pm.Potential("tie_size_jacobian",
-                     pt.sum(pt.log1p(scale * pt.sigmoid(-raw[np.flatnonzero(unseen)]))))
-    else:
-        omega = raw
-    omega = pm.Deterministic("tie_size_log_odds", omega, dims="tie_order")
-    eta = pm.Deterministic("eta", omega - h, dims="tie_order")
-    # N(0, scale) by hand: the constant log(scale) in float64 (PyTensor took log(3.0) as float32)
-    constant = (max_order - 1) * (np.log(scale) + 0.5 * np.log(2.0 * np.pi))
-    pm.Potential("eta_prior", -0.5 * pt.sum((eta / scale) ** 2) - constant)
+    wall = -np.log(max(float(size_counts[0]), 1.0))
+    eta = tie_sizes("eta", scale, h, unseen.astype(float), wall)
+    pm.Deterministic("tie_size_log_odds", eta + h, dims="tie_order")
     return eta
 
 

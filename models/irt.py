@@ -20,16 +20,16 @@ Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
              their distance from the data's wall: models.item_effects)
              eta_lm  = a_m theta_l + beta_m,   difficulty b_m = -beta_m / a_m
     3PL:     c_m ~ Beta(1, 19)                             guessing floor in (0, 1)
-             (sampled with beta_m by its share of p_m(0): models.item_effects.floors)
+             (sampled with beta_m by its share of p_m(0): models.transforms.FloorsAndIntercepts)
     p_lm     = c_m + (1 - c_m) logistic(eta_lm)           (c = 0 for Rasch and 2PL)
     k_lm     ~ Binomial(n_lm, p_lm)                       (observed ``k``; Rasch, 2PL)
     or, with ``likelihood="beta_binomial"`` (the 3PL default):
     1 / sqrt(phi) ~ HalfNormal(1)                         over-dispersion
     k_lm     ~ BetaBinomial(n_lm, p_lm phi, (1 - p_lm) phi)
 
-The binomial Rasch's cells (log-pmf and score) are one Op, :mod:`models.rasch_cells`,
+The binomial Rasch's cells (log-pmf and score) are one Op, :mod:`models.fast.rasch_cells`,
 with e^(theta_l - b_m) = e^(theta_l) e^(-b_m): 128 against 500 us per gradient on 43 x 400.
-The binomial 2PL's are :mod:`models.slope_cells` (one ``exp`` and one ``log`` per cell).
+The binomial 2PL's are :mod:`models.fast.slope_cells` (one ``exp`` and one ``log`` per cell).
 
 The 2PL/3PL logit a_m (theta_l - b_m) is written in slope-intercept form
 a_m theta_l + beta_m: it is the same model, but the intercept does not couple
@@ -133,7 +133,7 @@ its mode.  The log-pmf is evaluated as sums over the trials,
 sum_{i<k} log(p + i / phi) + sum_{i<n-k} log(q + i / phi) - sum_{i<n} log(1 +
 i / phi): exact from heavy over-dispersion to the binomial limit, free for one
 trial per cell (there the beta-binomial is the Bernoulli and phi keeps its
-prior).  Each table of cells is one Op, :mod:`models.beta_binomial` (log-pmf and
+prior).  Each table of cells is one Op, :mod:`models.fast.beta_binomial` (log-pmf and
 derivatives in one pass; above 16 trials per cell a gammaln form).
 
 The beta-binomial is the 3PL default because the binomial 3PL is multimodal
@@ -178,7 +178,7 @@ answers).  The model stays the paper's 3PL, p = c + (1 - c) logistic(a theta
 new.  The Rasch keeps one scale; the 2PL has the own scale too (below).
 That own scale is wide where the one-sided questions fill both tails (32
 on Reasoning Gym hard), and their intercepts are sampled by their distance
-from the wall their data put up (:func:`models.item_effects.wall_intercepts`,
+from the wall their data put up (:func:`models.item_effects.wall_positions`,
 the same posterior): full-size Reasoning Gym hard 3PL 2,096 s, step size
 0.062, 63 steps per draw, R-hat 1.0126 -> 848 s, 0.127, 31, 1.0085.  An own
 scale alone had doubled the 2PL's steps (31 -> 63: the same wall); with the
@@ -197,7 +197,7 @@ That subsample's 2PL: 0 of 6 seeds with a divergence, 1.06x the steps.
 The 3PL's floors by their share (same day): for an informed question the
 floor and the intercept are sampled as u = logit p_m(0) and w = logit(c_m /
 p_m(0)), p_m(0) the solve probability at the mean ability
-(:func:`models.item_effects.floors`; the same prior and posterior).  A
+(:class:`models.transforms.FloorsAndIntercepts`; the same prior and posterior).  A
 question that does not separate the models has a floor near its win rate
 with the curve pushed away (beta -> -infinity) as one explanation and a flat
 curve with no floor as another; the data fix p_m(0) all along that ridge, so
@@ -232,23 +232,21 @@ from typing import Any, NamedTuple
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from scipy.special import gammaln
 
 from bayesrank.data import ResponseData
 
-from ._common import (
-    binary_only,
-    check_option,
-    coords_of,
-    logistic_binomial_draws,
-    positive_scale,
-    response_data,
+from ._common import binary_only, check_option, coords_of, positive_scale, response_data
+from .item_effects import Walls, pooled, solve_rates, wall_models
+from .likelihoods import (
+    beta_binomial,
+    binomial_2pl,
+    binomial_floor,
+    binomial_logit,
+    binomial_rasch,
+    fast_enabled,
+    fast_kernels,
 )
-from .beta_binomial import beta_binomial
-from .item_effects import Walls, floors, pooled, solve_rates, wall_models
 from .one_sided import COLLAPSE_MIN_QUESTIONS, collapsed_difficulties, collapsible, scoring_twin
-from .rasch_cells import binomial_rasch
-from .slope_cells import binomial_2pl
 
 __all__ = [
     "build", "item_response", "informative_items", "informed_questions", "KINDS", "LIKELIHOODS"
@@ -258,61 +256,6 @@ KINDS = ("rasch", "2pl", "3pl")
 LIKELIHOODS = ("binomial", "beta_binomial")
 DEFAULT_LIKELIHOOD = {"rasch": "binomial", "2pl": "binomial", "3pl": "beta_binomial"}
 CELL = ("llm", "question")
-
-
-def log_binomial(k: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """log C(n, k), computed once from the data."""
-    return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
-
-
-def _binomial_logit_logp(value, n, eta, log_coef):
-    # k log p + (n - k) log(1 - p) with log p = -softplus(-eta) = eta - softplus(eta):
-    # one softplus per cell instead of two
-    return log_coef + value * eta - n * pt.softplus(eta)
-
-
-def _binomial_logit_random(n, eta, log_coef, *weight, rng=None, size=None):
-    return logistic_binomial_draws(rng, n, eta, size)
-
-
-def _weighted_binomial_logit_logp(value, n, eta, log_coef, weight):
-    return weight * _binomial_logit_logp(value, n, eta, log_coef)
-
-
-def _binomial_p_logp(value, n, p, log_coef):
-    return log_coef + value * pt.log(p) + (n - value) * pt.log1p(-p)
-
-
-def _binomial_p_random(n, p, log_coef, rng=None, size=None):
-    return rng.binomial(n, p, size=size)
-
-
-def binomial_logit(name, n, eta, log_coef, observed, dims, weight=None):
-    """k ~ Binomial(n, logistic(eta)), with the data's log C(n, k) passed in precomputed.
-
-    PyMC's Binomial recomputes log C(n, k) (three gammaln per cell) at every
-    gradient evaluation because the counts live in mutable ``pm.Data``; here it
-    is a data array, which made NUTS 2.6x faster on 20 x 120 x 80 with the
-    same draws (the density is identical).  ``weight`` (0 or 1 per cell)
-    multiplies each cell's log-pmf; draws ignore it (:mod:`models.one_sided`).
-    """
-    if weight is None:
-        return pm.CustomDist(
-            name, n, eta, log_coef, logp=_binomial_logit_logp, random=_binomial_logit_random,
-            observed=observed, dims=dims,
-        )
-    return pm.CustomDist(
-        name, n, eta, log_coef, weight, logp=_weighted_binomial_logit_logp,
-        random=_binomial_logit_random, observed=observed, dims=dims,
-    )
-
-
-def binomial_probability(name, n, p, log_coef, observed, dims):
-    """k ~ Binomial(n, p) with precomputed log C(n, k) (see :func:`binomial_logit`)."""
-    return pm.CustomDist(
-        name, n, p, log_coef, logp=_binomial_p_logp, random=_binomial_p_random,
-        observed=observed, dims=dims,
-    )
 
 
 def informed_questions(k: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -378,11 +321,6 @@ class QuestionSplit(NamedTuple):
             return model[which]
         return pm.Data(which, self.arrays()[which])
 
-
-#: 3PL: the floors' share coordinate w is sampled as w - INITIAL_SHARE (logit 0.05, the
-#: Beta(1, 19) prior's mean), so that sampling starts at a floor of 0.05 (one-sided
-#: questions) or of 0.05 p(0) (informed ones).
-INITIAL_SHARE = float(np.log(0.05 / 0.95))
 
 #: 2PL/3PL: the one-sided questions' intercepts get their own scale from this many such
 #: questions; fewer share the informed questions' scale (module docstring).
@@ -538,6 +476,12 @@ def informative_items(k: np.ndarray, n: np.ndarray) -> bool:
     return bool(np.median(sd) < spread)
 
 
+def _built_as(fast: bool, build):
+    """``build()`` with the fast kernels on or off, as the model it belongs to was built."""
+    with fast_kernels(fast):
+        return build()
+
+
 def item_response(
     k: np.ndarray,
     n: np.ndarray,
@@ -587,13 +531,11 @@ def item_response(
         difficulties (log-likelihood and predictive draws), not the sampled density.
     walls : bool
         2PL/3PL: sample the one-sided questions' intercepts from their walls
-        (:func:`models.item_effects.wall_intercepts`; False: plainly non-centred).
+        (:func:`models.item_effects.wall_positions`; False: plainly non-centred).
     own_scale_min : int
         2PL/3PL: the one-sided questions' intercepts have their own scale from this
         many such questions on; fewer share the informed ones' (module docstring).
     """
-    n_of = {"k": n, "k0": None if k0 is None else np.full(k0.shape, n0)}
-    k_of = {"k": k, "k0": k0}
     with pm.Model(coords=coords) as model:
         successes = pm.Data("successes", k, dims=CELL)
         trials = pm.Data("trials", n, dims=CELL)
@@ -619,11 +561,11 @@ def item_response(
                 )
                 if not score_every_cell:
                     potential()
-                    model.scoring_twin = partial(
-                        scoring_twin, model, partial(item_response, k, n, kind=kind, coords=coords,
-                                              ability_scale=ability_scale, centered=centered,
-                                              collapse_uninformed=True, score_every_cell=True)
-                    )
+                    twin = partial(item_response, k, n, kind=kind, coords=coords,
+                                   ability_scale=ability_scale, centered=centered,
+                                   collapse_uninformed=True, score_every_cell=True)
+                    model.scoring_twin = partial(scoring_twin, model,
+                                                 partial(_built_as, fast_enabled(), twin))
             else:
                 b = pooled("b", mu_b, "sigma_b", split)
 
@@ -636,24 +578,20 @@ def item_response(
             mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
             # 3PL: the uninformed questions' intercepts get their own scale (module docstring)
             wall_frame = Walls(a, theta, wall_models(k, n, rows)) if walls else None
-            shift = None
-            if kind == "3pl" and fix_guessing is None:  # floors by their share (floors())
-                # free coordinate w - INITIAL_SHARE (where sampling starts)
-                share = pm.Flat("c_share", dims="question") + INITIAL_SHARE
-                shift = split.data("centred") * pt.softplus(share)
+            floors = guessing if kind == "3pl" and fix_guessing is None else None
             beta = pooled("beta", mu_beta, "sigma_beta", split, True, walls=wall_frame,
-                          shift=shift)
+                          guessing=floors)
+            if floors is not None:  # the floors come with the intercepts (jointly sampled)
+                beta, c = beta
             pm.Deterministic("b", -beta / a, dims="question")
 
             def logit(ability):
                 return a * ability + beta
 
-        c = None
-        if kind == "3pl":
-            if fix_guessing is None:
-                c = floors("c", guessing, share, model["beta_raw"], split.data("centred"))
-            else:
-                c = pt.as_tensor(float(fix_guessing))
+        if kind != "3pl":
+            c = None
+        elif fix_guessing is not None:
+            c = pt.as_tensor(float(fix_guessing))
 
         log_delta = None
         if likelihood == "beta_binomial":
@@ -663,24 +601,18 @@ def item_response(
 
         def response(ability, observed_k, observed_n, name, dims):
             eta = logit(ability)
-            coef = log_binomial(k_of[name], n_of[name])
-            log_coef = pm.Data(f"{name}_log_binomial", coef, dims=dims)
             if log_delta is not None:
                 floor = pt.broadcast_to(0.0 if c is None else c, (k.shape[1],))
-                return beta_binomial(
-                    name, observed_n, eta, floor, log_delta, log_coef, observed_k, dims
-                )
+                return beta_binomial(name, observed_n, eta, floor, log_delta, observed_k, dims)
             if kind == "rasch" and dims == CELL:  # every (L, M) table of Rasch cells
-                return binomial_rasch(name, observed_n, ability, b, log_coef, observed_k, dims,
+                return binomial_rasch(name, observed_n, ability, b, observed_k, dims,
                                       weight if name == "k" else None)
             if kind == "2pl" and dims == CELL:  # every (L, M) table of 2PL cells
-                return binomial_2pl(name, observed_n, ability, a, beta, log_coef, observed_k,
-                                    dims)
+                return binomial_2pl(name, observed_n, ability, a, beta, observed_k, dims)
             if c is None:
-                return binomial_logit(name, observed_n, eta, log_coef, observed_k, dims,
+                return binomial_logit(name, observed_n, eta, observed_k, dims,
                                       weight if name == "k" else None)
-            p = c + (1.0 - c) * pm.math.sigmoid(eta)
-            return binomial_probability(name, observed_n, p, log_coef, observed_k, dims)
+            return binomial_floor(name, observed_n, eta, c, observed_k, dims)
 
         response(theta[:, None], successes, trials, "k", CELL)
 

@@ -16,6 +16,12 @@ Documented differences from scorio 0.2.3:
   (t = 0) and reduces to the Rasch joint-ML fit.
 - Items that every model solves (or none does) make scorio's JML/MAP raise;
   we set them aside with infinite difficulty (the exact JML limit).
+- ``rasch_mml`` / ``rasch_mml_credible``: scorio scores by the EAP and the discrete
+  posterior quantile on the EM's 21-node grid; the paper defines the EAP as the posterior
+  mean, which we compute from each model's own posterior (``test_mml_person_scores.py``).
+  With many trials a posterior is far narrower than the grid spacing and scorio's scores
+  snap to nodes and tie; ours agree with scorio's on the grid (the fitted difficulties are
+  the same) and only split its ties, never reversing its order.
 """
 
 from __future__ import annotations
@@ -73,7 +79,10 @@ COMPARE = {
     "dynamic_irt_linear": ["A_10x30x40", "D_N1_8x10", "E_12x40x10_guess", "F_20x120x80"],
     "dynamic_irt_growth": ["A_10x30x40", "B_6x20x80"],
 }
-CASES = [(i, t) for i in sorted(COMPARE) for t in COMPARE[i]]
+# scored on the grid by scorio, from each model's posterior by us (module docstring)
+GRID_SCORED = {"rasch_mml": None, "rasch_mml_credible": 0.05}
+CASES = [(i, t) for i in sorted(COMPARE) if i not in GRID_SCORED for t in COMPARE[i]]
+GRID_CASES = [(i, t) for i in sorted(GRID_SCORED) for t in COMPARE[i]]
 _SCORIO_CACHE: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
 
 
@@ -123,6 +132,27 @@ def test_ranking_and_scores_match_scorio(identifier, tensor):
     np.testing.assert_array_equal(ours.ranks, ranks)
     # scorio stops L-BFGS at gtol ~1e-8 on unscaled objectives; we solve to rounding error
     np.testing.assert_allclose(ours.scores, scores, atol=5e-4)
+
+
+@pytest.mark.parametrize(("identifier", "tensor"), GRID_CASES)
+def test_mml_grid_scores_match_scorio_and_ours_only_split_its_ties(identifier, tensor):
+    R = TENSORS[tensor]
+    d = ResponseData(R)
+    fit = irt.fit_rasch_mml(d.reductions.successes, d.reductions.trials)
+    q = GRID_SCORED[identifier]
+    grid = fit.posterior @ fit.nodes if q is None else irt.posterior_quantile(
+        fit.posterior, fit.nodes, q)
+    ranks, scores = _scorio(identifier, tensor)
+    np.testing.assert_allclose(grid, scores, atol=5e-4)  # the same EM fit as scorio's
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = bayesrank.rank(R, identifier)
+    above = ranks[:, None] < ranks[None, :]  # scorio ranks i strictly above j
+    assert np.all((ours.ranks[:, None] < ours.ranks[None, :])[above])
+    # complete data: ours rank by total successes (the sufficient statistic)
+    np.testing.assert_array_equal(ours.ranks, scores_to_ranks(R.sum(axis=(1, 2)) * 1.0))
+    if identifier == "rasch_mml_credible":  # scorio's grid quantiles tie models here
+        assert len(np.unique(ranks)) < len(np.unique(ours.ranks))
 
 
 def test_dynamic_growth_differences_from_scorio_are_the_documented_ones():
@@ -377,33 +407,42 @@ def test_rasch_jml_solves_the_score_equations_and_ranks_by_totals():
     np.testing.assert_array_equal(bayesrank.rank(R, "rasch").ranks, expected)
 
 
-def test_mml_quadrature_collapse_creates_ties_that_finer_grids_resolve():
+def test_mml_grid_collapse_no_longer_reaches_the_scores():
+    """The EM's 21-node grid posterior collapses onto nodes; the rule's scores do not."""
     R = _irt_like(20, 120, 80, 1)
-    coarse = bayesrank.rank(R, "rasch_mml")
+    d = ResponseData(R)
+    fit = irt.fit_rasch_mml(d.reductions.successes, d.reductions.trials)
     nodes, _ = irt.normal_quadrature(21)
-    # posteriors (sd ~ 0.03) are narrower than the node spacing: EAPs sit on nodes
-    assert np.min(np.abs(coarse.scores[:, None] - nodes[None, :]), axis=1).max() < 1e-3
-    assert len(np.unique(coarse.ranks)) < 10
-    fine = bayesrank.rank(R, "rasch_mml", n_quadrature=301)
+    grid = fit.posterior @ fit.nodes
+    # posteriors (sd ~ 0.03) are narrower than the node spacing: grid EAPs sit on nodes
+    assert np.min(np.abs(grid[:, None] - nodes[None, :]), axis=1).max() < 1e-3
+    assert len(np.unique(scores_to_ranks(grid))) < 10
     expected = scores_to_ranks(R.sum(axis=(1, 2)).astype(float))
-    np.testing.assert_array_equal(fine.ranks, expected)  # EAP is monotone in the total
+    for identifier in ("rasch_mml", "rasch_mml_credible"):
+        out = bayesrank.rank(R, identifier)
+        np.testing.assert_array_equal(out.ranks, expected)  # monotone in the total
+        assert np.min(np.abs(out.scores[:, None] - nodes[None, :]), axis=1).max() > 1e-3
+    fine = bayesrank.rank(R, "rasch_mml", n_quadrature=301)  # a finer EM grid: same ranks
+    np.testing.assert_array_equal(fine.ranks, expected)
 
 
-def test_mml_credible_is_the_discrete_posterior_quantile():
+def test_mml_grid_posterior_and_its_discrete_quantile():
+    """The E-step posterior on the 21 nodes (independently coded) and the discrete
+    quantile ``posterior_quantile`` takes of it (scorio's credible score)."""
     R = TENSORS["B_6x20x80"]
     d = ResponseData(R)
     k, n = d.reductions.successes, d.reductions.trials
-    out = bayesrank.rank(R, "rasch_mml", return_item_params=True)
-    b = out.details["difficulty"]
+    fit = irt.fit_rasch_mml(k, n)
+    b = fit.difficulty
     nodes, w = irt.normal_quadrature(21)
     ll = stats.binom.logpmf(k[:, None, :], n[:, None, :], expit(nodes[None, :, None] - b)).sum(2)
     post = np.exp(ll - logsumexp(ll + np.log(w), axis=1, keepdims=True)) * w
-    np.testing.assert_allclose(post @ nodes, out.scores, atol=1e-10)
-    cred = bayesrank.rank(R, "rasch_mml_credible").scores
+    np.testing.assert_allclose(fit.posterior, post, atol=1e-10)
     cdf = np.cumsum(post, axis=1)
     expected = [nodes[np.argmax(row >= 0.05)] for row in cdf]
-    np.testing.assert_allclose(cred, expected)
-    assert np.all(cred <= out.scores + 1e-9)
+    np.testing.assert_allclose(irt.posterior_quantile(fit.posterior, fit.nodes, 0.05), expected)
+    cred = bayesrank.rank(R, "rasch_mml_credible").scores
+    assert np.all(cred <= bayesrank.rank(R, "rasch_mml").scores)
 
 
 def test_2pl_recovers_simulated_parameters():

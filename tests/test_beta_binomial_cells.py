@@ -8,8 +8,8 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
-from bayesrank.models import beta_binomial as bb
 from bayesrank.models import get_model, irt
+from bayesrank.models.fast import beta_binomial as bb
 from pytensor.compile.mode import Mode
 from scipy import special, stats
 

@@ -27,6 +27,29 @@ def random_point(model, seed=1):
     return {k: v + 0.5 * rng.standard_normal(np.shape(v)) for k, v in start.items()}
 
 
+def intercept_name(model) -> str:
+    """The intercepts' sampled coordinate: the 2PL's v (M,), the 3PL's (v, w) pairs (M, 2)."""
+    return "beta_c_floorshare__" if "beta_c" in model.named_vars else (
+        "beta_items__")
+
+
+def coordinate(model, point):
+    """The intercepts' free coordinate v at ``point`` (u for a centred 3PL question)."""
+    value = point[intercept_name(model)]
+    return value[:, 0] if value.ndim == 2 else value
+
+
+def with_coordinate(model, point, v):
+    """``point`` with the intercepts' free coordinate set to ``v`` (the 3PL's w kept)."""
+    name = intercept_name(model)
+    value = np.array(point[name], dtype=float)
+    if value.ndim == 2:
+        value[:, 0] = v
+    else:
+        value = np.broadcast_to(np.asarray(v, float), value.shape).copy()
+    return {**point, name: value}
+
+
 def evaluate(model, names, point):
     """The named variables as functions of the value variables, at ``point``."""
     outputs = model.replace_rvs_by_values([model[n] for n in names])
@@ -49,10 +72,10 @@ def plain_3pl(binary, walls=False, kind="3pl", own_scale_min=1):
 def test_3pl_uninformed_intercepts_use_their_own_scale(binary):
     model = plain_3pl(binary)
     point = random_point(model)
-    got = evaluate(model, ["beta", "mu_beta", "sigma_beta_uninformed", "beta_raw"], point)
+    got = evaluate(model, ["beta", "mu_beta", "sigma_beta_uninformed"], point)
     np.testing.assert_allclose(
         got["beta"][[0, 1]],
-        got["mu_beta"] + got["sigma_beta_uninformed"] * got["beta_raw"][[0, 1]],
+        got["mu_beta"] + got["sigma_beta_uninformed"] * coordinate(model, point)[[0, 1]],
         rtol=1e-12,
     )
     # and that scale's prior is HalfNormal(2.5), like the informed one's
@@ -80,46 +103,63 @@ def test_3pl_likelihood_is_scipys_betabinomial(binary):
 
 @pytest.mark.parametrize("guessing", [None, (2.0, 30.0)])
 def test_floors_are_iid_beta_in_their_share_coordinates(binary, guessing):
-    """A centred question's floor and intercept are sampled as (u, w) = (beta + softplus(w),
-    logit(c / p(0))) (``models.item_effects.floors``).  The map to (logit c, beta) has
-    |Jacobian| 1 (by finite differences here), so the density must be scipy's Beta(c) times
-    the log-odds Jacobian c (1 - c), and Normal(mu_beta, sigma_beta) at beta."""
+    """The floors and intercepts are one variable ``beta_c`` with the declared prior, c_m ~
+    Beta i.i.d. and beta_m ~ Normal(mu_beta, sigma_beta), independent (scipy's densities
+    without the Jacobian), sampled as (u, w) = (beta + softplus(w), logit(c / p(0))) for a
+    centred question (``models.transforms.FloorsAndIntercepts``).  The map to (logit c,
+    beta) has |Jacobian| 1 (by finite differences here), so the Jacobian term is log c +
+    log(1 - c) there, plus the wall map's log(1 + s logistic(-v)) on a one-sided one."""
     options = {} if guessing is None else {"guessing": guessing}
     model = irt.build(binary, kind="3pl", centered=True, **options)
     prior = stats.beta(*((1.0, 19.0) if guessing is None else guessing))
     centred = model["centred"].get_value() > 0
     assert centred.sum() == 6  # every question but the never and the always solved
     names = ["c", "beta", "mu_beta", "sigma_beta"]
+    name = intercept_name(model)
     for seed in (4, 5):
         point = random_point(model, seed=seed)
         got = evaluate(model, names, point)
         c, beta = got["c"], got["beta"]
-        assert model.compile_logp(vars=[model["c_prior"]])(point) == pytest.approx(
-            (prior.logpdf(c) + np.log(c) + np.log1p(-c)).sum(), rel=1e-10)
-        expected = (stats.norm(got["mu_beta"], got["sigma_beta"]).logpdf(beta[centred]).sum()
-                    + stats.norm.logpdf(point["beta_raw"][~centred]).sum())
-        assert model.compile_logp(vars=[model["beta_raw"]])(point) == pytest.approx(
-            expected, rel=1e-10)
+        declared = model.compile_logp(vars=[model["beta_c"]], jacobian=False)(point)
+        normal = stats.norm(got["mu_beta"], got["sigma_beta"])
+        assert declared == pytest.approx(prior.logpdf(c).sum() + normal.logpdf(beta).sum(),
+                                         rel=1e-10)
+        v = point[name][:, 0]
+        jacobian = (np.log(c) + np.log1p(-c)).sum() + np.log1p(
+            got["sigma_beta"] * expit(-v[~centred])).sum()
+        assert model.compile_logp(vars=[model["beta_c"]])(point) - declared == pytest.approx(
+            jacobian, rel=1e-10)
         # w = logit of the floor's share of the solve probability at the mean ability
         p0 = c + (1 - c) * expit(beta)
-        np.testing.assert_allclose(c[centred] / p0[centred],
-                                   expit(point["c_share"][centred] + irt.INITIAL_SHARE),
+        np.testing.assert_allclose(c[centred] / p0[centred], expit(point[name][centred, 1]),
                                    rtol=1e-10)
-        # and u, the intercepts' raw coordinate, its logit
-        np.testing.assert_allclose(p0[centred], expit(point["beta_raw"][centred]), rtol=1e-10)
+        # and u its logit
+        np.testing.assert_allclose(p0[centred], expit(v[centred]), rtol=1e-10)
 
     def mapped(u, w, m):
-        moved = dict(point, beta_raw=point["beta_raw"].copy(), c_share=point["c_share"].copy())
-        moved["beta_raw"][m], moved["c_share"][m] = u, w
-        out = evaluate(model, ["c", "beta"], moved)
+        value = point[name].copy()
+        value[m] = u, w
+        out = evaluate(model, ["c", "beta"], {**point, name: value})
         return np.array([np.log(out["c"][m] / (1 - out["c"][m])), out["beta"][m]])
 
     eps = 1e-6
     for m in np.flatnonzero(centred):
-        u, w = point["beta_raw"][m], point["c_share"][m]
+        u, w = point[name][m]
         jac = np.column_stack([(mapped(u + eps, w, m) - mapped(u - eps, w, m)) / (2 * eps),
                                (mapped(u, w + eps, m) - mapped(u, w - eps, m)) / (2 * eps)])
         assert abs(np.linalg.det(jac)) == pytest.approx(1.0, rel=1e-6)
+
+
+def test_the_3pl_prior_predictive_draws_the_declared_priors(binary):
+    """pm.sample_prior_predictive: the floors are Beta(1, 19) and the intercepts
+    Normal(mu_beta, sigma_beta) draws (no Potential is lost)."""
+    model = irt.build(binary, kind="3pl")
+    with model:
+        prior = pm.sample_prior_predictive(draws=4000, random_seed=3).prior
+    c = prior["c"].values.ravel()
+    assert stats.kstest(c, stats.beta(1.0, 19.0).cdf).pvalue > 1e-3
+    z = ((prior["beta"] - prior["mu_beta"]) / prior["sigma_beta"]).values.ravel()
+    assert stats.kstest(z, stats.norm.cdf).pvalue > 1e-3
 
 
 @pytest.mark.parametrize("guessing", [(0.0, 1.0), (1.0,)])
@@ -146,13 +186,14 @@ def test_one_sided_intercepts_from_their_walls_are_a_change_of_variables(binary,
     walled, plain = plain_3pl(binary, True, kind), plain_3pl(binary, False, kind)
     for seed in range(4):
         point = random_point(walled, seed=10 + seed)
-        point["beta_raw"] = point["beta_raw"] * 3.0  # deep past and far from the walls
+        # deep past and far from the walls
+        point = with_coordinate(walled, point, coordinate(walled, point) * 3.0)
         got = evaluate(walled, ["beta", "mu_beta", "sigma_beta_uninformed"], point)
         scale = got["sigma_beta_uninformed"]
         z = (got["beta"][:2] - got["mu_beta"]) / scale
-        v = point["beta_raw"][:2]
-        old_point = dict(point)
-        old_point["beta_raw"] = np.concatenate([z, point["beta_raw"][2:]])
+        v = coordinate(walled, point)[:2]
+        old_point = with_coordinate(plain, point,
+                                    np.concatenate([z, coordinate(walled, point)[2:]]))
         np.testing.assert_allclose(evaluate(plain, ["beta"], old_point)["beta"], got["beta"],
                                    rtol=1e-12, atol=1e-12)
         jacobian = np.log(expit(-v) + 1.0 / scale).sum()
@@ -207,7 +248,7 @@ def test_wall_map_is_increasing_onto_the_line_and_puts_the_wall_at_the_reference
     ks = binary.sum(-1).sum(-1)
     best, worst = int(np.argmax(ks)), int(np.argmin(ks))
     for v in (-40.0, -2.0, 0.0, 2.0, 40.0):
-        point["beta_raw"] = np.full(8, v)
+        point = with_coordinate(model, point, np.full(8, v))
         got = evaluate(model, ["beta", "a", "theta", scale_name], point)
         s = got[scale_name]
         h = -np.logaddexp(0.0, -v) + v / s

@@ -12,7 +12,7 @@ import pytest
 from _model_sims import davidson_luce_probabilities, simulate_davidson_luce, zero_sum_normal
 from bayesrank.models import davidson_luce as dl
 from pymc.model.transform.conditioning import remove_value_transforms
-from scipy import optimize, stats
+from scipy import stats
 from scipy.special import comb
 
 import bayesrank
@@ -36,28 +36,9 @@ def test_elementary_symmetric_polynomials_match_enumeration(n, max_order):
 
 
 def values(model, theta, eta) -> dict:
-    """Free-variable values of ``model`` (untransformed) for log-strengths and tie effects.
-
-    The tie coordinate is omega = eta + h(theta) (``_size_log_odds``); h is read off
-    the model's own map at omega = 0, eta = -h(theta).  The free ``tie_size_raw`` is
-    omega itself, or for an order no event has the v that the wall map takes to omega
-    (found by root finding on the model's own map, which is increasing)."""
-    ties = model.compile_fn([model["tie_size_log_odds"], model["eta"]],
-                            inputs=[model["theta"], model["tie_size_raw"]], point_fn=False)
-    theta = np.asarray(theta, dtype=float)
-    eta = np.asarray(eta, dtype=float)
-    omega_0, eta_0 = ties(theta, np.zeros_like(eta))
-    omega = eta + omega_0 - eta_0  # omega - eta = h(theta)
-    omega_at = model.compile_fn(model["tie_size_log_odds"], inputs=[model["tie_size_raw"]],
-                                on_unused_input="ignore", point_fn=False)
-    raw = omega.copy()
-    for t in range(raw.size):
-        def gap(v, t=t):
-            trial = raw.copy()
-            trial[t] = v
-            return omega_at(trial)[t] - omega[t]
-        raw[t] = optimize.brentq(gap, -1e3, 1e3, xtol=1e-13)
-    return {"theta": theta, "tie_size_raw": raw}
+    """Free-variable values of ``model`` without value transforms: eta is declared with its
+    own prior (:class:`models.transforms.TieSizes` only changes the sampled coordinates)."""
+    return {"theta": np.asarray(theta, dtype=float), "eta": np.asarray(eta, dtype=float)}
 
 
 def test_tie_coordinates_are_the_winner_size_log_odds_and_keep_the_prior():
@@ -75,8 +56,8 @@ def test_tie_coordinates_are_the_winner_size_log_odds_and_keep_the_prior():
                                                   for T in itertools.combinations(range(L), t))
                    for t in range(1, L)]
     point = values(model, theta, eta)
-    omega = model.compile_fn(model["tie_size_log_odds"], inputs=[model["tie_size_raw"]],
-                             on_unused_input="ignore", point_fn=False)(point["tie_size_raw"])
+    omega = model.compile_fn(model["tie_size_log_odds"], inputs=[model["theta"], model["eta"]],
+                             point_fn=False)(theta, eta)
     np.testing.assert_allclose(omega,
                                np.log(size_weight[1:]) - np.log(size_weight[0]), rtol=1e-10)
     joint = model.compile_logp(sum=True)(point)
@@ -97,16 +78,26 @@ def test_tie_orders_no_event_has_are_measured_from_their_wall():
     R = np.zeros((L, M, N), dtype=int)
     for m, n in itertools.product(range(M), range(N)):
         R[rng.choice(L, rng.choice([1, 2, 4, 5]), replace=False), m, n] = 1
-    model = remove_value_transforms(dl.build(ResponseData(R)))
-    omega_at = model.compile_fn(model["tie_size_log_odds"], inputs=[model["tie_size_raw"]],
-                                on_unused_input="ignore", point_fn=False)
+    built = dl.build(ResponseData(R))
+    model = remove_value_transforms(built, [built["theta"]])  # v: eta's sampled coordinate
+    plain = remove_value_transforms(built)
+    (v_name,) = [v.name for v in model.value_vars if v.name != "theta"]
+    assert v_name == "eta_sizeodds__"
+    v_var = model.rvs_to_values[model["eta"]]
+    omega_of = model.compile_fn(model.replace_rvs_by_values([model["tie_size_log_odds"]])[0],
+                                inputs=[model.rvs_to_values[model["theta"]], v_var],
+                                point_fn=False)
+    eta_of = model.compile_fn(model.replace_rvs_by_values([model["eta"]])[0],
+                              inputs=[model.rvs_to_values[model["theta"]], v_var],
+                              point_fn=False)
     wall = -np.log((R.sum(axis=0) == 1).sum())
     unseen = 1  # tie_order 2, 3, 4, 5
+    theta = zero_sum_normal(rng, 1.0, L)
 
     def omega(v: float, raw: np.ndarray | None = None) -> np.ndarray:
         raw = np.zeros(L - 2) if raw is None else raw.copy()
         raw[unseen] = v
-        return omega_at(raw)
+        return omega_of(theta, raw)
 
     grid = np.linspace(-20.0, 20.0, 401)
     mapped = np.array([omega(v)[unseen] for v in grid])
@@ -117,18 +108,12 @@ def test_tie_orders_no_event_has_are_measured_from_their_wall():
     np.testing.assert_array_equal(np.delete(omega(2.5, np.arange(L - 2.0)), unseen),
                                   np.delete(np.arange(L - 2.0), unseen))  # the others: omega = v
 
-    theta = zero_sum_normal(rng, 1.0, L)
-    eta = rng.normal(0.0, 1.0, L - 2)
-    point = values(model, theta, eta)
+    v = rng.normal(0.0, 1.0, L - 2)
     step = 1e-6
-    slope = (omega(point["tie_size_raw"][unseen] + step, point["tie_size_raw"])
-             - omega(point["tie_size_raw"][unseen] - step, point["tie_size_raw"]))[unseen] / (
-        2 * step)
-    joint = model.compile_logp(sum=True)(point)
-    likelihood = model.compile_logp(vars=[model["events"]], sum=True)(point)
-    prior = (stats.norm(0, 3).logpdf(eta).sum()
-             + pm.logp(pm.ZeroSumNormal.dist(sigma=1.0, shape=L), theta).eval())
-    assert joint - likelihood - prior == pytest.approx(np.log(slope), rel=1e-6)
+    slope = (omega(v[unseen] + step, v) - omega(v[unseen] - step, v))[unseen] / (2 * step)
+    sampled = model.compile_logp(sum=True)({"theta": theta, v_name: v})
+    declared = plain.compile_logp(sum=True)(values(plain, theta, eta_of(theta, v)))
+    assert sampled - declared == pytest.approx(np.log(slope), rel=1e-6)
 
 
 def log_likelihood_by_enumeration(data, theta, log_delta, D):

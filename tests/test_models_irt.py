@@ -177,15 +177,16 @@ def test_binomial_intervals_are_overconfident_on_overdispersed_data(overdisperse
 
 
 def test_2pl_ppc_with_one_sided_questions_raises_no_potential_warning():
-    """The 2PL samples one-sided intercepts from their walls through a Potential on the
-    parameters; replicating from frozen posterior draws is exact, and users saw PyMC's
-    "effect of Potentials ... ignored ... invalid or biased" warning in every such report."""
+    """The 2PL samples one-sided intercepts from their walls by a transform of their declared
+    prior, not a Potential (users saw PyMC's "effect of Potentials ... ignored ... invalid
+    or biased" warning in every such report while it was one)."""
     rng = np.random.default_rng(5)
     R = (rng.random((5, 14, 3)) < np.linspace(0.2, 0.8, 5)[:, None, None]).astype(np.int8)
     R[:, 0], R[:, 1] = 0, 1  # one question nobody solves, one everybody solves
     post = fit(ResponseData(R), "2pl", draws=150, tune=200, chains=2, random_seed=1,
                progressbar=False, log_likelihood=False)
-    assert any(v.startswith("one_sided_") for v in post.pymc_model.named_vars)
+    assert not post.pymc_model.potentials
+    assert "beta_items__" in {v.name for v in post.pymc_model.value_vars}
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         result = post.ppc(num_draws=60, random_seed=2)
@@ -575,17 +576,19 @@ def test_discrimination_scale_is_fixed_by_the_informed_questions_only():
     # intercepts: informed ones centred, the others non-centred (mu + sigma z), one vector
     rasch = irt.build(R, kind="rasch")
     np.testing.assert_array_equal(rasch["centred"].get_value(), [0, 1, 0, 1, 1])
-    values = {"mu_b": 0.5, "sigma_b": 2.0, "b_raw": [1.0, 1.0, -1.0, 2.0, 3.0]}
-    got = rasch["b"].eval({rasch[name]: np.asarray(v) for name, v in values.items()})
+    v = np.array([1.0, 1.0, -1.0, 2.0, 3.0])
+    point = rasch.initial_point() | {"mu_b": 0.5, "sigma_b_log__": np.log(2.0),
+                                     "b_items__": v}
+    b_of = rasch.compile_fn(rasch.replace_rvs_by_values([rasch["b"]])[0],
+                            inputs=rasch.value_vars, on_unused_input="ignore")
+    got = b_of(point)
     np.testing.assert_allclose(got, [2.5, 1.0, -1.5, 2.0, 3.0])
-    # the raw vector's prior: N(mu, sigma) where centred, N(0, 1) elsewhere
-    point = rasch.initial_point() | {
-        "mu_b": 0.5, "sigma_b_log__": np.log(2.0), "b_raw": np.array(values["b_raw"])
-    }
-    logp = rasch.compile_logp(vars=[rasch["b_raw"]], jacobian=False)(point)
-    expected = stats.norm.logpdf([1.0, 2.0, 3.0], 0.5, 2.0).sum()
-    expected += stats.norm.logpdf([1.0, -1.0]).sum()
-    assert logp == pytest.approx(expected, rel=1e-12)
+    # b's declared prior is N(mu, sigma) everywhere; the Jacobian of the non-centred map
+    # is sigma on the two uninformed questions
+    declared = rasch.compile_logp(vars=[rasch["b"]], jacobian=False)(point)
+    assert declared == pytest.approx(stats.norm.logpdf(got, 0.5, 2.0).sum(), rel=1e-12)
+    sampled = rasch.compile_logp(vars=[rasch["b"]])(point)
+    assert sampled - declared == pytest.approx(2 * np.log(2.0), rel=1e-12)
 
 
 def test_one_informed_question_has_unit_discrimination():
@@ -661,7 +664,7 @@ def test_pointwise_log_likelihood_is_the_binomial_pmf(rasch_fixed):
 
 def test_beta_binomial_draws_survive_a_probability_that_rounds_to_one():
     """A cell with p = 1 - 1e-20 (p rounds to 1.0) still draws; before, Beta(.., 0) raised."""
-    from bayesrank.models.beta_binomial import _random
+    from bayesrank.models.likelihoods import _beta_binomial_random as _random
 
     rng = np.random.default_rng(0)
     n = np.array([10, 10])

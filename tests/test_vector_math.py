@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import numpy as np
-from bayesrank.models import rasch_cells, slope_cells
-from bayesrank.models._vector_math import (
+from bayesrank.models.fast import rasch_cells, slope_cells
+from bayesrank.models.fast._vector_math import (
     KERNEL_OPTIONS,
     binomial_logit_cells,
     binomial_logit_total,

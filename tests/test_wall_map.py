@@ -8,8 +8,9 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 from _cells_ops import MODES, assert_same_density, count_ops
-from bayesrank.models import irt, item_effects
-from bayesrank.models.wall_map import WallMap, wall_map
+from bayesrank.models import irt
+from bayesrank.models.fast.wall_map import WallMap, wall_map
+from bayesrank.models.likelihoods import fast_kernels
 from scipy import special
 
 NAMES = ("raw", "location", "scale", "slope", "reference")
@@ -110,8 +111,7 @@ def test_the_models_density_is_the_previous_graphs(kind):
     R[:, 2], R[:, 5], R[:, 7] = 0, 1, 0
     model = irt.build(R, kind=kind)
     assert count_ops(model, WallMap) >= 1
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(item_effects, "wall_map", _previous_graph)
+    with fast_kernels(False):  # the map as PyTensor operations, PyMC's own likelihoods
         previous = irt.build(R, kind=kind)
     assert count_ops(previous, WallMap) == 0
     assert_same_density(model, previous, rng, sd=1.5)

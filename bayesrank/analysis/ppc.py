@@ -206,10 +206,10 @@ def _without_pymc_info() -> Iterator[None]:
     """Hold back, here only, PyMC's "Sampling: [k]" INFO line for every predictive draw,
     PyTensor's note that a custom likelihood's random draws run in Numba's object mode (a
     speed remark about a few thousand draws, not a problem), and PyMC's warning that
-    Potentials are ignored: every Potential of bayesrank's models is a density of the
-    parameters alone (the 2PL/3PL one-sided intercepts' change of variables; the scoring
-    twin of the Rasch has none), and the replicated data are drawn given frozen posterior
-    draws, which already carry it, so ignoring it there is exact."""
+    Potentials are ignored: the one Potential of bayesrank's models (the collapsed Rasch's
+    integral over its one-sided difficulties) is a density of the parameters alone, its
+    scoring twin, which replicates, has none, and the replicated data are drawn given frozen
+    posterior draws, which already carry it, so ignoring it there is exact."""
     logger = logging.getLogger("pymc")
     level = logger.level
     logger.setLevel(max(level, logging.WARNING))

@@ -208,3 +208,60 @@ def independence_chain(log_u, log_w, start_log_w):
             accepted += 1
         index[k] = cur
     return index, accepted
+
+
+@njit(cache=True)
+def laplace_precision(first, second, weights, met, prior_var, L):
+    """Laplace precisions ``B^T diag(w) B + I / prior_var`` of B chains, (B, L, L).
+
+    ``weights`` (B, P): ``n s (1 - s)`` of the pairs ``(first[p], second[p])`` at the
+    mode; ``met`` (B, P): the pairs that met, the only ones the one-chain construction
+    (:meth:`bayesrank.baselines.paired._Pairs.laplacian` plus the prior) keeps.  Its
+    sums run in the same order, so each matrix equals that construction bit for bit.
+    """
+    B = weights.shape[0]
+    H = np.zeros((B, L, L))
+    d_i = np.zeros(L)
+    d_j = np.zeros(L)
+    for b in range(B):
+        d_i[:] = 0.0
+        d_j[:] = 0.0
+        for p in range(first.size):
+            if not met[b, p]:
+                continue
+            i, j, w = first[p], second[p], weights[b, p]
+            H[b, i, j] = -w + 0.0
+            H[b, j, i] = -w + 0.0
+            d_i[i] += w
+            d_j[j] += w
+        for k in range(L):
+            H[b, k, k] = (d_i[k] + d_j[k]) + 1.0 / prior_var
+    return H
+
+
+@njit(cache=True, nogil=True)
+def chain_mean(states, row_means, first, second, n, loss_nodes, prior_var, log_u, log_q,
+               burnin):
+    """Mean of the centred kept states of one independence chain, and its accepted count.
+
+    ``states`` (T + 1, L): row 0 the start (the mode), row ``k + 1`` proposal ``k``;
+    ``row_means`` (T + 1,) their means over models.  The chain is
+    :func:`independence_chain` on the log-weights ``bt_log_posterior - log_q``; the
+    result is ``mean_k (states[h_k] - row_means[h_k])`` over the held states ``h_k`` of
+    steps ``k >= burnin``, summed in step order and divided by the count, as
+    ``numpy.mean`` of the gathered draws (axis 0) does, without gathering them.
+    """
+    log_w = bt_log_posterior(states, first, second, n, loss_nodes, prior_var)
+    index, accepted = independence_chain(log_u, log_w[1:] - log_q, log_w[0])
+    L = states.shape[1]
+    acc = np.zeros(L)
+    for k in range(burnin, index.size):
+        h = index[k] + 1
+        centre = row_means[h]
+        if k == burnin:
+            for j in range(L):
+                acc[j] = states[h, j] - centre
+        else:
+            for j in range(L):
+                acc[j] += states[h, j] - centre
+    return acc / (index.size - burnin), accepted

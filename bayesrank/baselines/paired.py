@@ -77,6 +77,7 @@ __all__ = [
     "bt_log_strengths",
     "bt_posterior_draws",
     "bt_posterior_draws_batch",
+    "bt_posterior_means_batch",
     "bt_posterior_mean",
     "davidson_loglik",
     "davidson_log_strengths",
@@ -348,6 +349,74 @@ def bt_posterior_draws(
     return draws[0], float(rates[0])
 
 
+@dataclass(frozen=True)
+class _Chains:
+    """What B independence chains of :func:`bt_posterior_draws_batch` share and need.
+
+    The random numbers (one stream for every chain: they do not depend on ``W``), the
+    modes and the Cholesky factors of the Laplace covariances, (B, L, L).
+    """
+
+    pairs: list[_Pairs]
+    var: float
+    burnin: int
+    z: np.ndarray  # (T, L) standard normals of the proposals
+    radius: np.ndarray  # (T,) Student-t radii
+    log_q: np.ndarray  # (T,) proposal log-densities up to a constant (0 at the mode)
+    log_u: np.ndarray  # (T,) log-uniforms of the accept steps
+    modes: np.ndarray  # (B, L)
+    chol: np.ndarray  # (B, L, L)
+
+    def states(self, rows: slice) -> np.ndarray:
+        """Start and proposals of the chains ``rows``, (b, T + 1, L): row 0 the mode,
+        row ``k + 1`` proposal ``k = mode + (z_k @ chol^T) / radius_k``."""
+        modes, chol = self.modes[rows], self.chol[rows]
+        states = np.empty((len(modes), self.z.shape[0] + 1, self.z.shape[1]))
+        states[:, 0] = modes
+        proposals = states[:, 1:]  # without temporaries
+        np.divide(np.matmul(self.z, np.swapaxes(chol, 1, 2)), self.radius[:, None],
+                  out=proposals)
+        proposals += modes[:, None]
+        return states
+
+    def log_posterior_args(self, b: int) -> tuple:
+        """Pairs, decisive counts, ``B^T W_ji`` and prior of chain ``b``'s log-posterior."""
+        p = self.pairs[b]
+        return p.i, p.j, p.a + p.b, p.to_nodes(p.b), self.var
+
+
+def _chains(Ws, *, n_samples=5000, burnin=1000, prior_var=1.0, seed=42, df=5.0) -> _Chains:
+    """Check the sampler's options and prepare B chains (:func:`bt_posterior_draws_batch`)."""
+    from bayesrank.baselines import _mcmc_kernels as kernels
+
+    Ws = np.asarray(Ws, dtype=float)
+    if Ws.ndim != 3:
+        raise DataError(f"Ws must be a stack of (L, L) win matrices, got shape {Ws.shape}")
+    pairs = [_pairs(W) for W in Ws]
+    var = prior_variance(prior_var)
+    if var is None:
+        raise DataError("prior_var must be a positive variance: the posterior needs a prior")
+    n_samples = check_int("n_samples", n_samples)
+    burnin = check_int("burnin", burnin, minimum=0)
+    L = Ws.shape[1]
+    rng = np.random.default_rng(seed)
+    total = burnin + n_samples
+    z = rng.standard_normal((total, L))
+    radius = np.sqrt(rng.chisquare(df, total) / df)
+    # log q(x) up to a constant: -(df + L)/2 log(1 + |z|^2 / (df r^2))
+    log_q = -(df + L) / 2 * np.log1p(np.einsum("sl,sl->s", z, z) / (df * radius**2))
+    log_u = np.log(rng.random(total))
+    # the modes in one lockstep Newton solve: each problem's iterates are those it has alone
+    modes, stalled = bt_fit_batch(Ws, prior_var=var, max_iter=200)
+    _warn_stalled(stalled, "bt fit", 200)
+    i, j = np.triu_indices(L, 1)
+    n = Ws[:, i, j] + Ws[:, j, i]
+    s = expit(modes[:, i] - modes[:, j])
+    precision = kernels.laplace_precision(i, j, n * s * (1 - s), n > 0, var, L)
+    chol = np.linalg.cholesky(np.linalg.inv(precision))
+    return _Chains(pairs, var, burnin, z, radius, log_q, log_u, modes, chol)
+
+
 def bt_posterior_draws_batch(
     Ws: np.ndarray,
     *,
@@ -363,9 +432,10 @@ def bt_posterior_draws_batch(
     proposals, the uniforms of the accept steps) do not depend on ``W``, so all B chains
     use the one stream that ``seed`` gives a single chain: they are drawn once.  The B
     modes come from one lockstep Newton solve (:func:`bt_fit_batch`: every problem's
-    iterates are those it has alone); every chain then runs the same code as alone
-    (Laplace scale, compiled log-posterior, whose rows do not depend on each other, and
-    accept loop), so chain ``b`` equals ``bt_posterior_draws(Ws[b])`` exactly.
+    iterates are those it has alone), the B Laplace scales from one stacked
+    factorisation; every chain then runs the same code as alone (compiled
+    log-posterior, whose rows do not depend on each other, and accept loop), so chain
+    ``b`` equals ``bt_posterior_draws(Ws[b])`` exactly.
 
     Returns
     -------
@@ -374,48 +444,50 @@ def bt_posterior_draws_batch(
     """
     from bayesrank.baselines import _mcmc_kernels as kernels
 
-    Ws = np.asarray(Ws, dtype=float)
-    if Ws.ndim != 3:
-        raise DataError(f"Ws must be a stack of (L, L) win matrices, got shape {Ws.shape}")
-    pairs = [_pairs(W) for W in Ws]
-    var = prior_variance(prior_var)
-    if var is None:
-        raise DataError("prior_var must be a positive variance: the posterior needs a prior")
-    n_samples = check_int("n_samples", n_samples)
-    burnin = check_int("burnin", burnin, minimum=0)
-    B, L = Ws.shape[:2]
-    rng = np.random.default_rng(seed)
-    total = burnin + n_samples
-    z = rng.standard_normal((total, L))
-    radius = np.sqrt(rng.chisquare(df, total) / df)
-    # log q(x) up to a constant: -(df + L)/2 log(1 + |z|^2 / (df r^2))
-    log_q = -(df + L) / 2 * np.log1p(np.einsum("sl,sl->s", z, z) / (df * radius**2))
-    log_u = np.log(rng.random(total))
-    # the modes in one lockstep Newton solve: each problem's iterates are those it has alone
-    modes, stalled = bt_fit_batch(Ws, prior_var=var, max_iter=200)
-    _warn_stalled(stalled, "bt fit", 200)
+    ch = _chains(Ws, n_samples=n_samples, burnin=burnin, prior_var=prior_var, seed=seed,
+                 df=df)
+    B, L = ch.modes.shape
     out = np.empty((B, n_samples, L))
     rates = np.empty(B)
-    states = np.empty((total + 1, L))  # row 0: the start (the mode); row k + 1: proposal k
-    for b, (mode, p) in enumerate(zip(modes, pairs, strict=True)):
-        n = p.a + p.b
-        s = expit(p.diff(mode))
-        precision = p.laplacian(n * s * (1 - s)) + np.eye(L) / var
-        chol_cov = np.linalg.cholesky(np.linalg.inv(precision))
-        states[0] = mode
-        proposals = states[1:]  # mode + (z @ chol_cov.T) / radius, without temporaries
-        np.divide(np.matmul(z, chol_cov.T), radius[:, None], out=proposals)
-        proposals += mode
-        loss_nodes = p.to_nodes(p.b)
-        log_w = kernels.bt_log_posterior(states, p.i, p.j, n, loss_nodes, var)
+    for b in range(B):
+        states = ch.states(slice(b, b + 1))[0]
+        log_w = kernels.bt_log_posterior(states, *ch.log_posterior_args(b))
         # the mode's own proposal log-density is 0
-        start_w = log_w[0]
-        index, accepted = kernels.independence_chain(log_u, log_w[1:] - log_q, start_w)
+        index, accepted = kernels.independence_chain(ch.log_u, log_w[1:] - ch.log_q, log_w[0])
         # centre every state once; a draw is a copy of its (centred) state
         states -= states.mean(axis=1, keepdims=True)
         np.take(states, index[burnin:] + 1, axis=0, out=out[b])
-        rates[b] = accepted / total
+        rates[b] = accepted / ch.z.shape[0]
     return out, rates
+
+
+def bt_posterior_means_batch(Ws: np.ndarray, **options) -> tuple[np.ndarray, np.ndarray]:
+    """Mean of every chain's draws of :func:`bt_posterior_draws_batch`, without the draws.
+
+    ``draws.mean(axis=1)`` of that function with the same ``options`` (``n_samples``,
+    ``burnin``, ``prior_var``, ``seed``, ``df``), bit for bit: the same chains (one
+    random stream, modes and Laplace scales as there), but each chain's centred kept
+    states are summed in step order by :func:`._mcmc_kernels.chain_mean` instead of
+    being gathered into a (n_samples, L) array first.  The kernel releases the GIL, so
+    blocks of chains can run on threads.
+
+    Returns
+    -------
+    means : numpy.ndarray, shape (B, L)
+    acceptance_rate : numpy.ndarray, shape (B,)
+    """
+    from bayesrank.baselines import _mcmc_kernels as kernels
+
+    ch = _chains(Ws, **options)
+    B, L = ch.modes.shape
+    means, rates = np.empty((B, L)), np.empty(B)
+    for b in range(B):
+        states = ch.states(slice(b, b + 1))[0]
+        means[b], accepted = kernels.chain_mean(states, states.mean(axis=1),
+                                                *ch.log_posterior_args(b), ch.log_u,
+                                                ch.log_q, ch.burnin)
+        rates[b] = accepted / ch.z.shape[0]
+    return means, rates
 
 
 # -- ranking rules ---------------------------------------------------------------------------

@@ -137,7 +137,7 @@ def nutpie_backend(model: pm.Model | None = None,
     Its cost is the compile: 2-15 s with PyTensor's on-disk cache warm, 5-50 s for a
     graph (model and data shape) new to the machine, against 1-3 s for JAX, which a
     short run does not pay back.  (Until the beta-binomial cells became one Op,
-    ``models.beta_binomial``, the 3PL at scale went to JAX: its cells cost 7.8 ms per
+    ``models.fast.beta_binomial``, the 3PL at scale went to JAX: its cells cost 7.8 ms per
     gradient in Numba against 4.4 in XLA on 43 x 400 x 10; the Op, 1.1 ms.)  "pytensor"
     (:func:`.nutpie_models.nutpie_pytensor_model`) is chosen by hand only.
     """

@@ -66,7 +66,7 @@ def _code_version() -> str:
     import bayesrank.models
 
     digest = hashlib.sha256()
-    sources = sorted(Path(p) for d in bayesrank.models.__path__ for p in Path(d).glob("*.py"))
+    sources = sorted(Path(p) for d in bayesrank.models.__path__ for p in Path(d).rglob("*.py"))
     here = Path(__file__)
     for path in (*sources, here.with_name("nutpie_models.py"),
                  here.with_name("log_likelihood.py"), here):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from bayesrank.baselines._optim import prior_variance
-from bayesrank.baselines.irt.mml import _mml_options, fit_rasch_mml_batch, posterior_quantile
+from bayesrank.baselines.irt.mml import _mml_options, fit_rasch_mml_batch
 from bayesrank.baselines.irt.xpl import _layout
 from bayesrank.baselines.irt.xpl_batch import fit_xpl_batch
 from bayesrank.checks import check_probability
@@ -94,7 +94,8 @@ def _dynamic_irt(stack: DrawStack, *, variant="linear", max_iter=500, score="bas
 
 def _rasch_mml(stack: DrawStack, *, quantile=None, max_iter=100, em_iter=20, n_quadrature=21,
                population_sd=1.0, return_item_params=False) -> np.ndarray | None:
-    """EAP (or posterior-quantile) scores of the Rasch MML fit of every draw."""
+    """EAP (or posterior-quantile) scores of the Rasch MML fit of every draw (each model's
+    posterior, :meth:`~bayesrank.baselines.irt.mml.MmlBatch.person_scores`)."""
     if not stack.data.is_binary:
         return None
     try:
@@ -112,10 +113,7 @@ def _rasch_mml(stack: DrawStack, *, quantile=None, max_iter=100, em_iter=20, n_q
                                    max_iter=max_iter, population_sd=population_sd)
 
     fit = stack.once(("mml", n_quadrature, em_iter, max_iter, population_sd), fit)
-    if quantile is None:
-        return fit.eap
-    return np.stack([posterior_quantile(p, z, quantile)
-                     for p, z in zip(fit.posterior, fit.nodes, strict=True)])
+    return fit.person_scores(quantile)[..., 0 if quantile is None else 2]
 
 
 #: Base rule name -> scores of every draw of a stack (D, L) (with reasons), or None.

@@ -15,9 +15,10 @@ stack) run them too.
 
 Bayesian Bradley-Terry by MCMC (``bayesian_mcmc``): with a fixed seed every draw's chain
 uses the same random stream, which
-:func:`bayesrank.baselines.paired.bt_posterior_draws_batch` draws once for a block of
-draws; each chain then runs the per-draw code (a seed that is not an integer, e.g. None
-or a Generator, gives each draw another stream: per-draw path).
+:func:`bayesrank.baselines.paired.bt_posterior_means_batch` draws once for a block of
+draws; each chain then runs the per-draw code and keeps only the mean of its draws (a
+seed that is not an integer, e.g. None or a Generator, gives each draw another stream:
+per-draw path).
 
 Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters): the draws'
 question-level counts (or cell utilities) go to the lockstep voting rules of
@@ -101,10 +102,10 @@ def _bayesian_mcmc(stack: DrawStack, *, seed: int | None = 42, **options: Any):
 
     def block(start: int) -> None:
         Ws = stack.wins[start:start + MCMC_BLOCK]
-        draws, _ = paired.bt_posterior_draws_batch(Ws, seed=seed, **options)
+        means, _ = paired.bt_posterior_means_batch(Ws, seed=seed, **options)
         # bt_posterior_mean of every chain: the same sums in the same order
         scores[start:start + len(Ws)] = pairwise_batch.average_exchangeable(
-            draws.mean(axis=1), pairwise_batch.exchangeable_batch(Ws))
+            means, pairwise_batch.exchangeable_batch(Ws))
 
     starts = range(0, stack.D, MCMC_BLOCK)
     try:

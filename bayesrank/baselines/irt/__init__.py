@@ -21,7 +21,8 @@ Estimators
   parameters with a weak ridge on ``log a`` (``reg_discrimination``; it also fixes the 2PL
   scale), guessing ``c = guessing_upper * sigmoid(gamma)`` with a ridge on ``gamma``.
 - :func:`fit_rasch_mml` (:mod:`.mml`, rule ``rasch_mml``) — marginal ML by EM over
-  Gauss–Hermite quadrature (Bock & Aitkin, 1981) with EAP abilities and posterior quantiles.
+  Gauss–Hermite quadrature (Bock & Aitkin, 1981) with EAP abilities and posterior quantiles
+  of each model's own posterior (:mod:`._person_kernel`; not on the EM's grid, as scorio).
 - :func:`fit_growth_irt` (:mod:`.dynamic`, rule ``dynamic_irt``) — longitudinal Rasch model
   with per-model linear trend over the (ordered) trial axis.
 
@@ -41,8 +42,9 @@ guessing a weak model's ability can run off to ``-inf``: both raise
 always finite).
 
 Layout: :mod:`._common` (counts, informative items, :class:`IrtFit`), :mod:`._newton`
-(the block-structured Newton solver, for the growth model) and :mod:`._xpl_kernel` (the
-xPL objective and its Newton stages, compiled, one problem at a time), then one module
+(the block-structured Newton solver, for the growth model), :mod:`._xpl_kernel` (the
+xPL objective and its Newton stages, compiled, one problem at a time), :mod:`._mml_kernel`
+and :mod:`._person_kernel` (the MML EM and its person scores, compiled), then one module
 per estimator.  The xPL and MML
 fits are written over a leading batch axis (:mod:`.xpl_batch`,
 :func:`.mml.fit_rasch_mml_batch`); the single-fit functions call them with one problem,

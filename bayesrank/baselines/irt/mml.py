@@ -1,20 +1,51 @@
 """Rasch marginal maximum likelihood by EM over Gauss–Hermite quadrature (Bock & Aitkin, 1981).
 
 Paper Alg. "Rasch MML": abilities are integrated out under ``theta ~ N(0, sd^2)``, the
-difficulties maximise the marginal likelihood, and models are scored by their posterior
-mean (EAP, identifier ``rasch_mml``) or a discrete posterior quantile
-(``rasch_mml_credible``) on the quadrature grid.
+difficulties maximise the marginal likelihood (EM on the paper's ``n_quadrature``-node
+grid), and models are scored by their posterior mean (EAP, ``E[theta_l | R]``, identifier
+``rasch_mml``) or a posterior quantile (``rasch_mml_credible``).
+
+Person scores
+-------------
+The scores are computed from each model's own posterior given the fitted item
+parameters, not on the EM's grid (:mod:`._person_kernel`).  The Rasch log posterior
+``K theta - sum_m n_m log(1 + exp(theta - b_m)) - theta^2 / (2 sd^2)`` is strictly concave,
+so per model we find its mode and curvature (adaptive quadrature: the range and nodes are
+placed where that model's mass is), bound the range where the density is within
+``exp(-40)`` of the mode, and integrate over it by 64-node Gauss-Legendre quadrature; the
+quantile solves ``F(t) = q`` by safeguarded Newton with the CDF integrated the same way.
+Items of equal difficulty enter once with their trials added (exact).  On complete binary
+data the log posterior depends on a model's counts only through its total successes
+``K``, so the scores are strictly increasing in the total and equal, bit for bit, where
+totals are equal.
+
+Accuracy, measured (``tests/test_mml_person_scores.py``) against an independent 2,001-node
+reference (a uniform grid over ``mean +- 20 sd`` of each posterior, log-likelihood from
+``log_expit`` matrix products, trapezoid mean, Simpson CDF inverted by a cubic spline): on
+the shared real sets (LiveCodeBench repair 15 x 713 x 10, Reasoning Gym hard 10 x 4,550 x
+1, ZeroEval GSM8K 41 x 1,319 x 1 and MATH L5 38 x 721 x 1) and simulated ones (13 x 250 x
+20, 9 x 12 x 1 with a model solving nothing) the EAP is within 4e-13 and the 5% quantile
+within 8e-10 (the reference's own error) of it; the grid EAP of the 21-node E-step is off
+by up to 0.31 on the real sets.  With 32 (48) Gauss-Legendre nodes the EAP error on
+simulated sets was 5e-7 (1e-12).
+
+This is where bayesrank differs from scorio 0.2.3 (the paper's implementation), which
+takes the EAP and the quantile on the 21-node grid: a model with many trials has a
+posterior far narrower than the grid spacing (about 0.3), its mass falls on one or two
+nodes and models with different totals tie.  The paper defines the EAP as the posterior
+mean; the grid is an approximation of it.  The fitted difficulties and the grid posterior
+(:attr:`MmlFit.posterior`) are unchanged and agree with scorio.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import expit, gammaln, log_expit
+from scipy.special import expit, gammaln, log_expit, ndtri
 
-from bayesrank.baselines.irt import _mml_kernel
+from bayesrank.baselines.irt import _mml_kernel, _person_kernel
 from bayesrank.baselines.irt._common import (
     binary_counts,
     binomial_counts,
@@ -38,6 +69,8 @@ __all__ = [
 
 # a thread for at least this many problems (one problem takes about 0.5 ms)
 _PROBLEMS_PER_THREAD = 16
+# Gauss-Legendre rules of the person scores, full and short (module docstring: accuracy)
+_PERSON_RULES = (*np.polynomial.legendre.leggauss(64), *np.polynomial.legendre.leggauss(16))
 
 
 def normal_quadrature(n_points: int, sd: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -109,8 +142,9 @@ def ability_posterior(
 def posterior_quantile(posterior: np.ndarray, nodes: np.ndarray, q: float) -> np.ndarray:
     """Quantile of discrete posteriors: the smallest node whose CDF reaches ``q``.
 
-    The paper scores ``rasch_mml_credible`` by this discrete-CDF quantile, so
-    models whose posteriors cross ``q`` at the same node tie.
+    scorio 0.2.3 scores ``rasch_mml_credible`` by this discrete-CDF quantile on the EM's
+    grid, so models whose posteriors cross ``q`` at the same node tie; bayesrank's rule
+    uses the quantile of each model's posterior instead (:meth:`MmlBatch.person_scores`).
     """
     q = check_probability("quantile", q)
     order = np.argsort(nodes)
@@ -127,8 +161,10 @@ class MmlFit:
     ----------
     difficulty : (M,) item difficulties (``±inf`` for items all models solved / failed).
     population_sd : standard deviation of the N(0, sd^2) ability population.
-    nodes : (Q,) quadrature abilities; posterior : (L, Q) posterior weights.
-    eap : (L,) posterior means; posterior_sd : (L,) posterior standard deviations.
+    nodes : (Q,) quadrature abilities; posterior : (L, Q) the last E-step's posterior
+        weights on them (the EM's grid, as in scorio).
+    eap : (L,) posterior means; posterior_sd : (L,) posterior standard deviations, both of
+        each model's posterior (module docstring, "Person scores"), not of the grid.
     log_likelihood : marginal log-likelihood (with binomial coefficients).
     n_iter : EM iterations run; converged : whether the EM tolerance was met.
     """
@@ -156,10 +192,61 @@ class MmlBatch:
     log_likelihood: np.ndarray  # (B,) without the binomial constants
     n_iter: np.ndarray  # (B,)
     converged: np.ndarray  # (B,)
+    successes: np.ndarray  # (B, L) total successes on the informative items
+    trials: np.ndarray  # (B, L, M) trials, 0 on uninformative items
+    _scores: dict = field(default_factory=dict, repr=False)
 
     @property
     def eap(self) -> np.ndarray:
-        return (self.posterior * self.nodes[:, None, :]).sum(axis=2)
+        """(B, L) posterior means ``E[theta_l | R]``."""
+        return self.person_scores()[..., 0]
+
+    def person_scores(self, quantile: float | None = None) -> np.ndarray:
+        """(B, L, 3): posterior mean, sd and ``quantile`` (NaN if None) of each ability.
+
+        Each model's own posterior given the fitted item parameters (module docstring,
+        "Person scores"); cached per quantile, so the EAP and the credible rules of one
+        fit share the work (each call returns its own copy).
+        """
+        if quantile not in self._scores:
+            q = np.nan if quantile is None else float(quantile)
+            t0 = 0.0 if quantile is None else float(ndtri(q))
+            b, n = _merge_items(self.difficulty, self.trials, self.keep)
+
+            def run(rows):
+                return _person_kernel.scores_many(self.successes[rows], n[rows], b[rows],
+                                                  self.slope[rows], _PERSON_RULES, q, t0)
+
+            self._scores[quantile] = np.concatenate(_over_problems(self.slope.size, run))
+        return self._scores[quantile].copy()
+
+
+def _merge_items(difficulty, trials, keep):
+    """Items of equal difficulty merged (their trials added): ``(b (B, U), n (B, L, U))``.
+
+    The person log posterior needs the items only through ``sum_m n_lm softplus(theta -
+    b_m)``, so this is exact; on complete data items with equal column totals have equal
+    difficulties, which leaves at most ``L N + 1`` items.  Padding has no trials.
+    """
+    B, L, _ = trials.shape
+    merged = [np.unique(difficulty[i][keep[i]], return_inverse=True) for i in range(B)]
+    U = max(1, max(u.size for u, _ in merged))
+    b, n = np.zeros((B, U)), np.zeros((B, L, U))
+    for i, (u, inverse) in enumerate(merged):
+        b[i, :u.size] = u
+        np.add.at(n[i].T, inverse, trials[i][:, keep[i]].T)
+    return b, n
+
+
+def _over_problems(B: int, run) -> list:
+    """``run(rows)`` over blocks of the B problems, in threads when there are enough
+    (the compiled kernels release the GIL); results in block order."""
+    workers = min(worker_threads(), max(1, B // _PROBLEMS_PER_THREAD))
+    blocks = np.array_split(np.arange(B), workers)
+    if workers == 1:
+        return [run(blocks[0])]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(run, blocks))
 
 
 def fit_rasch_mml_batch(k, n, *, n_quadrature, em_iter, max_iter, population_sd, tol=1e-8):
@@ -170,7 +257,8 @@ def fit_rasch_mml_batch(k, n, *, n_quadrature, em_iter, max_iter, population_sd,
     stay in its arrays with zero counts, which add exactly nothing to the likelihood or
     the score equations.  So a problem's result does not depend on the rest of the batch:
     :func:`fit_rasch_mml` runs this with B = 1 and the stacked study rules with one
-    problem per draw.
+    problem per draw.  The person scores (:meth:`MmlBatch.person_scores`) are computed
+    from the fitted ``(difficulty, slope)`` model by model, on demand.
     """
     B = k.shape[0]
     z, w = normal_quadrature(n_quadrature)
@@ -188,16 +276,11 @@ def fit_rasch_mml_batch(k, n, *, n_quadrature, em_iter, max_iter, population_sd,
         out = _mml_kernel.em_many(kk[rows], nn[rows], z, args[0], slope_rows, b_rows, *args[1:])
         return (b_rows, slope_rows, *out)
 
-    workers = min(worker_threads(), max(1, B // _PROBLEMS_PER_THREAD))
-    blocks = np.array_split(np.arange(B), workers)
-    if workers == 1:
-        parts = [run(blocks[0])]
-    else:
-        with ThreadPoolExecutor(workers) as pool:
-            parts = list(pool.map(run, blocks))
+    parts = _over_problems(B, run)
     b, slope, post, log_lik, n_iter, converged = (np.concatenate(x) for x in zip(*parts,
                                                                                 strict=True))
-    return MmlBatch(keep, b, slope, post, slope[:, None] * z, log_lik, n_iter, converged)
+    return MmlBatch(keep, b, slope, post, slope[:, None] * z, log_lik, n_iter, converged,
+                    kk.sum(axis=2), nn)
 
 
 def fit_rasch_mml(
@@ -227,22 +310,34 @@ def fit_rasch_mml(
     Items solved by every model (or none) have difficulty ``-inf`` (``+inf``):
     with a fixed population that is the exact marginal-ML value, and the items
     carry no information about abilities, so they are set aside.  The EM itself is
-    :func:`fit_rasch_mml_batch` with one problem.
+    :func:`fit_rasch_mml_batch` with one problem; ``eap`` and ``posterior_sd`` are those of
+    each model's posterior given the fit (module docstring, "Person scores"), while
+    ``posterior`` stays the EM's grid posterior.
     """
     k, n = binomial_counts(successes, trials)
+    return _single_fit(k, n, _fit_one(k, n, n_quadrature, em_iter, max_iter, population_sd,
+                                      tol))
+
+
+def _fit_one(k, n, n_quadrature, em_iter, max_iter, population_sd, tol=1e-8) -> MmlBatch:
+    """Options checked, :func:`fit_rasch_mml_batch` of the one problem ``(k, n)``."""
     em_iter, max_iter, population_sd = _mml_options(n_quadrature, em_iter, max_iter,
                                                     population_sd)
-    fit = fit_rasch_mml_batch(k[None], n[None], n_quadrature=n_quadrature, em_iter=em_iter,
-                              max_iter=max_iter, population_sd=population_sd, tol=tol)
-    post, nodes, eap = fit.posterior[0], fit.nodes[0], fit.eap[0]
+    return fit_rasch_mml_batch(k[None], n[None], n_quadrature=n_quadrature, em_iter=em_iter,
+                               max_iter=max_iter, population_sd=population_sd, tol=tol)
+
+
+def _single_fit(k, n, fit: MmlBatch) -> MmlFit:
+    """The :class:`MmlFit` of a batch of one problem (its counts ``k``, ``n``)."""
     log_lik = float(fit.log_likelihood[0])
     log_lik += float(np.sum(gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)))
-    sd = np.sqrt(np.maximum(post @ nodes**2 - eap**2, 0.0))
+    person = fit.person_scores()[0]
     keep = fit.keep[0]
     difficulty = boundary_difficulty(k, n)
     difficulty[keep] = fit.difficulty[0][keep]
-    return MmlFit(difficulty, float(fit.slope[0]), nodes, post, eap, sd, log_lik,
-                  int(fit.n_iter[0]), bool(fit.converged[0]))
+    return MmlFit(difficulty, float(fit.slope[0]), fit.nodes[0], fit.posterior[0],
+                  person[:, 0], person[:, 1], log_lik, int(fit.n_iter[0]),
+                  bool(fit.converged[0]))
 
 
 def _mml_options(n_quadrature, em_iter, max_iter, population_sd):
@@ -268,33 +363,29 @@ def rasch_mml(
 ) -> tuple[np.ndarray, dict]:
     """Rasch marginal ML (EM + quadrature) with EAP or posterior-quantile scores.
 
-    ``quantile=None`` scores by the EAP ability (identifier ``rasch_mml``);
-    ``quantile=q`` by the discrete posterior quantile ``Q_q(theta_l | k)``
+    ``quantile=None`` scores by the EAP ability ``E[theta_l | R]`` (identifier
+    ``rasch_mml``); ``quantile=q`` by the posterior quantile ``Q_q(theta_l | R)``
     (``rasch_mml_credible``, q = 0.05: a conservative lower bound).  See
     :func:`fit_rasch_mml`.
 
-    Both are computed on the fixed quadrature grid, as in the paper: with many
-    trials per model a posterior is narrower than the node spacing (about 0.3
-    for 21 nodes), collapses onto one node and models tie there.  Raise
-    ``n_quadrature`` for a finer resolution.  ``return_item_params=True`` adds ``difficulty``,
+    The EM fits the difficulties on the ``n_quadrature``-node grid, as in the paper; the
+    scores are then computed from each model's own posterior (module docstring, "Person
+    scores"), so a model with many trials, whose posterior is far narrower than the grid
+    spacing (about 0.3 for 21 nodes), does not snap to a node and tie with its neighbours
+    (scorio 0.2.3 scores on the grid).  ``return_item_params=True`` adds ``difficulty``,
     ``ability_sd`` (posterior sd) and ``population_sd`` to ``details``.
     """
     k, n = binary_counts(data, "Rasch MML")
-    fit = fit_rasch_mml(
-        k,
-        n,
-        n_quadrature=n_quadrature,
-        em_iter=em_iter,
-        max_iter=max_iter,
-        population_sd=population_sd,
-    )
-    scores = fit.eap if quantile is None else posterior_quantile(fit.posterior, fit.nodes,
-                                                                 quantile)
+    if quantile is not None:
+        quantile = check_probability("quantile", quantile)
+    fit = _fit_one(k, n, n_quadrature, em_iter, max_iter, population_sd)
+    scores = fit.person_scores(quantile)[0, :, 0 if quantile is None else 2]
     details = {}
     if return_item_params:
+        single = _single_fit(k, n, fit)
         details = {
-            "difficulty": fit.difficulty,
-            "ability_sd": fit.posterior_sd,
-            "population_sd": fit.population_sd,
+            "difficulty": single.difficulty,
+            "ability_sd": single.posterior_sd,
+            "population_sd": single.population_sd,
         }
     return scores, details

@@ -135,12 +135,17 @@ def _stage(lay: Layout, k, n, keep, scale, theta, v, max_iter) -> StageResult:
 
     Each problem runs :func:`._xpl_kernel.stage` alone (compiled, without the GIL), so the
     problems are split over threads; a problem's result does not depend on the split.
+    Problems differ up to 20-fold in iterations (3PL MAP: median 33, some at
+    ``max_iter``), so the threads take blocks of ``_PROBLEMS_PER_THREAD`` problems as they
+    become free rather than one fixed half each (on the bootstrap's 160-problem stacks the
+    two fixed halves differed by 3-16% in iterations: 2-8% of the wall time idle).
     """
     cfg, B = kernel_config(lay), k.shape[0]
     args = [np.ascontiguousarray(x, dtype=dt) for x, dt in (
         (k, float), (n, float), (keep, bool), (scale, float), (theta, float), (v, float))]
     workers = min(worker_threads(), max(1, B // _PROBLEMS_PER_THREAD))
-    blocks = np.array_split(np.arange(B), workers)
+    blocks = np.array_split(np.arange(B), workers if workers == 1 else
+                            -(-B // _PROBLEMS_PER_THREAD))
     run = lambda rows: _xpl_kernel.stages(*(x[rows] for x in args), cfg, int(max_iter))  # noqa: E731
     if workers == 1:
         parts = [run(blocks[0])]

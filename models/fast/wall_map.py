@@ -35,7 +35,7 @@ from pytensor.gradient import DisconnectedType
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from ._common import register_cells_backends
+from ._backends import register_cells_backends
 from ._vector_math import exp_nonpositive, log1p_unit, log_positive
 
 __all__ = ["WallMap", "wall_map"]

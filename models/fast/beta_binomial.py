@@ -43,10 +43,10 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from scipy.special import log_expit
 
-from ._common import cells_node_inputs, source_version
+from ._backends import cells_node_inputs, source_version
 
 __all__ = [
-    "BetaBinomialCells", "MAX_STEPPED_TRIALS", "beta_binomial", "beta_binomial_cells",
+    "BetaBinomialCells", "MAX_STEPPED_TRIALS", "beta_binomial_cells", "beta_binomial_logp",
     "beta_binomial_logp_gamma", "log_rising",
 ]
 
@@ -200,34 +200,16 @@ def _gamma_logp(value, n, eta, c, log_delta, log_coef, *, levels):
                                     levels=levels)
 
 
-def _random(n, eta, c, log_delta, log_coef, rng=None, size=None):
-    # from the log-probabilities, so a cell probability that rounds to 1 keeps 1 - p > 0
-    with np.errstate(divide="ignore"):
-        log_p, log_q = _curve(eta, c)
-    phi = np.exp(-log_delta)
-    tiny = np.finfo(float).tiny
-    alpha, beta = np.maximum(np.exp(log_p) * phi, tiny), np.maximum(np.exp(log_q) * phi, tiny)
-    return rng.binomial(n, rng.beta(alpha, beta, size=size), size=size)
-
-
-def beta_binomial(name, n, eta, c, log_delta, log_coef, observed, dims):
-    """k ~ BetaBinomial(n, p / delta, q / delta), p = c + (1 - c) logistic(eta), q = 1 - p.
-
-    ``c`` (M,) is the questions' guessing floor (zeros without one), ``log_delta`` =
-    log(1 / phi) the over-dispersion; precomputed log C(n, k) (``log_coef``) as in
-    ``irt.binomial_logit``.  Up to :data:`MAX_STEPPED_TRIALS` trials per cell the
-    cells are :class:`BetaBinomialCells`, above it the gammaln form.  ``n`` is a
-    ``pm.Data``; the graph is built for its largest count, so a compiled model reused
-    for other data (``structure_key``) only ever sees counts of the same maximum.
-    """
+def beta_binomial_logp(n, name: str):
+    """The log-pmf function of beta-binomial cells with trial counts ``n`` (a ``pm.Data``):
+    the stepped Op up to :data:`MAX_STEPPED_TRIALS` trials per cell, the gammaln form above
+    (whose trial levels become the data ``{name}_trial_counts``).  The graph is built for the
+    largest count, so a compiled model reused for other data (``structure_key``) only ever
+    sees counts of the same maximum."""
     most = int(np.max(n.get_value(), initial=1))
     if most > MAX_STEPPED_TRIALS:
-        levels = pm.Data(f"{name}_trial_counts", np.arange(most + 1.0))
-        logp = partial(_gamma_logp, levels=levels)
-    else:
-        logp = partial(_stepped_logp, max_trials=most)
-    return pm.CustomDist(name, n, eta, c, log_delta, log_coef, logp=logp, random=_random,
-                         observed=observed, dims=dims)
+        return partial(_gamma_logp, levels=pm.Data(f"{name}_trial_counts", np.arange(most + 1.0)))
+    return partial(_stepped_logp, max_trials=most)
 
 
 def _register_backends() -> None:

@@ -32,21 +32,18 @@ the functions anyway, and the JAX fits sample the previous graph's log-density.
 from __future__ import annotations
 
 import numpy as np
-import pymc as pm
-import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, grad_undefined
 from pytensor.graph.basic import Apply
 
-from ._common import (
+from ._backends import (
     LogisticCellsOp,
     cells_node_inputs,
-    logistic_binomial_draws,
     logistic_cells_jax,
     register_cells_backends,
 )
 from ._vector_math import binomial_logit_cells
 
-__all__ = ["RaschCells", "binomial_rasch", "rasch_cells"]
+__all__ = ["RaschCells", "rasch_cells"]
 
 #: products e^(theta) e^(-b) outside (TINY, HUGE) take the stable fallback
 TINY, HUGE = 1e-300, 1e300
@@ -87,34 +84,6 @@ class RaschCells(LogisticCellsOp):
 def rasch_cells(k, n, theta, b, log_coef):
     """log C(n, k) + k x - n softplus(x), x = theta[:, None] - b[None, :]: binomial log-pmf."""
     return RaschCells()(k, n, theta, b, log_coef)[0]
-
-
-def _binomial_rasch_logp(value, n, ability, difficulty, log_coef):
-    return rasch_cells(value, n, pt.flatten(ability), pt.flatten(difficulty), log_coef)
-
-
-def _weighted_binomial_rasch_logp(value, n, ability, difficulty, log_coef, weight):
-    return weight * _binomial_rasch_logp(value, n, ability, difficulty, log_coef)
-
-
-def _binomial_rasch_random(n, ability, difficulty, log_coef, *weight, rng=None, size=None):
-    return logistic_binomial_draws(rng, n, ability - difficulty, size)
-
-
-def binomial_rasch(name, n, ability, difficulty, log_coef, observed, dims, weight=None):
-    """k_lm ~ Binomial(n_lm, logistic(theta_l - b_m)), log C(n, k) precomputed (``log_coef``).
-
-    ``ability`` (L, 1), ``difficulty`` (M,): the density of ``irt.binomial_logit`` at
-    eta = theta_l - b_m, its log-pmf and gradient from :class:`RaschCells`.  ``weight``
-    (0 or 1 per cell) multiplies each cell's log-pmf; draws ignore it
-    (:mod:`models.one_sided`).
-    """
-    params = (n, ability, difficulty, log_coef) + (() if weight is None else (weight,))
-    return pm.CustomDist(
-        name, *params,
-        logp=_binomial_rasch_logp if weight is None else _weighted_binomial_rasch_logp,
-        random=_binomial_rasch_random, observed=observed, dims=dims,
-    )
 
 
 def _rasch_cells_loop(k, n, theta, b, log_coef):

@@ -45,7 +45,6 @@ with PyTensor's own softplus).
 from __future__ import annotations
 
 import numpy as np
-import pymc as pm
 import pytensor.scalar as ps
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, grad_undefined
@@ -57,16 +56,15 @@ from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.math import Sum
 from pytensor.tensor.rewriting.basic import register_canonicalize, register_specialize
 
-from ._common import (
+from ._backends import (
     LogisticCellsOp,
     cells_node_inputs,
-    logistic_binomial_draws,
     logistic_cells_jax,
     register_cells_backends,
 )
 from ._vector_math import binomial_logit_cells, binomial_logit_total
 
-__all__ = ["SlopeCells", "SlopeCellsTotal", "binomial_2pl", "slope_cells"]
+__all__ = ["SlopeCells", "SlopeCellsTotal", "slope_cells"]
 
 
 def _cells_numpy(k, n, theta, a, beta, log_coef):
@@ -193,27 +191,6 @@ def sum_of_slope_cells(fgraph, node):
 def slope_cells(k, n, theta, a, beta, log_coef):
     """log C(n, k) + k x - n softplus(x), x = a_m theta_l + beta_m: the binomial log-pmf."""
     return SlopeCells()(k, n, theta, a, beta, log_coef)[0]
-
-
-def _binomial_2pl_logp(value, n, ability, a, beta, log_coef):
-    # PyMC hands the parameters over with leading axes added to the cells' rank: (L, 1), (1, M)
-    return slope_cells(value, n, pt.flatten(ability), pt.flatten(a), pt.flatten(beta), log_coef)
-
-
-def _binomial_2pl_random(n, ability, a, beta, log_coef, rng=None, size=None):
-    return logistic_binomial_draws(rng, n, ability * a + beta, size)
-
-
-def binomial_2pl(name, n, ability, a, beta, log_coef, observed, dims):
-    """k_lm ~ Binomial(n_lm, logistic(a_m theta_l + beta_m)), log C(n, k) precomputed.
-
-    ``ability`` (L, 1), ``a`` and ``beta`` (M,): the density of ``irt.binomial_logit``
-    at that eta, its log-pmf and gradient from :class:`SlopeCells`.
-    """
-    return pm.CustomDist(
-        name, n, ability, a, beta, log_coef, logp=_binomial_2pl_logp,
-        random=_binomial_2pl_random, observed=observed, dims=dims,
-    )
 
 
 def _slope_cells_loop(k, n, theta, a, beta, log_coef):

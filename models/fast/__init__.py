@@ -1,0 +1,24 @@
+"""bayesrank's fast kernels: everything under the models that is there for speed alone.
+
+The models (:mod:`models.irt`, :mod:`models.bradley_terry`, ...) never call these modules
+directly: they call the likelihoods of :mod:`models.likelihoods` and the one-sided
+intercepts' map of :mod:`models.item_effects`, which use these kernels when the fast path
+is on (``models.build(..., fast=True)``, the default) and PyMC's own distributions and
+PyTensor's operations when it is off.  ``tests/test_fast_path.py`` holds the two equal
+(log-density and gradient) on the real sets' shapes.
+
+===============================  ===================================================
+module                           what it computes
+===============================  ===================================================
+:mod:`.rasch_cells`              the Rasch's binomial cells, log-pmf and score (Op)
+:mod:`.slope_cells`              the 2PL's binomial cells, and their sum in one pass
+                                 (Ops and the graph rewrite that uses the sum)
+:mod:`.beta_binomial`            beta-binomial cells around a curve with a floor (Op)
+:mod:`.wall_map`                 the one-sided intercepts' wall map and density (Op)
+:mod:`._vector_math`             e^x, log1p and log that LLVM vectorises (Numba)
+:mod:`._backends`                the Ops' Numba and JAX registration, cache keys
+===============================  ===================================================
+
+Every Op has a NumPy ``perform``, a Numba implementation (nutpie) and a JAX one
+(NumPyro).  Measurements of each are in ``docs/samplers.md``.
+"""

@@ -1,0 +1,292 @@
+"""Named reparameterisations: the coordinates NUTS samples, as PyMC transforms.
+
+A variable that is sampled in other coordinates than its own is declared here with its
+own prior (a proper distribution with a random method, so ``pm.sample_prior_predictive``
+draws the model's prior) and a transform: PyMC samples the free coordinate v, maps it
+back with ``backward`` and adds ``log_jac_det``, so the posterior is the model's own and
+no Potential is needed.  Every map is strictly increasing onto its variable's range.
+
+The wall map.  A parameter that the data bound from one side only (a question no model
+solved, a tie order no event has) has the prior's tail beyond a soft wall as its
+posterior: about one logit wide at the wall, the prior's scale s wide on the open side.
+With ``side`` +1 (bounded above) or -1 (below) and the wall's position w,
+
+    x = w + side (v - s softplus(-v)),   dx / dv = 1 + s logistic(-v)
+
+about one unit of v per logit past the wall and (1 + s) on the open side, so one step
+size suits both (docs/samplers.md: Reasoning Gym hard's 2PL, step size 0.062 and 63
+leapfrog steps per draw as plain non-centred intercepts, 0.127 and 31 with the map).
+
+* :class:`ItemEffects` -- the IRT models' pooled difficulties / intercepts: informed
+  questions centred (v = effect + shift), one-sided ones from their wall, the others
+  non-centred (effect = mu + s v).
+* :class:`TieSizes` -- Davidson-Luce's tie effects eta_t, sampled as the log-odds of a
+  winner set's size, eta_t + h_t(theta), and from their wall for sizes no event has.
+
+The fast path (``models.build(..., fast=True)``) computes the one-sided intercepts' map
+with one Op (:mod:`models.fast.wall_map`); both give the same values and gradients
+(``tests/test_fast_path.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pymc.logprob.transforms import Transform
+
+from .likelihoods import fast_enabled
+
+__all__ = ["ItemEffects", "TieSizes", "item_effects", "tie_sizes", "wall_map"]
+
+#: Newton steps of the maps' inverses (initial points only; the maps are concave or
+#: convex on each side, so Newton's iterates converge monotonically after one step).
+_NEWTON_STEPS = 30
+
+
+def wall_map(v, wall, side, scale):
+    """x = wall + side (v - scale softplus(-v)) and log dx/dv = log(1 + scale logistic(-v))."""
+    return wall + side * (v - scale * pt.softplus(-v)), pt.log1p(scale * pt.sigmoid(-v))
+
+
+def _wall_inverse(x, wall, side, scale):
+    """v with :func:`wall_map` (v) = x, by Newton from the map's two asymptotes."""
+    y = (x - wall) * side  # = v - scale softplus(-v), increasing and concave in v
+    v = pt.where(y > 0, y, y / (1.0 + scale))
+    for _ in range(_NEWTON_STEPS):
+        v = v - (v - scale * pt.softplus(-v) - y) / (1.0 + scale * pt.sigmoid(-v))
+    return v
+
+
+class ItemEffects(Transform):
+    """Free coordinates of pooled item effects e_m ~ Normal(mu, s_m) (:func:`item_effects`).
+
+    Per question, by the masks ``centred`` and ``side`` (data):
+
+    ====================  =================================  ==========================
+    question              e_m from the free v_m               log |de / dv|
+    ====================  =================================  ==========================
+    centred (informed)    v - shift_m                         0
+    one-sided (side +-1)  wall_m + side (v - s softplus(-v))  log(1 + s logistic(-v))
+    other (non-centred)   mu + s_m v                          log s_m
+    ====================  =================================  ==========================
+
+    (``walls=False``: every question that is not centred is non-centred.)  With ``shift``
+    0 a centred question's v is its effect; the 3PL's floors move it
+    (:class:`FloorsAndIntercepts`).  One-sided questions share one scale s, the
+    walls sit at wall_m = -a_m t (t the best model's ability for a question no model
+    solves, the worst's for one every model solves: there the 2PL's logit a theta + beta
+    is 0).
+    """
+
+    name = "items"
+    ndim_supp = 0
+
+    def __init__(self, walls: bool = True, fast: bool = True):
+        self.walls, self.fast = bool(walls), bool(fast)  # fixed when the model is built
+
+    @staticmethod
+    def _parts(inputs):
+        mu, sigma, own, centred, shift, wall, side = inputs[2:9]
+        return mu, sigma, own, centred > 0, shift, wall, side
+
+    def _walled(self, value, mu, own, wall, side):
+        """The one-sided questions' effects and log-Jacobians (fast: one Op for both)."""
+        if self.fast:
+            from .fast.wall_map import wall_map as fast_wall_map
+
+            # z in the scale's units; the Op's wall sits at -slope reference = wall.  PyMC
+            # hands scalar parameters over with a leading axis: the Op takes scalars
+            mu, own = pt.flatten(mu)[0], pt.flatten(own)[0]
+            z, log_density = fast_wall_map(value, mu, own, -pt.ones_like(value), wall, side)
+            # log_density = (v^2 - z^2) / 2 + log h'(v), and log |de / dv| = log(s h'(v))
+            return mu + own * z, pt.log(own) + log_density - 0.5 * (value**2 - z**2)
+        return wall_map(value, wall, side, own)
+
+    def backward(self, value, *inputs):
+        mu, sigma, own, centred, shift, wall, side = self._parts(inputs)
+        other = mu + sigma * value
+        if self.walls:
+            other = pt.where(pt.neq(side, 0), self._walled(value, mu, own, wall, side)[0], other)
+        return pt.where(centred, value - shift, other)
+
+    def forward(self, value, *inputs):
+        mu, sigma, own, centred, shift, wall, side = self._parts(inputs)
+        other = (value - mu) / sigma
+        if self.walls:
+            walled = _wall_inverse(value, wall, pt.where(pt.eq(side, 0), 1.0, side), own)
+            other = pt.where(pt.neq(side, 0), walled, other)
+        return pt.where(centred, value + shift, other)
+
+    def log_jac_det(self, value, *inputs):
+        mu, sigma, own, centred, shift, wall, side = self._parts(inputs)
+        other = pt.log(sigma) * pt.ones_like(value)
+        if self.walls:
+            other = pt.where(pt.neq(side, 0), self._walled(value, mu, own, wall, side)[1], other)
+        return pt.where(centred, 0.0, other)
+
+
+def _normal_logp(value, mu, sigma, *rest):
+    return pm.logp(pm.Normal.dist(mu, sigma), value)
+
+
+def _normal_random(mu, sigma, *rest, rng=None, size=None):
+    return rng.normal(mu, sigma, size=size)
+
+
+def item_effects(name, mu, sigma, own, *, centred, shift, wall, side, walls=True,
+                 dims="question"):
+    """e_m ~ Normal(mu, sigma_m) i.i.d., sampled in the coordinates of :class:`ItemEffects`.
+
+    ``own``: the one-sided questions' scale (their entries of ``sigma``).  Sampling
+    starts where the free coordinates are mu + shift (centred) and 0 (the rest), as the
+    pooled effects' plain non-centred form would."""
+    transform = ItemEffects(walls, fast_enabled())
+
+    def support_point(rv, size, *params):
+        start = pt.where(params[3] > 0, params[0] + params[4], 0.0)
+        return transform.backward(start, None, None, *params)
+
+    return pm.CustomDist(name, mu, sigma, own, centred, shift, wall, side, logp=_normal_logp,
+                         random=_normal_random, support_point=support_point,
+                         transform=transform, dims=dims)
+
+
+class TieSizes(Transform):
+    """Free coordinates of Davidson-Luce's tie effects eta_t (:func:`tie_sizes`).
+
+    eta_t = omega_t - h_t(theta), with omega_t the log-odds of a winner set of size t
+    against size 1 in the reference comparison set: omega_t = v_t, or the wall map
+    (side +1, wall w) for an order the reference set holds but no event has.  For fixed
+    theta the map is a translation on the seen orders, so the Jacobian is that of the
+    wall map alone.
+    """
+
+    name = "sizeodds"
+    ndim_supp = 0
+
+    @staticmethod
+    def _parts(inputs):
+        scale, h, unseen, wall = inputs[3:7]
+        return scale, h, unseen > 0, wall
+
+    def backward(self, value, *inputs):
+        scale, h, unseen, wall = self._parts(inputs)
+        omega = pt.where(unseen, wall_map(value, wall, 1.0, scale)[0], value)
+        return omega - h
+
+    def forward(self, value, *inputs):
+        scale, h, unseen, wall = self._parts(inputs)
+        omega = value + h
+        return pt.where(unseen, _wall_inverse(omega, wall, 1.0, scale), omega)
+
+    def log_jac_det(self, value, *inputs):
+        scale, h, unseen, wall = self._parts(inputs)
+        return pt.where(unseen, wall_map(value, wall, 1.0, scale)[1], 0.0)
+
+
+def tie_sizes(name, scale, h, unseen, wall, dims="tie_order"):
+    """eta_t ~ Normal(0, scale) i.i.d., sampled in the coordinates of :class:`TieSizes`
+    (sampling starts at free coordinates 0)."""
+    def support_point(rv, size, mu, scale, h, unseen, wall):
+        return TieSizes().backward(pt.zeros_like(h), None, None, mu, scale, h, unseen, wall)
+
+    # float64 arrays: PyTensor takes a Python float it can hold exactly as float32
+    scale, wall = np.asarray(scale, dtype=np.float64), np.asarray(wall, dtype=np.float64)
+    return pm.CustomDist(name, np.zeros(()), scale, h, unseen, wall, logp=_normal_logp,
+                         random=_normal_random, support_point=support_point,
+                         transform=TieSizes(), dims=dims)
+
+
+class FloorsAndIntercepts(Transform):
+    """Free coordinates of the 3PL's intercepts beta_m and guessing floors c_m, jointly.
+
+    For an informed (centred) question the free coordinates are u_m and w_m with
+
+        c_m = logistic(u_m) logistic(w_m),   beta_m = u_m - softplus(w_m),
+
+    i.e. u_m = logit p_m(0), p_m(0) = c_m + (1 - c_m) logistic(beta_m) the solve
+    probability at the mean ability, and w_m the log-odds of the floor's share c_m /
+    p_m(0).  A question that does not separate the models (AlpacaEval's wins: one won by
+    25 of 52 models, half of the weaker and half of the stronger) is explained by a floor
+    near its win rate with the curve pushed away (beta_m -> -infinity) as well as by a
+    flat curve and no floor: in (logit c, beta) that ridge bends, in (u, w) it runs along
+    w at the p_m(0) the data fix, which a diagonal mass matrix follows.  The map (u, w)
+    -> (logit c, beta) has |Jacobian| 1, so log |d(beta, c) / d(u, w)| = log c + log(1 -
+    c).  Every other question has c_m = logistic(w_m) and its intercept from v_m as in
+    :class:`ItemEffects` (one-sided from the wall, else non-centred).  Values are (M, 2):
+    (beta_m, c_m) per question.
+    """
+
+    name = "floorshare"
+    ndim_supp = 1
+
+    def __init__(self, walls: bool = True, fast: bool = True):
+        self.intercepts = ItemEffects(walls, fast)
+
+    def _parts(self, value, inputs):
+        rng, size, mu, sigma, own, centred, wall, side = inputs[:8]
+        u, w = value[..., 0], value[..., 1]
+        shift = pt.where(centred > 0, pt.softplus(w), 0.0)
+        params = (rng, size, mu, sigma, own, centred, shift, wall, side)
+        log_c = -pt.softplus(-w) - pt.where(centred > 0, pt.softplus(-u), 0.0)
+        return params, log_c
+
+    def backward(self, value, *inputs):
+        params, log_c = self._parts(value, inputs)
+        beta = self.intercepts.backward(value[..., 0], *params)
+        return pt.stack([beta, pt.exp(log_c)], axis=-1)
+
+    def forward(self, value, *inputs):
+        mu, sigma, own, centred = inputs[2:6]
+        beta, c = value[..., 0], value[..., 1]
+        p0 = c + (1.0 - c) * pt.sigmoid(beta)  # the solve probability at the mean ability
+        w = pt.where(centred > 0, pt.log(c) - pt.log1p(-c / p0) - pt.log(p0),
+                     pt.log(c) - pt.log1p(-c))
+        params = self._parts(pt.stack([beta, w], axis=-1), inputs)[0]
+        v = pt.where(centred > 0, pt.log(p0) - pt.log1p(-p0),
+                     self.intercepts.forward(beta, *params))
+        return pt.stack([v, w], axis=-1)
+
+    def log_jac_det(self, value, *inputs):
+        params, log_c = self._parts(value, inputs)
+        return (self.intercepts.log_jac_det(value[..., 0], *params)
+                + log_c + pt.log1mexp(log_c))
+
+
+def _floors_and_intercepts_logp(value, mu, sigma, own, centred, wall, side, alpha, beta, pair):
+    return (pm.logp(pm.Normal.dist(mu, sigma), value[..., 0])
+            + pm.logp(pm.Beta.dist(alpha, beta), value[..., 1]))
+
+
+def _floors_and_intercepts_random(mu, sigma, own, centred, wall, side, alpha, beta, pair,
+                                  rng=None, size=None):
+    shape = np.broadcast_shapes(np.shape(mu), np.shape(sigma), np.shape(centred), size or ())
+    return np.stack([rng.normal(mu, sigma, size=shape), rng.beta(alpha, beta, size=shape)], -1)
+
+
+#: 3PL: sampling starts at a floor share of 0.05 (the Beta(1, 19) prior's mean): floors of
+#: 0.05 on one-sided questions, of 0.05 p(0) on informed ones.
+INITIAL_SHARE = float(np.log(0.05 / 0.95))
+
+
+def floors_and_intercepts(name, mu, sigma, own, *, centred, wall, side, guessing,
+                          walls=True, dims=("question", "item_parameter")):
+    """(beta_m, c_m) with beta_m ~ Normal(mu, sigma_m), c_m ~ Beta(*guessing), independent,
+    sampled in the coordinates of :class:`FloorsAndIntercepts` (a (M, 2) variable)."""
+    transform = FloorsAndIntercepts(walls, fast_enabled())
+    alpha, beta = guessing
+
+    def support_point(rv, size, mu, sigma, own, centred, wall, side, alpha, beta, pair):
+        w = pt.ones_like(sigma * centred) * INITIAL_SHARE
+        start = pt.where(centred > 0, mu + pt.softplus(w), 0.0)
+        return transform.backward(pt.stack([start, w], axis=-1), None, None, mu, sigma, own,
+                                  centred, wall, side)
+
+    # float64 arrays: PyTensor takes a Python float it can hold exactly as float32
+    alpha, beta = np.asarray(alpha, dtype=np.float64), np.asarray(beta, dtype=np.float64)
+    return pm.CustomDist(name, mu, sigma, own, centred, wall, side, alpha, beta, np.zeros(2),
+                         logp=_floors_and_intercepts_logp,
+                         random=_floors_and_intercepts_random, support_point=support_point,
+                         signature="(),(),(),(),(),(),(),(),(k)->(k)", transform=transform,
+                         dims=dims)
