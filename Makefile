@@ -11,7 +11,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-real bench lint clean
+.PHONY: demo test test-real test-slow bench lint clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "bayesrank needs Python >= 3.12 (python3.12 or newer)" >&2; exit 1; }
@@ -35,6 +35,12 @@ test: $(STAMP)
 test-real: $(STAMP)
 	BAYESRANK_REAL_FITS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 \
 		tests/test_models_real.py
+
+## test-slow: simulation-based calibration of every Bayesian model and likelihood
+## (tests/test_sbc.py, BAYESRANK_SLOW=1; minutes per model on 2 cores, results in docs/sbc.md)
+test-slow: $(STAMP)
+	BAYESRANK_SLOW=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 \
+		--dist loadgroup -m slow tests/test_sbc.py
 
 ## bench: speed and memory benchmarks (ratios against peers measured in the same run)
 bench: $(STAMP)
