@@ -60,7 +60,9 @@ def _real(directory: str, key: str, models: slice, questions: slice) -> Response
     with np.load(path, allow_pickle=False) as z:
         R = np.asarray(z[key][models, questions], dtype=np.int64)
         names = [str(s) for s in z["models"][models]]
-    return ResponseData(R, models=names)
+    # rg_hard_cat's three levels (its SOURCE.md: 0, partial credit, 1) stated, not inferred
+    stated = {"n_categories": 3} if key == "rg_hard_cat" else {}
+    return ResponseData(R, models=names, **stated)
 
 
 def cases() -> dict[str, tuple[ResponseData, list[np.ndarray], np.ndarray | None]]:

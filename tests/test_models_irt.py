@@ -457,7 +457,13 @@ def test_uninformed_difficulties_are_integrated_out_of_the_rasch_density():
     assert "uninformed_difficulties" not in full.named_vars
     assert "uninformed_difficulties" in collapsed.named_vars
     values = [v.name for v in collapsed.value_vars]
-    assert values == [v.name for v in full.value_vars]
+    # the same free coordinates: the full model's b (ItemEffects) is sampled as b_raw is
+    assert [name.replace("b_raw", "b_items__") for name in values] == [
+        v.name for v in full.value_vars]
+
+    def as_full(point):
+        return {k.replace("b_raw", "b_items__"): v for k, v in point.items()}
+
     logp_full, logp_collapsed = full.compile_logp(), collapsed.compile_logp()
     dlogp = collapsed.compile_dlogp()
     theta_of, b_of = (_value_fn(collapsed, name) for name in ("theta", "b"))
@@ -476,7 +482,7 @@ def test_uninformed_difficulties_are_integrated_out_of_the_rasch_density():
     for point in points:
         theta, b = theta_of(point), b_of(point)
         mu, sigma = point["mu_b"], np.exp(point["sigma_b_log__"])
-        expected = logp_full(point)
+        expected = logp_full(as_full(point))
         for m in np.flatnonzero(~informed):
             log_z, log_s, quantile = _one_sided_reference(
                 theta, mu, sigma, 3.0, 1.0 if never[m] else -1.0, point["b_raw"][m]
@@ -485,7 +491,8 @@ def test_uninformed_difficulties_are_integrated_out_of_the_rasch_density():
             assert b[m] == pytest.approx(quantile, abs=2e-4 * sigma)
         assert logp_collapsed(point) == pytest.approx(expected, abs=1e-8)
         # informed questions keep their centred or non-centred map of b_raw
-        np.testing.assert_allclose(b[informed], full_b_of(point)[informed], rtol=1e-12)
+        np.testing.assert_allclose(b[informed], full_b_of(as_full(point))[informed],
+                                   rtol=1e-12)
         cells = stats.binom.logpmf(k, 3, 1.0 / (1.0 + np.exp(b[None, :] - theta[:, None])))
         np.testing.assert_allclose(pointwise(point), cells, rtol=1e-10, atol=1e-12)
         numeric = _central_differences(logp_collapsed, point, values)

@@ -163,7 +163,7 @@ def test_unsupported_options_fall_back_to_the_per_draw_path():
     assert stacked_scores(stack, "dynamic_irt", variant="growth", slope_reg=0.0) is None
     two = DrawStack.from_data(data, [np.array([0, 1]), np.array([2, 3])])
     assert stacked_scores(two, "dynamic_irt", variant="growth") is None  # trial order matters there
-    graded = ResponseData(np.minimum(np.arange(24).reshape(2, 3, 4) % 3, 2))
+    graded = ResponseData(np.minimum(np.arange(24).reshape(2, 3, 4) % 3, 2), n_categories=3)
     assert stacked_scores(DrawStack.from_data(graded, [np.array([0])]), "rasch_2pl") is None
 
 

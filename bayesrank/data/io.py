@@ -405,8 +405,7 @@ def from_long(
                 "...}, --columns trial=...)")
         raise DataError(
             f"{source} has {int(dup.sum())} rows sharing a (model, question, trial); first: "
-            f"({first['model']}, {first['question']}, {first['trial']}) at {where}"
-        )
+            f"({first['model']}, {first['question']}, {first['trial']}) at {where}")
     outcome = _outcomes(df, source, first_line)
     model_order = pd.unique(df["model"].astype(str))
     question_order = pd.unique(df["question"].astype(str))
