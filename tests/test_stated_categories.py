@@ -107,6 +107,10 @@ def test_one_model_is_refused_before_any_fit(capsys, tmp_path):
     one = ResponseData(np.array([[[0, 1], [1, 1], [0, 0]]]), models=["solo"])
     with pytest.raises(DataError, match=r"at least two models.*'solo'"):
         fit(one, "rasch", draws=5, tune=5, chains=1)
+    from bayesrank.inference.fitting import fit_many
+
+    with pytest.raises(DataError, match=r"fit_many.*at least two models.*'solo'"):
+        fit_many([one, one], "rasch", sampler="numpyro", draws=5, tune=5, chains=1)
     path = bayesrank.save(one, tmp_path / "one.npz")
     code, _, err = run_cli(capsys, "report", path, "-o", tmp_path / "r.html")
     assert code == 1

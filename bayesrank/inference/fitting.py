@@ -406,6 +406,8 @@ def fit_many(
     if not spec.batchable:
         raise ValueError(f"model {model!r} cannot be fitted in a batch; call fit() per dataset")
     data = [as_response_data(x) for x in datasets]
+    for d in data:
+        d.require_models(f"fit_many(..., {model!r})")
     models = [spec.build(d, **model_options) for d in data]
     draws = _draws(draws, models[0], chains, "numpyro")
     observed_var = spec.observed_var(models[0])
