@@ -3,7 +3,7 @@
 Issue 9, sixth round (docs/samplers.md): on a real set the 3PL is fitted
 twice in one run, with today's parameterisation (the intercepts of questions
 no model or every model solves sampled by their distance from the data's
-wall, :func:`bayesrank.models.item_effects.wall_intercepts`) and with those
+wall, :class:`bayesrank.models.transforms.ItemEffects`) and with those
 intercepts plainly non-centred (``item_response(..., walls=False)``, the
 parameterisation before), both compiled the way ``bayesrank.fit`` compiles
 them and sampled with nutpie, 4 chains x (draws tune + draws), the 3PL's

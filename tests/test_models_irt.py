@@ -213,7 +213,7 @@ def test_binomial_3pl_is_multimodal_where_the_default_converges(monkeypatch):
     At equal length the default's worst R-hat is within ordinary Monte Carlo error
     (1.009 measured) with no divergences, the binomial's beyond it (1.57, with
     divergences, until the floors were sampled by their share of p(0),
-    ``models.item_effects.floors``; since then 1.038).  Before the abilities carried
+    ``models.transforms.FloorsAndIntercepts``; since then 1.038).  Before the abilities carried
     the location the binomial chains sat in modes with R-hat 1.5-2.1 at full length;
     with it they still ended above the 1.01 check at the default 1,000 draws (1.012
     measured), and the default passes.

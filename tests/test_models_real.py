@@ -15,7 +15,7 @@ of never- and always-solved questions is kept), except Rasch and 3PL on
 LiveCodeBench (15 x 713 x 10), the 3PL on ZeroEval MATH-L5 (38 x 721 x 1: its
 weakest model's long lower tail, see ``models/irt.py``), Rasch and 3PL on Reasoning Gym
 hard (10 x 4550 x 1: 1,584 one-sided questions), the 3PL on AlpacaEval's wins (its
-floor-intercept ridge, ``models.item_effects.floors``), and Bradley-Terry, Davidson
+floor-intercept ridge, ``models.transforms.FloorsAndIntercepts``), and Bradley-Terry, Davidson
 and Davidson-Luce on every set at full size (their sufficient statistics do
 not grow with the questions, or grow only with the distinct setwise events).
 The report's default model is also fitted at full size to the two sets of issue 9's
