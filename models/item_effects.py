@@ -111,7 +111,8 @@ def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool =
     where = {"centred": split.data("centred"), "side": side, "walls": walls is not None,
              "wall": wall_positions(walls, side) if walls is not None else zeros}
     if guessing is None:
-        return item_effects(name, location, sigma, own, shift=zeros, **where)
+        return item_effects(name, location, sigma, own, shift=pt.as_tensor(np.float64(0.0)),
+                            **where)
     model = pm.modelcontext(None)
     if "item_parameter" not in model.coords:
         model.add_coord("item_parameter", [name, "c"])
