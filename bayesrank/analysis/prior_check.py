@@ -57,11 +57,8 @@ def prior_predictive(data: Any, model: str = "2pl", *, draws: int = 500,
     if model == "rasch":
         options.setdefault("collapse_uninformed", False)  # the same prior, no Potential
     pymc_model = get_model(model).build(d, **options)
-    with pymc_model, _without_pymc_info():
-        drawn = pm.sample_prior_predictive(draws=draws, random_seed=random_seed)
-    return drawn if isinstance(drawn, xr.DataTree) else xr.DataTree.from_dict(
-        {name: drawn[name].to_dataset() if hasattr(drawn[name], "to_dataset") else drawn[name]
-         for name in drawn.groups()})
+    with pymc_model, _without_pymc_info():  # PyMC 6 returns a DataTree
+        return pm.sample_prior_predictive(draws=draws, random_seed=random_seed)
 
 
 def prior_accuracy(data: Any, model: str = "2pl", *, draws: int = 500, random_seed: int = 0,
