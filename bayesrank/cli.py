@@ -574,7 +574,8 @@ def _interrupted() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     from bayesrank.data.interrupts import sigterm_as_interrupt
 
-    with sigterm_as_interrupt():  # SIGTERM unwinds like Ctrl-C: no file is left half-written
+    # SIGTERM unwinds like Ctrl-C: no file is left half-written
+    with sigterm_as_interrupt(ctrl_c=True):
         try:
             args = build_parser().parse_args(argv)
         except KeyboardInterrupt:  # Ctrl-C while the heavy modules load

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ import pytest
 
 from bayesrank import ResponseData, save
 from bayesrank.cli import main
+from bayesrank.data.interrupts import Terminated
 
 SIGNALS = [signal.SIGINT, signal.SIGTERM]
 ONE_LINE = {signal.SIGINT: ("bayesrank: interrupted", 130),
@@ -173,3 +175,53 @@ def test_sigterm_while_the_api_writes_a_report(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == -signal.SIGTERM, done.stderr[-2000:]
     assert list(tmp_path.iterdir()) == []
+
+
+class _SignalledWhileFreed:
+    """An object whose finalizer receives a signal (as Numba's does when the signal lands
+    while it frees compiled code): an exception raised there would be dropped."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+
+    def __del__(self):
+        _signal_and_wait(self.signum)
+
+
+def _signal_and_wait(signum: int) -> None:
+    os.kill(os.getpid(), signum)
+    time.sleep(0.2)  # the handler runs here, inside the finalizer
+
+
+def _freed_by_del(signum: int) -> None:
+    obj = _SignalledWhileFreed(signum)
+    del obj  # __del__ runs and returns
+
+
+def _freed_by_weakref_callback(signum: int) -> None:
+    # what failed under load: numba's type cache drops types from a weakref callback
+    class Thing:
+        pass
+
+    obj = Thing()
+    ref = weakref.ref(obj, lambda _: _signal_and_wait(signum))
+    del obj
+    assert ref() is None
+
+
+@pytest.mark.parametrize("free", [_freed_by_del, _freed_by_weakref_callback],
+                         ids=["__del__", "weakref-callback"])
+@pytest.mark.parametrize("signum", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_a_signal_that_lands_in_a_finalizer_is_not_lost(signum, free, capsys):
+    from bayesrank.data.interrupts import sigterm_as_interrupt
+
+    hook = sys.unraisablehook
+    expected = Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+    with pytest.raises(expected), sigterm_as_interrupt(ctrl_c=True):
+        free(signum)  # the interrupt raised in the finalizer is dropped by Python
+        time.sleep(2)  # ... and delivered again here
+        raise AssertionError("the signal was dropped in the finalizer")
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert sys.unraisablehook is hook
+    assert "Exception ignored" not in capsys.readouterr().err  # sent again, not printed

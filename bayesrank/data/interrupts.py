@@ -9,6 +9,13 @@ KeyboardInterrupt) in its place; the command line holds it for the whole command
 :func:`atomic_write` holds it while it writes, then, once the temporary file is gone,
 ends the process by SIGTERM as it would have ended (a library must not change what a
 signal does to its caller's process for longer than that).
+
+Python drops an exception raised while it runs a finalizer or a weak reference's callback
+(``__del__``; Numba's type cache and compiler free their objects that way): it passes
+the exception to ``sys.unraisablehook`` and the interrupted code runs on.  Within the
+block, a hook of this module sees its own interrupt dropped there and delivers the signal
+again a moment later, until it lands where it can unwind the stack; the command line
+does the same for Ctrl-C.
 """
 
 from __future__ import annotations
@@ -16,8 +23,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
+from types import FrameType
 
 __all__ = ["Terminated", "end_by_sigterm", "last_signal", "sigterm_as_interrupt"]
 
@@ -34,16 +43,42 @@ def last_signal() -> int | None:
     return _received[-1] if _received else None
 
 
-def _raise_terminated(signum: int, frame: object) -> None:
+_REDELIVER_S = 0.02
+
+
+def _redeliver(signum: int) -> None:
+    timer = threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum))
+    timer.daemon = True
+    timer.start()
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     _received.append(signum)
-    raise Terminated("terminated by SIGTERM")
+    exc = KeyboardInterrupt() if signum == signal.SIGINT else Terminated("terminated by SIGTERM")
+    exc.bayesrank_signal = signum  # type: ignore[attr-defined]
+    raise exc
+
+
+def _redeliver_if_dropped(previous_hook):
+    """An unraisable hook: our interrupt dropped in a finalizer is sent again, quietly."""
+
+    def hook(unraisable) -> None:
+        signum = getattr(unraisable.exc_value, "bayesrank_signal", None)
+        if signum is None:
+            previous_hook(unraisable)
+        else:
+            _redeliver(signum)
+
+    return hook
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt(*, only_default: bool = False) -> Iterator[bool]:
+def sigterm_as_interrupt(*, only_default: bool = False,
+                         ctrl_c: bool = False) -> Iterator[bool]:
     """Within the block SIGTERM raises :class:`Terminated`; yields whether it does.
 
-    Only the main thread can set signal handlers: elsewhere (and, with
+    With ``ctrl_c`` SIGINT is handled here too (KeyboardInterrupt, delivered again when a
+    finalizer dropped it).  Only the main thread can set signal handlers: elsewhere (and, with
     ``only_default``, when the process already handles SIGTERM its own way) nothing
     changes and the block yields False.
     """
@@ -54,12 +89,20 @@ def sigterm_as_interrupt(*, only_default: bool = False) -> Iterator[bool]:
     if only_default and previous is not signal.SIG_DFL:
         yield False
         return
+    previous_int = signal.getsignal(signal.SIGINT)
+    previous_hook = sys.unraisablehook
     _received.clear()
+    sys.unraisablehook = _redeliver_if_dropped(previous_hook)
     signal.signal(signal.SIGTERM, _raise_terminated)
+    if ctrl_c:
+        signal.signal(signal.SIGINT, _raise_terminated)
     try:
         yield True
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if ctrl_c:
+            signal.signal(signal.SIGINT, previous_int)
+        sys.unraisablehook = previous_hook
 
 
 def end_by_sigterm() -> None:
