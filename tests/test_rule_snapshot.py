@@ -3,30 +3,54 @@
 The oracle is ``tests/rule_snapshot.npz``, written by ``tests/_rule_snapshot.py`` from the
 code of main at commit 091c985 (before the per-draw and batched paths were merged into one
 implementation per rule), on the bundled example and LiveCodeBench sets and the real sets
-of ``/work/shared/data`` (cut to a few models and questions).  The comparison is exact:
-scores bit for bit (NaN where a draw was not scored), ranks, and every one-line reason a
-draw could not be ranked.
+of ``/work/shared/data`` (cut to a few models and questions).  On the floating-point
+kernels it was written with (``tests/_float_kernels.py``) the comparison is exact: scores
+bit for bit (NaN where a draw was not scored), ranks, and every one-line reason a draw
+could not be ranked.  On other kernels the scores are compared to 1e-9 relative and the
+ranks up to the order within groups of scores that close, except for the three iterative
+xPL rules, whose optima are only determined to their stopping tolerance (see
+``_float_kernels``); on every machine each rule's per-draw and stacked scores must agree
+bit for bit in the same run (one implementation, issue 51).
 """
 
 from __future__ import annotations
 
+import functools
+
 import _rule_snapshot as snap
 import numpy as np
 import pytest
+from _float_kernels import bit_exact_skip_reason
 
 SNAPSHOT = np.load(snap.SNAPSHOT, allow_pickle=False)
-CASES = sorted({key.split("/")[0] for key in SNAPSHOT.files})
+#: One xdist worker per case, so that its scores are computed once for the three tests.
+CASES = [pytest.param(case, marks=pytest.mark.xdist_group(f"rule_snapshot::{case}"), id=case)
+         for case in sorted({key.split("/")[0] for key in SNAPSHOT.files})]
 
 
 def _absent(case: str) -> bool:
     return case not in snap.cases()
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_every_identifier_reproduces_the_snapshot(case):
+#: Iterative optimisers whose optimum moves with the last bit of the kernels (measured in
+#: ``_float_kernels``): compared bit for bit on the snapshot's kernels only.
+ITERATIVE = ("rasch_3pl", "rasch_3pl_map", "rasch_2pl_map")
+RTOL = 1e-9
+
+
+@functools.cache
+def _computed(case: str) -> dict[str, np.ndarray]:
     if _absent(case):
         pytest.skip(f"the real set of case {case!r} is not in ../shared/data")
-    got = snap.compute(case)
+    return snap.compute(case)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_identifier_reproduces_the_snapshot(case):
+    reason = bit_exact_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    got = _computed(case)
     want = {k: SNAPSHOT[k] for k in SNAPSHOT.files if k.startswith(f"{case}/")}
     assert sorted(got) == sorted(want)
     differ = []
@@ -39,8 +63,58 @@ def test_every_identifier_reproduces_the_snapshot(case):
     assert differ == []
 
 
+def _same_ranks_up_to_near_ties(ref_scores, ref_ranks, got_ranks) -> bool:
+    """Ranks equal, except that within a group of scores closer than RTOL any order is."""
+    for scores, want, have in zip(ref_scores, ref_ranks, got_ranks, strict=True):
+        if np.isnan(want).all() or np.isnan(scores).any():
+            if not np.array_equal(want, have, equal_nan=True):
+                return False
+            continue
+        order = np.argsort(scores, kind="stable")
+        gaps = np.diff(scores[order]) > RTOL * np.maximum(1.0, np.abs(scores[order][1:]))
+        for group in np.split(order, np.flatnonzero(gaps) + 1):
+            if sorted(want[group]) != sorted(have[group]):
+                return False
+    return True
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_identifier_matches_the_snapshot_to_rounding(case):
+    got = _computed(case)
+    differ = []
+    for m in snap.PAPER:
+        if m in ITERATIVE:
+            continue
+        key = f"{case}/{m}"
+        for field in ("perdraw", "stacked"):
+            ref, value = SNAPSHOT[f"{key}/{field}"], got[f"{key}/{field}"]
+            if not np.allclose(value, ref, rtol=RTOL, atol=1e-12, equal_nan=True):
+                differ.append(f"{key}/{field}")
+        for field in ("perdraw_reason", "reason", "pool_stack"):
+            if not np.array_equal(SNAPSHOT[f"{key}/{field}"], got[f"{key}/{field}"]):
+                differ.append(f"{key}/{field}")
+        scored = np.where(np.isnan(SNAPSHOT[f"{key}/stacked"]), SNAPSHOT[f"{key}/perdraw"],
+                          SNAPSHOT[f"{key}/stacked"])
+        if not _same_ranks_up_to_near_ties(scored, SNAPSHOT[f"{key}/ranks"], got[f"{key}/ranks"]):
+            differ.append(f"{key}/ranks")
+    assert differ == []
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_per_draw_and_stacked_scores_agree_bit_for_bit(case):
+    """Where a rule has a stacked form, each draw's stacked scores are its per-draw scores."""
+    got = _computed(case)
+    differ = []
+    for m in snap.PAPER:
+        perdraw, stacked = got[f"{case}/{m}/perdraw"], got[f"{case}/{m}/stacked"]
+        rows = ~np.isnan(stacked).all(axis=1)
+        if not np.array_equal(perdraw[rows], stacked[rows], equal_nan=True):
+            differ.append(m)
+    assert differ == []
+
+
 def test_the_snapshot_covers_all_72_identifiers_on_every_case():
-    for case in CASES:
+    for case in sorted({key.split("/")[0] for key in SNAPSHOT.files}):
         names = {k.split("/")[1] for k in SNAPSHOT.files if k.startswith(f"{case}/")}
         assert names == set(snap.PAPER)
     assert len(snap.PAPER) == 72
