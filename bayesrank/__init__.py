@@ -32,6 +32,7 @@ _LAZY = {
     "datasets": "bayesrank.datasets",
     "fit": "bayesrank.inference.fitting",
     "fit_many": "bayesrank.inference.fitting",
+    "SamplerOptions": "bayesrank.inference.options",
     "Posterior": "bayesrank.analysis.posterior",
     "NormalPosterior": "bayesrank.analysis.posterior",
     "closed_form": "bayesrank.analysis.posterior",

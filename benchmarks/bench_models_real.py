@@ -52,8 +52,9 @@ from bayesrank.models.fast import beta_binomial
 import bayesrank
 from bayesrank.inference.backends import model_var_names, nutpie_backend
 from bayesrank.inference.cache import structure_key
-from bayesrank.inference.fitting import DEFAULT_TUNE, _tag
+from bayesrank.inference.fitting import _tag
 from bayesrank.inference.nutpie_models import compile_for_nutpie, nutpie_cores
+from bayesrank.inference.options import DEFAULT_TUNE
 
 #: Reads the real sets in ../shared/data: run_all.py skips it where they are absent.
 NEEDS_SHARED_DATA = True

@@ -1,10 +1,10 @@
 """nutpie's CPU back ends on the real sets: PyTensor's function, JAX (XLA), Numba; default fits.
 
 ``bayesrank.fit(data, model, random_seed=0)`` with every default, once per back end
-(``NUTPIE_BACKEND = "pytensor"``, ``"jax"``, ``"numba"`` or those of ``--backends``),
+(``BAYESRANK_NUTPIE_BACKEND=pytensor``, ``"jax"``, ``"numba"`` or those of ``--backends``),
 one right after the other (each the others' peer), on the real data sets of
 ``../shared/data``; ``auto_picks`` is the one
-``NUTPIE_BACKEND = "auto"`` (the default) compiles that model with.  Each row records
+``BAYESRANK_NUTPIE_BACKEND=auto`` (the default) compiles that model with.  Each row records
 wall time (the whole call), nutpie's compile and sampling seconds, leapfrog steps
 per draw, seconds per log-density-and-gradient evaluation (sampling seconds x
 parallel chains / all leapfrog steps), the worst R-hat, the smallest bulk and tail
@@ -46,7 +46,7 @@ DEFAULT_FITS = ("lcb_repair:rasch,zeroeval_math_l5:rasch,lcb_repair:2pl,"
 
 
 def one_fit(data: bayesrank.ResponseData, model: str, backend: str) -> dict:
-    backends.NUTPIE_BACKEND = backend
+    os.environ[backends.NUTPIE_BACKEND_VARIABLE] = backend
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -81,7 +81,7 @@ def main() -> None:
     rows = []
     for spec in args.fits.split(","):
         name, model = spec.split(":")
-        backends.NUTPIE_BACKEND = "auto"
+        os.environ[backends.NUTPIE_BACKEND_VARIABLE] = "auto"
         model_spec = get_model(model)
         auto = backends.nutpie_backend(model_spec.build(sets[name]))
         for backend in args.backends.split(","):

@@ -136,17 +136,21 @@ def measure(data: bayesrank.ResponseData, model: str, *, warmup: bool,
             backend: str | None = None) -> dict:
     """Time one default fit (after an optional cache-warming fit) and summarise it, on
     nutpie's ``backend`` (None: the one ``bayesrank.fit`` picks)."""
-    saved = backends.NUTPIE_BACKEND
+    variable = backends.NUTPIE_BACKEND_VARIABLE
+    saved = os.environ.get(variable)
     # the warm-up and the timed (default-length) fit on the same back end
     chosen = backend or backends.nutpie_backend(get_model(model).build(data))
-    backends.NUTPIE_BACKEND = chosen
+    os.environ[variable] = chosen
     try:
         if warmup:
             bayesrank.fit(data, model, draws=5, tune=5, chains=1, random_seed=1,
                           progressbar=False)
         row = _timed_fit(data, model)
     finally:
-        backends.NUTPIE_BACKEND = saved
+        if saved is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = saved
     return {"backend": chosen, **row}
 
 

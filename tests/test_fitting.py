@@ -258,7 +258,7 @@ def test_nutpie_backend_by_run_length_and_size_and_every_backend_samples_one_pos
     assert sampling.observed_size(rasch) == data.L * data.M  # binomial counts, not trials
     pairs = get_model("bradley_terry").build(data)
     assert sampling.observed_size(pairs) == data.L * (data.L - 1) // 2
-    monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "auto")
+    monkeypatch.setenv("BAYESRANK_NUTPIE_BACKEND", "auto")
     monkeypatch.setattr(sampling, "SCALE_OBSERVED", data.L * data.M)
     long_run, short_run = sampling.NUMBA_MIN_ITERATIONS, sampling.NUMBA_MIN_ITERATIONS - 1
     assert sampling.nutpie_backend(rasch, short_run) == "numba"  # at scale
@@ -267,16 +267,16 @@ def test_nutpie_backend_by_run_length_and_size_and_every_backend_samples_one_pos
     assert sampling.nutpie_backend(pairs, short_run) == "jax"  # small, short run
     assert sampling.nutpie_backend(pairs) == "numba"  # a default fit's length
     for choice in ("jax", "numba", "pytensor"):
-        monkeypatch.setattr(sampling, "NUTPIE_BACKEND", choice)
+        monkeypatch.setenv("BAYESRANK_NUTPIE_BACKEND", choice)
         assert sampling.nutpie_backend(rasch, long_run) == choice
         assert sampling.nutpie_backend(pairs, short_run) == choice
-    monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "cython")
+    monkeypatch.setenv("BAYESRANK_NUTPIE_BACKEND", "cython")
     with pytest.raises(ValueError, match="'auto', 'pytensor', 'jax' or 'numba'"):
         sampling.nutpie_backend(rasch)
 
     # fit() picks by the run's length and the model's size, and every build samples the
     # same density: the same posterior from the same seed
-    monkeypatch.setattr(sampling, "NUTPIE_BACKEND", "auto")
+    monkeypatch.setenv("BAYESRANK_NUTPIE_BACKEND", "auto")
     picked = []
     real = sampling.nutpie_backend
 
@@ -289,7 +289,7 @@ def test_nutpie_backend_by_run_length_and_size_and_every_backend_samples_one_pos
     for threshold, choice in ((data.L * data.M, "auto"), (data.L * data.M + 1, "auto"),
                               (data.L * data.M + 1, "pytensor")):
         monkeypatch.setattr(sampling, "SCALE_OBSERVED", threshold)
-        monkeypatch.setattr(sampling, "NUTPIE_BACKEND", choice)
+        monkeypatch.setenv("BAYESRANK_NUTPIE_BACKEND", choice)
         post = fit(data, "rasch", sampler="nutpie", random_seed=4, **QUICK)
         means.append(post.idata.posterior["theta"].mean(("chain", "draw")).to_numpy())
     assert picked == ["numba", "jax", "pytensor"]

@@ -118,11 +118,10 @@ def test_a_fit_draws_the_same_whatever_the_process_compiled_before(monkeypatch):
     elsewhere), so the reused model must take the new data's initial points, not keep the
     old ones."""
     import bayesrank
-    from bayesrank.inference import backends
     from bayesrank.inference.cache import clear_cache
     from bayesrank.inference.nutpie_models import initial_points
 
-    monkeypatch.setattr(backends, "NUTPIE_BACKEND", "numba")
+    monkeypatch.setenv("BAYESRANK_NUTPIE_BACKEND", "numba")
     R = np.random.default_rng(4).integers(0, 2, (5, 8, 3))
     R[:, 0], R[:, 1] = 0, 1
     first, second = R, R[:, ::-1].copy()

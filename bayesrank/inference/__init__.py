@@ -4,9 +4,11 @@
 :mod:`bayesrank.models` and samples it with a back end of :mod:`.backends`
 (nutpie, NumPyro/JAX via :mod:`.jax_nuts`, PyMC, or exact conjugate draws),
 reusing compiled models (:mod:`.cache`); :mod:`.diagnostics` checks R-hat,
-ESS, divergences and E-BFMI.  A fit returns a :class:`bayesrank.Posterior`.
+ESS, divergences and E-BFMI.  :class:`.options.SamplerOptions` carries how to sample from
+:func:`fit` and :func:`fit_many` to the back ends.  A fit returns a :class:`bayesrank.Posterior`.
 """
 
 from bayesrank.inference.fitting import fit, fit_many
+from bayesrank.inference.options import SamplerOptions
 
-__all__ = ["fit", "fit_many"]
+__all__ = ["SamplerOptions", "fit", "fit_many"]

@@ -34,6 +34,7 @@ from bayesrank.errors import DataError, MissingDependencyError
 from bayesrank.inference.cache import cached
 from bayesrank.inference.jax_nuts import jaxify, run_nuts
 from bayesrank.inference.nutpie_models import compile_for_nutpie, nutpie_cores, with_model_data
+from bayesrank.inference.options import SamplerOptions
 
 __all__ = ["SAMPLERS", "default_progressbar", "require", "sample", "sample_batch"]
 
@@ -107,8 +108,9 @@ def _keep_model_vars(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
     return with_groups(idata, posterior=posterior[keep])
 
 
-#: Which nutpie back end compiles the log-density: "auto", "pytensor", "jax" or "numba".
-NUTPIE_BACKEND = os.environ.get("BAYESRANK_NUTPIE_BACKEND", "auto")
+#: The environment variable naming the back end nutpie compiles the log-density with
+#: ("auto", "pytensor", "jax" or "numba"), read at each fit.
+NUTPIE_BACKEND_VARIABLE = "BAYESRANK_NUTPIE_BACKEND"
 
 #: Below this many observed values (response cells) PyMC's sampler runs the chains one after
 #: the other in this process (:func:`_sample_pymc`).
@@ -137,7 +139,8 @@ def observed_size(model: pm.Model) -> int:
 
 def nutpie_backend(model: pm.Model | None = None,
                    iterations: int = NUMBA_MIN_ITERATIONS) -> str:
-    """The back end nutpie compiles ``model`` with: ``NUTPIE_BACKEND``, "auto" by measurement.
+    """The back end nutpie compiles ``model`` with: ``BAYESRANK_NUTPIE_BACKEND``, "auto" by
+    measurement.
 
     With "auto": Numba (:func:`.nutpie_models.nutpie_numba_model`) where jax is missing
     or its default device is not the CPU.  On a CPU, Numba for any model with at least
@@ -157,10 +160,10 @@ def nutpie_backend(model: pm.Model | None = None,
     gradient in Numba against 4.4 in XLA on 43 x 400 x 10; the Op, 1.1 ms.)  "pytensor"
     (:func:`.nutpie_models.nutpie_pytensor_model`) is chosen by hand only.
     """
-    choice = NUTPIE_BACKEND
+    choice = os.environ.get(NUTPIE_BACKEND_VARIABLE, "auto")
     if choice not in ("auto", "pytensor", "jax", "numba"):
-        raise ValueError(
-            f"NUTPIE_BACKEND must be 'auto', 'pytensor', 'jax' or 'numba', got {choice!r}")
+        raise ValueError(f"{NUTPIE_BACKEND_VARIABLE} must be 'auto', 'pytensor', 'jax' or "
+                         f"'numba', got {choice!r}")
     if choice != "auto":
         return choice
     if find_spec("jax") is None:
@@ -173,11 +176,11 @@ def nutpie_backend(model: pm.Model | None = None,
     return "numba" if large or iterations >= NUMBA_MIN_ITERATIONS else "jax"
 
 
-def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_accept, key=None):
+def _sample_nutpie(model: pm.Model, run: SamplerOptions, key: Hashable | None = None):
     import nutpie
 
     t0 = time.perf_counter()
-    backend = nutpie_backend(model, chains * (tune + draws))
+    backend = nutpie_backend(model, run.chains * (run.tune + run.draws))
     # nutpie's JAX build bakes pm.Data in as constants (no with_data) and the PyTensor one
     # reads this model's data: both are compiled anew each time (1-5 s)
     compiled, reused = cached(
@@ -189,15 +192,15 @@ def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_acce
     t1 = time.perf_counter()
     idata = nutpie.sample(
         compiled,
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        cores=nutpie_cores(backend, chains),
-        seed=seed,
-        progress_bar=progressbar,
+        draws=run.draws,
+        tune=run.tune,
+        chains=run.chains,
+        cores=nutpie_cores(backend, run.chains),
+        seed=run.random_seed,
+        progress_bar=run.progressbar,
         progress_callback=_nutpie_callback(),
         save_warmup=False,
-        target_accept=target_accept,
+        target_accept=run.target_accept,
     )
     t2 = time.perf_counter()
     stats = group(idata, "sample_stats")
@@ -208,7 +211,7 @@ def _sample_nutpie(model, *, draws, tune, chains, seed, progressbar, target_acce
     return idata, {"compile": t1 - t0, "sample": t2 - t1}
 
 
-def _sample_pymc(model, *, draws, tune, chains, seed, progressbar, target_accept):
+def _sample_pymc(model: pm.Model, run: SamplerOptions):
     # PyMC compiles inside pm.sample; compiling the log-density and its gradient
     # first fills PyTensor's on-disk cache, so "compile" is measured here and
     # pm.sample's own compilation becomes a cache hit.
@@ -223,15 +226,15 @@ def _sample_pymc(model, *, draws, tune, chains, seed, progressbar, target_accept
     with model:
         idata = pm.sample(
             nuts_sampler="pymc",
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=1 if small else min(chains, os.cpu_count() or 1),
+            draws=run.draws,
+            tune=run.tune,
+            chains=run.chains,
+            cores=1 if small else min(run.chains, os.cpu_count() or 1),
             init="jitter+adapt_diag",
-            target_accept=target_accept,
-            random_seed=seed,
-            progressbar=progressbar,
-            quiet=not progressbar,
+            target_accept=run.target_accept,
+            random_seed=run.random_seed,
+            progressbar=run.progressbar,
+            quiet=not run.progressbar,
             compute_convergence_checks=False,
             # forking a process that has started JAX's threads can deadlock
             mp_ctx="forkserver" if "jax" in sys.modules else None,
@@ -273,15 +276,16 @@ def _exact_group(values: dict[str, Any], coords: dict, dims: dict, name: str) ->
     return ds[list(values)].assign_attrs(ds.attrs)
 
 
-def _sample_exact(model, *, draws, tune, chains, seed, progressbar, target_accept,
-                  exact_draws=None, log_likelihood=()):
+def _sample_exact(model: pm.Model, run: SamplerOptions, exact_draws=None,
+                  log_likelihood: tuple[str, ...] = ()):
     from pymc.backends.arviz import coords_and_dims_for_inferencedata
 
     if exact_draws is None:
         raise ValueError("sampler 'conjugate' draws exact conjugate posteriors: it applies to "
                          "the 'bayes' model only")
     t0 = time.perf_counter()
-    groups = exact_draws(model, draws=draws, chains=chains, seed=seed,
+    draws, chains = run.draws, run.chains
+    groups = exact_draws(model, draws=draws, chains=chains, seed=run.random_seed,
                          log_likelihood=bool(log_likelihood))
     t1 = time.perf_counter()
     coords, dims = coords_and_dims_for_inferencedata(model)
@@ -317,8 +321,8 @@ def jax_inference_data(model: pm.Model, result: dict[str, Any]) -> xr.DataTree:
     )
 
 
-def _sample_numpyro(model, *, draws, tune, chains, seed, progressbar, target_accept,
-                    log_likelihood=(), key=None):
+def _sample_numpyro(model: pm.Model, run: SamplerOptions,
+                    log_likelihood: tuple[str, ...] = (), key: Hashable | None = None):
     from bayesrank.inference.jax_nuts import jaxify, run_nuts
 
     t0 = time.perf_counter()
@@ -330,14 +334,9 @@ def _sample_numpyro(model, *, draws, tune, chains, seed, progressbar, target_acc
     (result,), timings = run_nuts(
         jm,
         [jm.data_values(model)],
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        seed=seed,
-        target_accept=target_accept,
+        run,
         cache_key=None if key is None else (key, tuple(log_likelihood)),
         model=model,
-        progressbar=progressbar,
     )
     idata = jax_inference_data(model, result)
     return idata, {"compile": t1 - t0 + timings["compile"], "sample": timings["sample"]}
@@ -345,19 +344,13 @@ def _sample_numpyro(model, *, draws, tune, chains, seed, progressbar, target_acc
 
 def sample(
     model: pm.Model,
-    sampler: str,
+    run: SamplerOptions,
     *,
-    draws: int,
-    tune: int,
-    chains: int,
-    seed: int,
-    progressbar: bool,
-    target_accept: float = 0.8,
     log_likelihood: tuple[str, ...] = (),
     key: Hashable | None = None,
     exact_draws: Callable[..., dict[str, dict[str, np.ndarray]]] | None = None,
 ) -> tuple[xr.DataTree, dict[str, float]]:
-    """Draw from the posterior of ``model`` with ``sampler``.
+    """Draw from the posterior of ``model`` as ``run`` (resolved options) says.
 
     ``log_likelihood`` names observed variables whose pointwise log-likelihood
     the NumPyro back end computes in the same JAX program and the exact
@@ -371,34 +364,22 @@ def sample(
     (in closed form from the same draws, so :func:`fit` needs no
     :func:`pymc.compute_log_likelihood` pass).
     """
-    require(sampler)
-    kwargs = dict(
-        draws=draws,
-        tune=tune,
-        chains=chains,
-        seed=seed,
-        progressbar=progressbar,
-        target_accept=target_accept,
-    )
-    if sampler == "nutpie":
-        return _sample_nutpie(model, **kwargs, key=key)
-    if sampler == "pymc":
-        return _sample_pymc(model, **kwargs)
-    if sampler == "conjugate":
-        return _sample_exact(model, **kwargs, exact_draws=exact_draws,
-                             log_likelihood=log_likelihood)
-    return _sample_numpyro(model, **kwargs, log_likelihood=log_likelihood, key=key)
+    if not run.is_resolved:
+        raise ValueError("sample() runs resolved options (SamplerOptions.resolved)")
+    require(run.sampler)
+    if run.sampler == "nutpie":
+        return _sample_nutpie(model, run, key=key)
+    if run.sampler == "pymc":
+        return _sample_pymc(model, run)
+    if run.sampler == "conjugate":
+        return _sample_exact(model, run, exact_draws=exact_draws, log_likelihood=log_likelihood)
+    return _sample_numpyro(model, run, log_likelihood=log_likelihood, key=key)
 
 
 def sample_batch(
     models: list[pm.Model],
+    run: SamplerOptions,
     *,
-    draws: int,
-    tune: int,
-    chains: int,
-    seed: int,
-    progressbar: bool,
-    target_accept: float = 0.8,
     log_likelihood: tuple[str, ...] = (),
     key: Hashable | None = None,
 ) -> tuple[list[xr.DataTree], dict[str, float]]:
@@ -421,13 +402,8 @@ def sample_batch(
     results, timings = run_nuts(
         jm,
         values,
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        seed=seed,
-        target_accept=target_accept,
+        run,
         cache_key=None if key is None else (key, log_likelihood),
-        progressbar=progressbar,
     )
     trees = [jax_inference_data(m, r) for m, r in zip(models, results, strict=True)]
     return trees, {**timings, "batch_size": len(models)}

@@ -12,6 +12,7 @@ a :class:`~bayesrank.inference.diagnostics.SamplingWarning` names whatever faile
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Sequence
 from importlib.util import find_spec
@@ -22,7 +23,6 @@ import pymc as pm
 import xarray as xr
 
 from bayesrank.analysis.posterior import Posterior
-from bayesrank.checks import check_int
 from bayesrank.data import ResponseData, as_response_data
 from bayesrank.datatree import from_arrays, group, has_group, with_groups
 from bayesrank.inference.backends import (
@@ -35,9 +35,10 @@ from bayesrank.inference.backends import (
 from bayesrank.inference.cache import structure_key
 from bayesrank.inference.diagnostics import SamplingWarning, check, default_draws, summarize
 from bayesrank.inference.log_likelihood import pointwise_log_likelihood
+from bayesrank.inference.options import SamplerOptions
 from bayesrank.models import get_model, scoring_model
 
-__all__ = ["fit", "fit_many", "DEFAULT_SAMPLER"]
+__all__ = ["fit", "fit_many", "DEFAULT_SAMPLER", "SamplerOptions"]
 
 # Chosen by measurement on the 20 x 120 x 80 example (docs/samplers.md).
 DEFAULT_SAMPLER = {
@@ -84,26 +85,6 @@ def _batch_sampler(model: str, sampler: str | None) -> str:
     return _choose_sampler(model, None)
 
 
-#: Warm-up iterations per chain when ``tune`` is not given, by sampler.  nutpie adapts its
-#: mass matrix from the gradients as well as the draws and defaults to 400 itself; at 500
-#: the 2PL's warm-up took 52-56% of the gradients it took at 1,000 on the five real sets,
-#: with the same checks passed (docs/samplers.md).  PyMC and NumPyro adapt from the draws
-#: alone: the usual 1,000.
-DEFAULT_TUNE = {"nutpie": 500, "pymc": 1000, "numpyro": 1000, "conjugate": 0}
-
-
-def _check_draws(draws: int | None, tune: int | None, chains: int) -> None:
-    if draws is not None:
-        check_int("draws", draws)
-    if tune is not None:
-        check_int("tune", tune, minimum=0)
-    check_int("chains", chains)
-
-
-def _tune(tune: int | None, sampler: str) -> int:
-    return DEFAULT_TUNE[sampler] if tune is None else int(tune)
-
-
 def _draws(draws: int | None, model: pm.Model, chains: int, sampler: str) -> int:
     """``draws``, or by default enough that chance does not fail R-hat (:func:`default_draws`).
 
@@ -118,6 +99,17 @@ def _draws(draws: int | None, model: pm.Model, chains: int, sampler: str) -> int
     return default_draws(n_free, chains)
 
 
+def _resolve(opts: SamplerOptions, spec: Any, model: pm.Model, sampler: str) -> SamplerOptions:
+    """``opts`` with every default filled in for ``model`` and ``sampler``."""
+    return opts.resolved(
+        sampler=sampler,
+        draws=_draws(opts.draws, model, opts.chains, sampler),
+        seed=seed_or_new(opts.random_seed),
+        progressbar=default_progressbar() if opts.progressbar is None else opts.progressbar,
+        target_accept=_target_accept(spec, opts.target_accept),
+    )
+
+
 def _require_all_draws(idata: xr.DataTree, draws: int) -> None:
     """Raise KeyboardInterrupt when a sampler stopped early (Ctrl-C returns a partial trace).
 
@@ -130,10 +122,7 @@ def _require_all_draws(idata: xr.DataTree, draws: int) -> None:
 
 
 def _target_accept(spec: Any, target_accept: float | None) -> float:
-    value = spec.target_accept if target_accept is None else float(target_accept)
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"target_accept must lie in (0, 1), got {target_accept!r}")
-    return value
+    return spec.target_accept if target_accept is None else float(target_accept)
 
 
 def _tag(spec: Any, options: dict[str, Any]) -> tuple | None:
@@ -225,16 +214,8 @@ def _finish(
 def fit(
     data: ResponseData | Any,
     model: str,
-    *,
-    sampler: str | None = None,
-    draws: int | None = None,
-    tune: int | None = None,
-    chains: int = 4,
-    random_seed: int | None = None,
-    progressbar: bool | None = None,
-    target_accept: float | None = None,
-    log_likelihood: bool = True,
-    **model_options: Any,
+    options: SamplerOptions | None = None,
+    **keywords: Any,
 ) -> Posterior:
     """Fit a Bayesian ranking model with NUTS.
 
@@ -244,39 +225,14 @@ def fit(
     model : str
         ``"bayes"``, ``"rasch"``, ``"2pl"``, ``"3pl"``, ``"bradley_terry"``,
         ``"davidson"`` or ``"davidson_luce"`` (see :mod:`bayesrank.models`).
-    sampler : {"nutpie", "numpyro", "pymc", "conjugate"}, optional
-        Default: the fastest measured for the model (docs/samplers.md).
-        ``"numpyro"`` runs on a GPU when JAX sees one; ``"conjugate"`` draws
-        the ``"bayes"`` model's Dirichlet posterior exactly (its default).
-    draws : int, optional
-        Kept draws per chain.  Default: 1,000, more for models with hundreds
-        or thousands of parameters so that a fit that mixes well does not fail
-        R-hat <= 1.01 by chance (1,500 for the 2PL's 9,111 parameters on
-        Reasoning Gym hard; :func:`~bayesrank.inference.diagnostics.default_draws`).
-    tune : int, optional
-        Warm-up iterations per chain.  Default: 500 for nutpie, whose adaptation reads
-        the gradients too (nutpie's own default is 400), 1,000 for PyMC and NumPyro
-        (``DEFAULT_TUNE``; measured on the real sets in docs/samplers.md).
-    chains : int
-        Number of chains.
-    random_seed : int, optional
-        Same seed, same draws.  Without one a fresh seed is drawn and stored in
-        ``posterior.idata.posterior.attrs["random_seed"]``.  One exception: PyTensor
-        compiles its Numba code with fast-math flags, so the first fit of a model new to
-        the machine (compiled, not loaded from PyTensor's on-disk cache) can differ in the
-        last bits of its gradient from later fits, and its chains then drift apart from
-        theirs; later fits agree with each other.  ``PYTENSOR_FLAGS=numba__fastmath=False``
-        makes the first fit agree too, at 1.4-1.9x the gradient time (docs/samplers.md).
-    progressbar : bool, optional
-        Default: on in a terminal or notebook, off otherwise.
-    target_accept : float, optional
-        NUTS step-size adaptation target; raise it (e.g. 0.95) after divergences.
-        Default: the model's own (0.8 for every model today; docs/samplers.md).
-    log_likelihood : bool
-        Store the pointwise log-likelihood (for LOO/WAIC).
-    **model_options
-        Passed to the model builder (e.g. ``use_R0=True`` for IRT,
-        ``ties="davidson"`` for Bradley-Terry).
+    options : SamplerOptions, optional
+        How to sample: sampler, draws, tune, chains, random_seed, progressbar,
+        target_accept, log_likelihood (:class:`~bayesrank.inference.options.SamplerOptions`
+        documents each and its default).
+    **keywords
+        A field of :class:`SamplerOptions` by name (``draws=500``) replaces that field of
+        ``options``; every other keyword goes to the model builder (e.g. ``use_R0=True``
+        for IRT, ``ties="davidson"`` for Bradley-Terry).
 
     Returns
     -------
@@ -292,16 +248,13 @@ def fit(
     SamplingWarning
         When R-hat > 1.01, bulk/tail ESS < 400, any divergence, or E-BFMI < 0.3.
     """
-    _check_draws(draws, tune, chains)
+    opts, model_options = SamplerOptions.split(options, keywords)
     spec = get_model(model)
-    target_accept = _target_accept(spec, target_accept)
     d = as_response_data(data)
     d.require_models(f"fit(..., {model!r})")
     pymc_model = spec.build(d, **model_options)
     observed_var = spec.observed_var(pymc_model)
-    chosen = _choose_sampler(model, sampler)
-    draws = _draws(draws, pymc_model, chains, chosen)
-    seed = seed_or_new(random_seed)
+    run = _resolve(opts, spec, pymc_model, _choose_sampler(model, opts.sampler))
     key = structure_key(pymc_model, _tag(spec, model_options))
     with warnings.catch_warnings():
         # ArviZ's guess that dims are misnamed when an interrupted run kept fewer draws than
@@ -309,43 +262,30 @@ def fit(
         warnings.filterwarnings("ignore", message="Found chain dimension to be longer")
         idata, timings = sample(
             pymc_model,
-            chosen,
-            draws=int(draws),
-            tune=_tune(tune, chosen),
-            chains=int(chains),
-            seed=seed,
-            progressbar=default_progressbar() if progressbar is None else bool(progressbar),
-            target_accept=float(target_accept),
-            log_likelihood=(observed_var,) if log_likelihood else (),
+            run,
+            log_likelihood=(observed_var,) if run.log_likelihood else (),
             key=key,
             exact_draws=spec.exact_draws,
         )
-    _require_all_draws(idata, int(draws))
-    if log_likelihood and not has_group(idata, "log_likelihood"):
+    _require_all_draws(idata, run.draws)
+    if run.log_likelihood and not has_group(idata, "log_likelihood"):
         import time
 
         t0 = time.perf_counter()
         idata = with_groups(idata, log_likelihood=pointwise_log_likelihood(
             group(idata, "posterior"), scoring_model(pymc_model), observed_var, key))
         timings["log_likelihood"] = time.perf_counter() - t0
-    return _finish(idata, d, model, pymc_model, observed_var, chosen, seed, timings,
-                   model_options=model_options)
+    return _finish(idata, d, model, pymc_model, observed_var, run.sampler, run.random_seed,
+                   timings, model_options=model_options)
 
 
 def fit_many(
     datasets: Sequence[ResponseData | Any],
     model: str,
+    options: SamplerOptions | None = None,
     *,
-    sampler: str | None = None,
-    draws: int | None = None,
-    tune: int | None = None,
-    chains: int = 4,
-    random_seed: int | None = None,
-    progressbar: bool | None = None,
-    target_accept: float | None = None,
-    log_likelihood: bool = True,
     warn: bool = True,
-    **model_options: Any,
+    **keywords: Any,
 ) -> list[Posterior]:
     """Fit one model to many datasets, as one vectorised JAX program on a GPU.
 
@@ -364,20 +304,21 @@ def fit_many(
         For the vectorised batch, all with the same (L, M, N), categories and
         R0 shape.
     model : str
-    sampler : {"numpyro", "nutpie", "pymc", "conjugate"}, optional
+    options : SamplerOptions, optional
+        As in :func:`fit` (the default draws from the first dataset's model), with the
+        sampler chosen per batch:
         ``"numpyro"``: one vectorised program (every model except
         ``davidson_luce``, whose event list differs between datasets); any
         other: :func:`fit` per dataset.  Default: ``"numpyro"`` when JAX sees a
-        GPU, else the model's default sampler per dataset.
-    draws, tune, chains, random_seed, target_accept, log_likelihood
-        As in :func:`fit` (the default draws from the first dataset's model).
-    progressbar : bool, optional
-        One bar on stderr for the whole batch (all chains of all datasets):
+        GPU, else the model's default sampler per dataset.  ``progressbar``:
+        one bar on stderr for the whole batch (all chains of all datasets):
         iterations of warm-up then sampling, divergences so far, elapsed time.
         Default: on in a terminal or notebook, off otherwise.  Same draws either way.
     warn : bool
         Emit a SamplingWarning for each dataset whose fit fails the checks
         (``Posterior.diagnostics`` is filled either way).
+    **keywords
+        Fields of :class:`SamplerOptions` by name, and model options, as in :func:`fit`.
 
     Returns
     -------
@@ -386,47 +327,40 @@ def fit_many(
         ``timings`` with the batch's compile and sampling seconds and
         ``batch_size``; per-dataset seeds are drawn from ``random_seed``.
     """
-    _check_draws(draws, tune, chains)
+    opts, model_options = SamplerOptions.split(options, keywords)
     spec = get_model(model)
     if not len(datasets):
         raise ValueError("fit_many needs at least one dataset")
-    chosen = _batch_sampler(model, sampler)
+    chosen = _batch_sampler(model, opts.sampler)
     if chosen != "numpyro":
-        seeds = np.random.SeedSequence(seed_or_new(random_seed)).generate_state(len(datasets))
+        seeds = np.random.SeedSequence(seed_or_new(opts.random_seed)).generate_state(
+            len(datasets))
         with warnings.catch_warnings():
             if not warn:
                 warnings.simplefilter("ignore", SamplingWarning)
             return [
-                fit(d, model, sampler=chosen, draws=draws, tune=tune, chains=chains,
-                    random_seed=int(s), progressbar=progressbar, target_accept=target_accept,
-                    log_likelihood=log_likelihood, **model_options)
+                fit(d, model, dataclasses.replace(opts, sampler=chosen, random_seed=int(s)),
+                    **model_options)
                 for d, s in zip(datasets, seeds, strict=True)
             ]
-    target_accept = _target_accept(spec, target_accept)
     if not spec.batchable:
         raise ValueError(f"model {model!r} cannot be fitted in a batch; call fit() per dataset")
     data = [as_response_data(x) for x in datasets]
     for d in data:
         d.require_models(f"fit_many(..., {model!r})")
     models = [spec.build(d, **model_options) for d in data]
-    draws = _draws(draws, models[0], chains, "numpyro")
+    run = _resolve(opts, spec, models[0], "numpyro")
     observed_var = spec.observed_var(models[0])
-    wanted = (observed_var,) if log_likelihood else ()
-    seed = seed_or_new(random_seed)
     trees, timings = sample_batch(
         models,
-        chains=int(chains),
-        draws=int(draws),
-        tune=_tune(tune, "numpyro"),
-        seed=seed,
-        target_accept=float(target_accept),
-        progressbar=default_progressbar() if progressbar is None else bool(progressbar),
-        log_likelihood=wanted,
+        run,
+        log_likelihood=(observed_var,) if run.log_likelihood else (),
         key=structure_key(models[0], _tag(spec, model_options)),
     )
     for tree in trees:
-        _require_all_draws(tree, int(draws))
+        _require_all_draws(tree, run.draws)
     return [
-        _finish(tree, d, model, m, observed_var, "numpyro", seed, timings, warn, model_options)
+        _finish(tree, d, model, m, observed_var, "numpyro", run.random_seed, timings, warn,
+                model_options)
         for d, m, tree in zip(data, models, trees, strict=True)
     ]

@@ -21,6 +21,7 @@ import numpy as np
 import pymc as pm
 
 from bayesrank.inference.cache import cached
+from bayesrank.inference.options import SamplerOptions
 from bayesrank.models import scoring_model
 
 __all__ = ["JaxModel", "ProgressBar", "jaxify", "run_nuts"]
@@ -308,16 +309,11 @@ def _chain_sampler(
 def _run_nuts(
     jm: JaxModel,
     datasets: Sequence[Sequence[np.ndarray]],
+    run: SamplerOptions,
     *,
-    chains: int,
-    draws: int,
-    tune: int,
-    seed: int,
-    target_accept: float = 0.8,
     max_tree_depth: int = 10,
     cache_key: Any = None,
     model: pm.Model | None = None,
-    progressbar: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Sample every dataset in one vectorised program.
 
@@ -326,16 +322,17 @@ def _run_nuts(
     jm : JaxModel
     datasets : sequence of data-value lists
         One list per dataset, aligned with ``jm.data_names``; all of equal shapes.
-    cache_key : hashable, optional
-        Reuse the program compiled under this key (with the same sizes).
-    model : pymc.Model, optional
-        Model whose prior gives the starting points (default ``jm.model``).
-    progressbar : bool
-        Show one bar on stderr for the whole batch (iterations of warm-up then
+    run : SamplerOptions
+        Resolved options: chains, draws, tune, random_seed, target_accept and
+        ``progressbar``, one bar on stderr for the whole batch (iterations of warm-up then
         sampling, divergences so far, elapsed time), updated from inside the
         compiled program every ~1% of iterations; "compiling..." is printed
         first when the program is compiled.  Same seed, same draws, with or
         without it (a program with the bar is compiled and cached separately).
+    cache_key : hashable, optional
+        Reuse the program compiled under this key (with the same sizes).
+    model : pymc.Model, optional
+        Model whose prior gives the starting points (default ``jm.model``).
 
     Returns
     -------
@@ -351,7 +348,8 @@ def _run_nuts(
     t0 = time.perf_counter()
     import jax.numpy as jnp
 
-    progressbar = bool(progressbar)
+    chains, draws, tune, seed = run.chains, run.draws, run.tune, run.random_seed
+    target_accept, progressbar = run.target_accept, bool(run.progressbar)
     bar = None
     if progressbar:
         label = f"{chains} chain{'s' * (chains != 1)}"
@@ -414,8 +412,8 @@ def _run_nuts(
     return results, {"compile": t1 - t0, "sample": t2 - t1}
 
 
-def run_nuts(jm: JaxModel, datasets: Sequence[list[np.ndarray]], **options: Any
-             ) -> tuple[list[dict[str, Any]], dict[str, float]]:
+def run_nuts(jm: JaxModel, datasets: Sequence[list[np.ndarray]], run: SamplerOptions,
+             **options: Any) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Sample every dataset in one vectorised program (see :func:`_run_nuts` for options).
 
     PyMC graphs are float64: JAX runs with 64-bit types inside this call only
@@ -424,4 +422,4 @@ def run_nuts(jm: JaxModel, datasets: Sequence[list[np.ndarray]], **options: Any
     import jax
 
     with jax.enable_x64(True):
-        return _run_nuts(jm, datasets, **options)
+        return _run_nuts(jm, datasets, run, **options)
