@@ -401,7 +401,10 @@ def _cmd_study(args: argparse.Namespace) -> int:
     if args.signals:
         return categorical.cli_main(args)
 
+    stages = Stages(args)
+    stages(f"loading {args.data or 'the bundled example'}")
     data, source = _load_data(args)
+    stages(f"running the protocols on {data!r}")
     try:
         result = run_study(
             data,
@@ -420,6 +423,7 @@ def _cmd_study(args: argparse.Namespace) -> int:
     except (ValueError, KeyError) as exc:  # bad protocol, budget, size or method: say which
         print(f"bayesrank: error: {str(exc).strip(chr(39))}", file=sys.stderr)
         return 2
+    stages(f"writing the frames to {args.output}")
     paths = result.to_csv(args.output)
     print(f"# study on {source}: {data!r}")
     print(result)

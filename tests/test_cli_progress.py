@@ -68,3 +68,19 @@ def test_quiet_report_prints_no_stage(capsys, tmp_path, small_file):
         assert main(["report", str(small_file), "--model", "closed_form", "--quiet",
                      "--baselines", "avg", "-o", str(out)]) == 0
     assert "bayesrank: [" not in capsys.readouterr().err
+
+
+def test_study_prints_its_stages_and_protocol_progress_when_piped(capsys, tmp_path):
+    out = tmp_path / "study"
+    assert main(["study", "--key", "aime24", "--methods", "avg,borda", "--protocol",
+                 "gold,stability", "--draws", "3", "-o", str(out)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    stages = [LINE.match(x).group(2) for x in err if x.startswith("bayesrank: [")]
+    assert [s.split()[0] for s in stages] == ["loading", "running", "writing"], err
+    progress = [x for x in err if x.startswith("[study] ")]
+    # each protocol's last line (forced when it finishes) with its elapsed time
+    assert any(re.match(r"\[study\] stability \(n=1\) 1/1 draw blocks, \d+ s$", x)
+               for x in progress), err
+    assert main(["study", "--key", "aime24", "--methods", "avg", "--protocol", "gold",
+                 "--quiet", "-o", str(tmp_path / "q"), "--fresh"]) == 0
+    assert capsys.readouterr().err == ""

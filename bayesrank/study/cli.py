@@ -21,7 +21,8 @@ def add_cli_arguments(parser: argparse.ArgumentParser) -> None:
                         help="batched (default): reduce all draws at once; reference: the "
                         "per-draw loop (same results, slower)")
     parser.add_argument("--quiet", action="store_true",
-                        help="no progress line on stderr (shown only on a terminal anyway)")
+                        help="no progress on stderr (an updating line on a terminal, "
+                        "elsewhere a stage line every 10 s)")
     parser.add_argument("--name", default=None,
                         help="benchmark name for the paper tables (default: --key or file name)")
     parser.add_argument("--fresh", action="store_true",
@@ -34,7 +35,7 @@ def run_options(args: argparse.Namespace) -> dict[str, Any]:
     data = getattr(args, "data", None)
     name = args.name or getattr(args, "key", None) or (Path(data).stem if data else None)
     return {"scheduler": args.scheduler, "engine": args.engine,
-            "quiet": True if args.quiet else None, "name": name,
+            "quiet": bool(args.quiet), "name": name,
             "checkpoint": Path(args.output) / CHECKPOINT, "fresh": args.fresh}
 
 
