@@ -284,8 +284,11 @@ def rank_table(result: Ranking, data: ResponseData, options: dict) -> pd.DataFra
     frame = result.to_frame()
     observed = dict(zip(data.models, data.reductions.observed_score, strict=True))
     frame.insert(2, observed_label(data), [observed[m] for m in frame["model"]])
-    uniform = result.method == "bayes" and options.get("R0") is None
-    label = estimate_label("bayes", data) if uniform else f"{result.method} score"
+    label = f"{result.method} score"
+    if result.method in ("bayes", "bayes_greedy") and options.get("quantile") is None:
+        # the posterior mean score, named for the prior it shrinks toward
+        greedy = result.method == "bayes_greedy" or options.get("R0") is not None
+        label = estimate_label("bayes_greedy" if greedy else "bayes", data)
     return frame.rename(columns={"score": label})
 
 

@@ -106,6 +106,19 @@ def test_cli_rank_shows_observed_accuracy_then_the_named_score(capsys, tmp_path)
     assert float(row[3]) == pytest.approx(2 / 3)  # (k + 1) / (N + 2) at N = 1: shrunk
 
 
+def test_cli_rank_names_the_prior_runs_bayes_score_for_what_it_is(capsys):
+    from bayesrank.analysis.posterior import estimate_label
+    from bayesrank.cli import main
+
+    greedy = estimate_label("bayes_greedy")
+    for argv in (["--method", "bayes", "--option", "R0=data"], ["--method", "bayes_greedy"]):
+        assert main(["rank", "--key", "aime24", *argv]) == 0
+        header = capsys.readouterr().out.splitlines()[1]
+        assert header.rstrip().endswith(greedy) and BAYES_SCORE_LABEL not in header
+    assert main(["rank", "--key", "aime24", "--method", "bayes_ci"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].rstrip().endswith("bayes_ci score")
+
+
 def _banner_posterior(model: str, *, phi: bool, N: int, shift: float = 0.0) -> Posterior:
     rng = np.random.default_rng(9)
     L, M = 10, 30
