@@ -1,11 +1,14 @@
 """Fuzzed input (issue 50, part 5): every loader of ``bayesrank.data.io`` and the signals
 loader, given truncated files, random bytes, wrong dtypes and huge declared sizes, ends in
 a one-line DataError/LoadError or a validated result: never another exception, a hang
-(each example has a deadline) or a memory blow-up (each example's peak allocation, as
-``tracemalloc`` sees numpy's and Python's, stays under ``PEAK``)."""
+(each load has a watchdog that ends the test process after ``HANG_S``, even inside C code,
+which fails the test where hypothesis' deadline could only complain after the call had
+returned) or a memory blow-up (each example's peak allocation, as ``tracemalloc`` sees
+numpy's and Python's, stays under ``PEAK``)."""
 
 from __future__ import annotations
 
+import faulthandler
 import io
 import json
 import os
@@ -26,6 +29,7 @@ from bayesrank.data.signals import Signals, load_signals
 from bayesrank.errors import DataError
 
 PEAK = 64 * 2**20  # bytes; the files here are a few kilobytes
+HANG_S = 60  # a load of a few kilobytes that takes this long is a hang
 ROOM = 2 * 2**30  # more address space each example may take (threads' stacks included)
 EXAMPLES = int(os.environ.get("BAYESRANK_FUZZ_EXAMPLES", "60"))  # more: a longer search
 FUZZ = settings(max_examples=EXAMPLES, deadline=20_000, database=None,
@@ -58,12 +62,15 @@ def _outcome(load_it, what: str) -> object:
     # and a hard stop for what tracemalloc does not see (C libraries' own allocations): a
     # blow-up is a MemoryError here, not a machine out of memory
     resource.setrlimit(resource.RLIMIT_AS, (_address_space() + ROOM, limit[1]))
+    # a hang ends the process with every thread's stack on stderr: the run fails, not waits
+    faulthandler.dump_traceback_later(HANG_S, exit=True)
     try:
         result = load_it()
     except DataError as exc:
         result = exc
         assert "\n" not in str(exc).strip(), f"{what}: a message of several lines: {exc}"
     finally:
+        faulthandler.cancel_dump_traceback_later()
         resource.setrlimit(resource.RLIMIT_AS, limit)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
@@ -196,9 +203,25 @@ def test_a_huge_declared_trial_or_odd_label_in_a_table(tmp_path_factory, trial, 
     frame.loc[0, "trial"] = trial
     frame.loc[1, "question"] = question
     folder = tmp_path_factory.mktemp("fuzz")
-    for suffix in (".csv", ".jsonl"):
+    for suffix in (".csv", ".jsonl", ".parquet"):
         _write_table(frame, folder / f"t{suffix}")
         _outcome(lambda s=suffix: load(folder / f"t{s}"), f"huge trial {suffix}")
+
+
+@FUZZ
+@given(dtype=st.sampled_from(["<f8", "<c16", "|b1", "<i8", "<u8", "|S2", "<f2", "<i2", "|u1"]),
+       shape=st.lists(st.integers(0, 5), min_size=0, max_size=4),
+       member=st.sampled_from(["R", "mask", "R0", "weights"]))
+def test_a_netcdf_of_wrong_dtypes_is_one_line_or_a_result(tmp_path_factory, dtype, shape,
+                                                          member):
+    h5py = pytest.importorskip("h5py")
+    path = tmp_path_factory.mktemp("fuzz") / "typed.nc"
+    save(_data(), path)
+    with h5py.File(path, "a") as f:  # one variable replaced by another dtype and shape
+        if member in f:
+            del f[member]
+        f.create_dataset(member, data=np.zeros(shape, dtype=dtype))
+    _outcome(lambda: load(path), "wrong dtypes .nc")
 
 
 def test_a_netcdf_declaring_a_huge_variable_is_refused(tmp_path):
@@ -238,7 +261,8 @@ def test_the_signals_loader_is_one_line_or_a_result(tmp_path_factory, suffix, va
 
 
 def test_zz_count_of_cases(capsys):
-    """The number of cases tried, for the note (run last in this module)."""
+    """The number of cases tried, for the note (run last in this module; under xdist each
+    worker counts its own: ``pytest -p no:xdist tests/test_load_fuzz.py`` for the total)."""
     with capsys.disabled():
         print("\nfuzzed loader cases:", json.dumps(TRIED), "total", sum(TRIED.values()))
 
