@@ -66,3 +66,39 @@ def test_a_killed_worker_costs_a_rerun_not_the_study(tmp_path):
         drop = [c for c in ("seconds",) if c in serial[name]]
         pd.testing.assert_frame_equal(on_cluster[name].drop(columns=drop),
                                       serial[name].drop(columns=drop), check_exact=True)
+
+
+class MarkTasks(distributed.WorkerPlugin):
+    """Create ``marker`` when any worker starts a study task."""
+
+    name = "mark-tasks"
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def transition(self, key, start, finish, **kwargs):
+        name = key[0] if isinstance(key, tuple) else key
+        if finish == "executing" and str(name).startswith("_call"):
+            Path(self.marker).touch()
+
+
+@pytest.mark.slow
+def test_a_lost_client_resumes_from_the_blocks_that_came_back(tmp_path):
+    """The study's checkpoint outlives its cluster: a rerun on a new cluster of the same
+    size computes nothing again, and the frames are the serial run's."""
+    data, where = _data(), tmp_path / "checkpoint"
+    plan = {**PLAN, "protocols": "stability,bootstrap"}
+    serial = run_study(data, **plan)
+    for attempt in ("first", "resumed"):
+        marker = tmp_path / attempt
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=":0") as cluster, \
+                distributed.Client(cluster) as client:
+            client.register_plugin(MarkTasks(str(marker)))
+            result = run_study(data, client=client, checkpoint=where, **plan)
+        for name in serial.frames:
+            drop = [c for c in ("seconds",) if c in serial[name]]
+            pd.testing.assert_frame_equal(result[name].drop(columns=drop),
+                                          serial[name].drop(columns=drop), check_exact=True)
+    assert (tmp_path / "first").exists()  # the first run computed on the cluster ...
+    assert not (tmp_path / "resumed").exists()  # ... the rerun only read its blocks
