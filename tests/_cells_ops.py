@@ -48,9 +48,17 @@ def count_ops(model, op_type) -> int:
 
 
 def assert_same_density(model, previous, rng, sd: float, points: int = 5) -> None:
-    """Log-density and gradient of two builds of one model agree at random points."""
-    logp, dlogp = model.compile_logp(), model.compile_dlogp()
-    logp_0, dlogp_0 = previous.compile_logp(), previous.compile_dlogp()
+    """Log-density and gradient of two builds of one model agree at random points.
+
+    Run on the Ops' NumPy code after PyTensor's rewrites (``conftest.numpy_graphs_mode``), which
+    the kernels' own tests hold equal to their Numba and JAX code: Numba's JIT of a whole
+    model graph costs 20-45 s each on a cold cache (four per call here).
+    """
+    from conftest import numpy_graphs_mode
+
+    fast = {"mode": numpy_graphs_mode()}
+    logp, dlogp = model.compile_logp(**fast), model.compile_dlogp(**fast)
+    logp_0, dlogp_0 = previous.compile_logp(**fast), previous.compile_dlogp(**fast)
     start = model.initial_point()
     for _ in range(points):
         point = {name: rng.normal(0, sd, np.shape(v)) for name, v in start.items()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         if shared:
             item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}::{shared[0]}"))
+
+
+@functools.cache
+def numpy_graphs_mode():
+    """PyTensor's full rewrites (stabilisations included), then each Op's NumPy ``perform``:
+    no compilation.  FAST_COMPILE also skips the rewrites, and PyMC's plain
+    Binomial(sigmoid) graph lost 4e-8 of its log-density near p = 1 without them.  Without
+    elementwise fusion, whose fused loops NumPy cannot run beyond 32 operands."""
+    from pytensor.compile.mode import Mode
+
+    return Mode(linker="py", optimizer="fast_run").excluding("fusion")
+
+
+@pytest.fixture
+def numpy_graphs():
+    """PyTensor graphs run without compiling them within the test (:func:`numpy_graphs_mode`).
+
+    For tests that compare densities and gradients of the models' graphs, not of the Numba
+    or JAX kernels, whose own tests hold them equal to the NumPy code: Numba's JIT of a
+    whole model graph costs 20-45 s on a cold cache, which made these tests the slowest of
+    ``make test`` on a fresh clone.
+    """
+    import pytensor
+
+    with pytensor.config.change_flags(mode=numpy_graphs_mode()):
+        yield

@@ -148,7 +148,7 @@ def test_the_model_picks_the_form_by_trials_per_cell():
 
 
 @pytest.mark.parametrize("shared", [False, True])
-def test_the_models_density_is_the_gammaln_forms(shared, monkeypatch):
+def test_the_models_density_is_the_gammaln_forms(shared, monkeypatch, numpy_graphs):
     """The 3PL's log-density and gradient with the Op equal those of the same model built on
     the gammaln form, at random points: with per-model prior runs (a second (L, M) table of
     cells) and a free floor, and with a shared reference run ((M,) cells) and no floor (a

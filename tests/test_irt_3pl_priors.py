@@ -12,6 +12,9 @@ from bayesrank.models import irt
 from scipy import stats
 from scipy.special import expit
 
+# densities compared, nothing sampled: the graphs on their NumPy code (conftest)
+pytestmark = pytest.mark.usefixtures("numpy_graphs")
+
 
 @pytest.fixture(scope="module")
 def binary():

@@ -41,7 +41,7 @@ def values(model, theta, eta) -> dict:
     return {"theta": np.asarray(theta, dtype=float), "eta": np.asarray(eta, dtype=float)}
 
 
-def test_tie_coordinates_are_the_winner_size_log_odds_and_keep_the_prior():
+def test_tie_coordinates_are_the_winner_size_log_odds_and_keep_the_prior(numpy_graphs):
     """omega_t = log P(|U| = t | S) / P(|U| = 1 | S), by enumerating the subsets of S,
     and the model's density in (theta, omega) is the prior N(0, 1) x N(0, 3) on
     (theta, eta) plus the likelihood (the map is a translation for fixed theta)."""
@@ -67,7 +67,7 @@ def test_tie_coordinates_are_the_winner_size_log_odds_and_keep_the_prior():
     assert joint - likelihood == pytest.approx(prior, rel=1e-10)
 
 
-def test_tie_orders_no_event_has_are_measured_from_their_wall():
+def test_tie_orders_no_event_has_are_measured_from_their_wall(numpy_graphs):
     """Winner sets of 3 of 6 models never occur: that order is bounded by the data from
     above only, and its free coordinate v is mapped (``_size_log_odds``) to omega = w + v -
     3 softplus(-v) with w = -log n_1: increasing, slope 1 past the wall and 1 + 3 on the
@@ -132,7 +132,7 @@ def log_likelihood_by_enumeration(data, theta, log_delta, D):
 
 
 @pytest.mark.parametrize("masked", [False, True])
-def test_likelihood_equals_subset_enumeration(masked):
+def test_likelihood_equals_subset_enumeration(masked, numpy_graphs):
     rng = np.random.default_rng(1 + masked)
     L = 5
     R = (rng.random((L, 7, 4)) < rng.random((L, 1, 1))).astype(int)
@@ -149,7 +149,7 @@ def test_likelihood_equals_subset_enumeration(masked):
     assert logp == pytest.approx(log_likelihood_by_enumeration(data, theta, log_delta, L - 1))
 
 
-def test_complete_data_likelihood_is_the_papers_formula():
+def test_complete_data_likelihood_is_the_papers_formula(numpy_graphs):
     """With no missing trial every comparison set is all L models and |U| <= L - 1 = D."""
     rng = np.random.default_rng(0)
     L = 4

@@ -433,7 +433,7 @@ def _central_differences(logp, point: dict, names: list[str], h: float = 1e-6) -
     return np.array([(at(flat + e) - at(flat - e)) / (2 * h) for e in h * np.eye(flat.size)])
 
 
-def test_uninformed_difficulties_are_integrated_out_of_the_rasch_density():
+def test_uninformed_difficulties_are_integrated_out_of_the_rasch_density(numpy_graphs):
     """Collapsed Rasch = full Rasch with each one-sided question's difficulty integrated out.
 
     The density difference at any point must be sum_m log int N(b | mu, sigma)
@@ -559,7 +559,7 @@ def test_collapsed_rasch_fit_is_the_full_rasch_posterior_end_to_end():
     np.testing.assert_allclose(replicated.mean(0), expected, atol=5 * se)
 
 
-def test_discrimination_scale_is_fixed_by_the_informed_questions_only():
+def test_discrimination_scale_is_fixed_by_the_informed_questions_only(numpy_graphs):
     """Questions solved by none or by all get free log a; the others' log a sum to zero."""
     import pymc as pm
 
