@@ -25,7 +25,7 @@ def same_shapes_other_positions():
 
 @pytest.mark.parametrize("centered", [True, False])
 @pytest.mark.parametrize("kind", irt.KINDS)
-def test_swapped_data_give_the_density_of_a_fresh_build(kind, centered):
+def test_swapped_data_give_the_density_of_a_fresh_build(kind, centered, numpy_graphs):
     first, second = same_shapes_other_positions()
     reused = irt.build(first, kind=kind, centered=centered)
     fresh = irt.build(second, kind=kind, centered=centered)

@@ -93,7 +93,7 @@ def test_nuts_posterior_matches_closed_form():
     assert_matches_closed_form(post, data)
 
 
-def test_model_density_is_dirichlet_times_multinomial():
+def test_model_density_is_dirichlet_times_multinomial(numpy_graphs):
     from pymc.model.transform.conditioning import remove_value_transforms
 
     data = categorical_data()

@@ -152,7 +152,7 @@ def test_options_and_errors():
         bradley_terry.build(R, scale=-1.0)
 
 
-def test_davidson_likelihood_is_scipys_multinomial_and_draws_follow_it(paired):
+def test_davidson_likelihood_is_scipys_multinomial_and_draws_follow_it(paired, numpy_graphs):
     """The logit multinomial scores each pair with scipy's pmf and draws with its probabilities.
 
     P(i > j) : P(j > i) : P(i ~ j) = pi_i : pi_j : nu sqrt(pi_i pi_j) at a random point.

@@ -11,6 +11,7 @@ import pytensor.tensor as pt
 import pytest
 from _model_sims import davidson_luce_probabilities, simulate_davidson_luce, zero_sum_normal
 from bayesrank.models import davidson_luce as dl
+from conftest import numpy_graphs_mode
 from pymc.model.transform.conditioning import remove_value_transforms
 from scipy import stats
 from scipy.special import comb
@@ -198,7 +199,7 @@ def test_posterior_recovers_strengths_and_tie_prevalences(simulated):
     assert loglik.sizes["event"] == data.reductions.setwise.n_unique
     # per-group log-likelihoods add up to the model's likelihood at that draw
     umodel = remove_value_transforms(post.pymc_model)
-    total = umodel.compile_logp(vars=[umodel["events"]], sum=True)
+    total = umodel.compile_logp(vars=[umodel["events"]], sum=True, mode=numpy_graphs_mode())
     at = {v: post.idata.posterior[v].values[1, 17] for v in ("theta", "eta")}
     assert float(loglik.values[1, 17].sum()) == pytest.approx(total(values(umodel, **at)))
 

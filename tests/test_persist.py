@@ -50,7 +50,7 @@ def test_round_trip_keeps_draws_data_settings_and_analytics(fitted, tmp_path, su
     assert back.timings == fitted.timings
 
 
-def test_reload_rebuilds_the_model_with_its_options(fitted, small, tmp_path):
+def test_reload_rebuilds_the_model_with_its_options(fitted, small, tmp_path, numpy_graphs):
     from bayesrank.models import get_model
 
     back = br.load_posterior(fitted.save(tmp_path / "fit.nc"))
