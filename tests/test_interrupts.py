@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 import weakref
 from pathlib import Path
 
@@ -225,3 +226,43 @@ def test_a_signal_that_lands_in_a_finalizer_is_not_lost(signum, free, capsys):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert sys.unraisablehook is hook
     assert "Exception ignored" not in capsys.readouterr().err  # sent again, not printed
+
+
+@pytest.mark.parametrize("free", [_freed_by_del, _freed_by_weakref_callback],
+                         ids=["__del__", "weakref-callback"])
+def test_ctrl_c_that_python_drops_in_a_finalizer_still_stops_the_api(free, capsys):
+    """In a Python session (Python's own SIGINT handler, which bayesrank leaves as it is),
+    fit samples inside interrupts_not_dropped: a KeyboardInterrupt dropped in a finalizer
+    is sent again and stops the work."""
+    from bayesrank.data.interrupts import interrupts_not_dropped
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    hook = sys.unraisablehook
+    with pytest.raises(KeyboardInterrupt), interrupts_not_dropped():
+        free(signal.SIGINT)  # Python's KeyboardInterrupt raised in the finalizer is dropped
+        time.sleep(2)  # ... and SIGINT arrives again here
+        raise AssertionError("the interrupt was dropped in the finalizer")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert sys.unraisablehook is hook
+    assert "Exception ignored" not in capsys.readouterr().err
+
+
+def test_fit_samples_with_dropped_interrupts_sent_again(monkeypatch):
+    from bayesrank.inference import fitting
+
+    seen = []
+    real = fitting.sample
+
+    def recording(*args, **kwargs):
+        seen.append(sys.unraisablehook)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fitting, "sample", recording)
+    hook = sys.unraisablehook
+    R = np.random.default_rng(0).integers(0, 2, (3, 5, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 20 exact draws: below the ESS check, by design
+        fitting.fit(ResponseData(R), "bayes", draws=20, chains=1, random_seed=0)
+    assert seen and seen[0] is not hook and seen[0].__qualname__.startswith(
+        "_redeliver_if_dropped")
+    assert sys.unraisablehook is hook

@@ -28,7 +28,8 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["Terminated", "end_by_sigterm", "last_signal", "sigterm_as_interrupt"]
+__all__ = ["Terminated", "end_by_sigterm", "interrupts_not_dropped", "last_signal",
+           "sigterm_as_interrupt"]
 
 
 class Terminated(KeyboardInterrupt):
@@ -60,16 +61,36 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 
 def _redeliver_if_dropped(previous_hook):
-    """An unraisable hook: our interrupt dropped in a finalizer is sent again, quietly."""
+    """An unraisable hook: an interrupt dropped in a finalizer is sent again, quietly.
+
+    Ours carry their signal; a plain KeyboardInterrupt is Python's own for SIGINT.
+    """
 
     def hook(unraisable) -> None:
-        signum = getattr(unraisable.exc_value, "bayesrank_signal", None)
-        if signum is None:
+        exc = unraisable.exc_value
+        if not isinstance(exc, KeyboardInterrupt):
             previous_hook(unraisable)
-        else:
-            _redeliver(signum)
+            return
+        _redeliver(getattr(exc, "bayesrank_signal", signal.SIGINT))
 
     return hook
+
+
+@contextlib.contextmanager
+def interrupts_not_dropped() -> Iterator[None]:
+    """Within the block, Ctrl-C that Python drops in a finalizer is delivered again.
+
+    Signal handlers stay as the caller set them: the interrupt is only sent again, to
+    whatever handles SIGINT (by default Python's KeyboardInterrupt).  :func:`bayesrank.fit`
+    samples inside this block, so a Ctrl-C that lands while Numba or PyTensor free their
+    objects still stops the fit.
+    """
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _redeliver_if_dropped(previous_hook)
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous_hook
 
 
 @contextlib.contextmanager

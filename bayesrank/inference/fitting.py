@@ -24,6 +24,7 @@ import xarray as xr
 
 from bayesrank.analysis.posterior import Posterior
 from bayesrank.data import ResponseData, as_response_data
+from bayesrank.data.interrupts import interrupts_not_dropped
 from bayesrank.datatree import from_arrays, group, has_group, with_groups
 from bayesrank.inference.backends import (
     default_progressbar,
@@ -256,7 +257,7 @@ def fit(
     observed_var = spec.observed_var(pymc_model)
     run = _resolve(opts, spec, pymc_model, _choose_sampler(model, opts.sampler))
     key = structure_key(pymc_model, _tag(spec, model_options))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), interrupts_not_dropped():
         # ArviZ's guess that dims are misnamed when an interrupted run kept fewer draws than
         # chains; _require_all_draws below reports the interrupt itself
         warnings.filterwarnings("ignore", message="Found chain dimension to be longer")
@@ -351,12 +352,13 @@ def fit_many(
     models = [spec.build(d, **model_options) for d in data]
     run = _resolve(opts, spec, models[0], "numpyro")
     observed_var = spec.observed_var(models[0])
-    trees, timings = sample_batch(
-        models,
-        run,
-        log_likelihood=(observed_var,) if run.log_likelihood else (),
-        key=structure_key(models[0], _tag(spec, model_options)),
-    )
+    with interrupts_not_dropped():
+        trees, timings = sample_batch(
+            models,
+            run,
+            log_likelihood=(observed_var,) if run.log_likelihood else (),
+            key=structure_key(models[0], _tag(spec, model_options)),
+        )
     for tree in trees:
         _require_all_draws(tree, run.draws)
     return [
