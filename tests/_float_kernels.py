@@ -8,8 +8,9 @@ AVX-512), with NumPy's AVX-512 dispatch switched off (``NPY_DISABLE_CPU_FEATURES
 Numba targeting Haswell: the closed-form and convex rules of ``tests/rule_snapshot.npz``
 moved by at most 1.4e-14 relative, the 3PL joint ML by 2.9e-6 (its stopping tolerance),
 and the 2PL MAP on the LiveCodeBench case swapped two models' nearly equal abilities (a
-symmetric pair of optima).  The last CI run, on an AVX2 machine, failed every bit-for-bit
-comparison for the same reason.
+symmetric pair of optima).  The CI run of 2026-12-04 failed these bit-for-bit comparisons
+on a machine other than the one that wrote the snapshots (its CPU was not recorded); the
+same comparisons fail here with AVX-512 switched off as above.
 
 The snapshots record the kernels they were written with (:data:`SNAPSHOT_KERNELS`); their
 bit-for-bit tests run where :func:`kernels` matches and skip, naming the difference,

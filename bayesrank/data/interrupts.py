@@ -12,10 +12,10 @@ signal does to its caller's process for longer than that).
 
 Python drops an exception raised while it runs a finalizer or a weak reference's callback
 (``__del__``; Numba's type cache and compiler free their objects that way): it passes
-the exception to ``sys.unraisablehook`` and the interrupted code runs on.  Within the
-block, a hook of this module sees its own interrupt dropped there and delivers the signal
-again a moment later, until it lands where it can unwind the stack; the command line
-does the same for Ctrl-C.
+the exception to ``sys.unraisablehook`` and the interrupted code runs on.
+:func:`interrupts_not_dropped` installs a hook that sees an interrupt dropped there and
+sends the signal again a moment later, until it lands where it can unwind the stack;
+:func:`sigterm_as_interrupt` holds it, and :func:`bayesrank.fit` samples inside it.
 """
 
 from __future__ import annotations
@@ -111,19 +111,17 @@ def sigterm_as_interrupt(*, only_default: bool = False,
         yield False
         return
     previous_int = signal.getsignal(signal.SIGINT)
-    previous_hook = sys.unraisablehook
     _received.clear()
-    sys.unraisablehook = _redeliver_if_dropped(previous_hook)
     signal.signal(signal.SIGTERM, _raise_terminated)
     if ctrl_c:
         signal.signal(signal.SIGINT, _raise_terminated)
     try:
-        yield True
+        with interrupts_not_dropped():
+            yield True
     finally:
         signal.signal(signal.SIGTERM, previous)
         if ctrl_c:
             signal.signal(signal.SIGINT, previous_int)
-        sys.unraisablehook = previous_hook
 
 
 def end_by_sigterm() -> None:

@@ -410,10 +410,8 @@ def sample_batch(
 
 
 def seed_or_new(random_seed: int | None) -> int:
-    """``random_seed`` itself, or fresh entropy recorded so the fit can be repeated."""
+    """``random_seed`` itself (checked when the :class:`SamplerOptions` were made), or fresh
+    entropy recorded so the fit can be repeated."""
     if random_seed is None:
         return int(np.random.SeedSequence().entropy % (2**31 - 1))
-    seed = int(random_seed)
-    if seed < 0:
-        raise ValueError(f"random_seed must be a non-negative integer, got {random_seed!r}")
-    return seed
+    return int(random_seed)
