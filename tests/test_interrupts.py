@@ -266,3 +266,23 @@ def test_fit_samples_with_dropped_interrupts_sent_again(monkeypatch):
     assert seen and seen[0] is not hook and seen[0].__qualname__.startswith(
         "_redeliver_if_dropped")
     assert sys.unraisablehook is hook
+
+
+def test_ctrl_c_during_pymcs_warm_up_is_an_interrupt(monkeypatch):
+    """PyMC keeps the draws made when Ctrl-C stops it; during warm-up there are none and
+    it raises ``ValueError("Not enough samples to build a trace.")``: fit raises the
+    interrupt instead (the interrupt comes from PyMC's own per-draw callback)."""
+    import pymc as pm
+
+    import bayesrank
+
+    def stop_in_warm_up(trace, draw):
+        if draw.tuning and draw.draw_idx == 3:
+            raise KeyboardInterrupt
+
+    real = pm.sample
+    monkeypatch.setattr(pm, "sample", lambda *a, **k: real(*a, callback=stop_in_warm_up, **k))
+    R = np.random.default_rng(1).integers(0, 2, (3, 6, 2))
+    with pytest.raises(KeyboardInterrupt, match=r"^sampling interrupted after 0 of 50 draws$"):
+        bayesrank.fit(ResponseData(R), "rasch", sampler="pymc", chains=1, tune=20, draws=50,
+                      progressbar=False)

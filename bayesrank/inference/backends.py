@@ -11,10 +11,11 @@ Each back end takes a built ``pm.Model`` and returns an ArviZ DataTree with
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from contextvars import ContextVar
 from importlib.util import find_spec
 from typing import Any
@@ -211,6 +212,26 @@ def _sample_nutpie(model: pm.Model, run: SamplerOptions, key: Hashable | None = 
     return idata, {"compile": t1 - t0, "sample": t2 - t1}
 
 
+#: what PyMC raises when Ctrl-C stopped its chains before any draw was kept
+_PYMC_NO_DRAWS = "Not enough samples to build a trace."
+
+
+@contextlib.contextmanager
+def _warmup_interrupt_raised(draws: int) -> Iterator[None]:
+    """Ctrl-C during PyMC's warm-up ends as an interrupt, as it does later on.
+
+    PyMC catches the KeyboardInterrupt and hands back the draws made so far (the fit then
+    reports the interrupt); during warm-up there are none, and it raises a ValueError
+    instead, which would read as a fault in the model or the data.
+    """
+    try:
+        yield
+    except ValueError as exc:
+        if str(exc) != _PYMC_NO_DRAWS:
+            raise
+        raise KeyboardInterrupt(f"sampling interrupted after 0 of {draws} draws") from exc
+
+
 def _sample_pymc(model: pm.Model, run: SamplerOptions):
     # PyMC compiles inside pm.sample; compiling the log-density and its gradient
     # first fills PyTensor's on-disk cache, so "compile" is measured here and
@@ -223,7 +244,7 @@ def _sample_pymc(model: pm.Model, run: SamplerOptions):
     model.compile_logp()
     model.compile_dlogp()
     t1 = time.perf_counter()
-    with model:
+    with model, _warmup_interrupt_raised(run.draws):
         idata = pm.sample(
             nuts_sampler="pymc",
             draws=run.draws,
