@@ -27,189 +27,9 @@ Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
     1 / sqrt(phi) ~ HalfNormal(1)                         over-dispersion
     k_lm     ~ BetaBinomial(n_lm, p_lm phi, (1 - p_lm) phi)
 
-The binomial Rasch's cells (log-pmf and score) are one Op, :mod:`models.fast.rasch_cells`,
-with e^(theta_l - b_m) = e^(theta_l) e^(-b_m): 128 against 500 us per gradient on 43 x 400.
-The binomial 2PL's are :mod:`models.fast.slope_cells` (one ``exp`` and one ``log`` per cell).
-
-The 2PL/3PL logit a_m (theta_l - b_m) is written in slope-intercept form
-a_m theta_l + beta_m: it is the same model, but the intercept does not couple
-multiplicatively with the slope, and NUTS needed half the leapfrog steps
-(4x the ESS per second on 20 x 120 x 80 data, docs/samplers.md).
-
-Identification: the location sits on the abilities.  The likelihood is
-unchanged by theta + s with b + s (beta - a s) and, for 2PL/3PL, by s theta,
-a / s.  The paper fixes the location by centring the difficulties (sum_m b_m
-= 0) and draws theta_l ~ N(0, 3) i.i.d.  That is the same model as the one
-above: split those abilities into their mean t and deviations (t ~ N(0, 9 / L)
-independent of the ZeroSumNormal(3) deviations) and move t into the items
-(b - t, beta + a t); the items' common location then carries the N(0, 3 /
-sqrt(L)) prior of t (up to the items' own sample mean, whose sd is sigma_b /
-sqrt(M)).  **Convention: theta is reported with mean 0 over the models**
-(before issue 9: with mean difficulty 0); every contrast theta_l - theta_k,
-every logit theta_l - b_m and every solve probability is unchanged in
-meaning (models that solve nothing or everything stay out of that mean;
-see below).  Why: real benchmarks always have questions solved by no model in
-any trial, or by all (LiveCodeBench, 15 x 713 x 10: 189 never and 54 always
-solved; Reasoning Gym hard, 10 x 4550 x 1: 1,254 and 330).  The data bound
-such a difficulty only from one side, so its posterior is the prior's tail
-(b about 5 +- 2).  With sum_m b_m = 0 the mean of those uninformed
-difficulties trades off against the mean of the informed ones and hence
-against every ability: a slow direction through every reported theta.
-Measured with nutpie, 4 x 1,000 draws, same run, on LiveCodeBench: the old
-Rasch reached R-hat 1.021 and min bulk ESS 139 (theta) with 31 leapfrog
-steps per draw; this one R-hat 1.008, min bulk ESS 1,270 (sigma_b), 22
-steps.  2PL: old R-hat 1.033, min bulk ESS 142 (theta), 34 steps; new 1.007
-and 638, 31 steps.  Each uninformed item now hangs off the hierarchy alone
-(given mu, sigma it is independent of everything else), which a diagonal
-mass matrix handles.  For the same reason the zero sum that fixes the 2PL/3PL
-scale runs over the informed questions only (:func:`informed_questions`):
-the discriminations of uninformed questions are set by their prior, and
-putting them in the sum would tie the scale of every ability to them.
-Difficulties (intercepts) of informed questions are centred by default:
-each has L * N trials, so the data dominate; a non-centred hierarchy mixed
-far worse on LiveCodeBench (mu_b bulk ESS 10, R-hat 1.40) and on the bundled
-20 x 120 x 80 example (min ESS 15-50 instead of 1,500).  Those of uninformed
-questions are non-centred (b_m = mu_b + sigma_b z_m): their posterior is the
-prior's tail, whose width grows with sigma_b, a funnel when centred.  On
-LiveCodeBench that raised the Rasch min bulk ESS from 1,180 to 2,001 (same
-21-22 steps per draw); on Reasoning Gym hard (10 x 4550 x 1) from R-hat
-1.012 and 1,106 (all centred) to 1.010 and 4,424.
-The abilities' basis (issue 9, fourth round).  theta has PyMC's
-ZeroSumNormal(3) prior, but is sampled in a basis pivoted on the model whose
-ability the data pin down best (:func:`ability_pivot`, :func:`abilities`):
-PyMC's own basis makes the last model's ability a dense mixture of all L - 1
-free coordinates, and real benchmarks list models in any order.  ZeroEval
-MATH-L5 lists its weakest model (gemma-2-2b-it, 31 of 721 questions solved)
-last; in the 3PL its few successes can sit on the guessing floors, so its
-ability has a long lower tail (-6.5 +- 1.2), which a diagonal mass matrix
-cannot follow along a dense direction.  Full-size default fits (nutpie,
-seed 0, same machine): 3PL theta min bulk ESS 250, R-hat 1.0073 (an earlier
-run: 194, 1.011) -> 1,520, 1.0063, so the fit passes; 2PL 667 -> 2,686.  The
-pivot is data, like the question split.
-One-sided models (issue 9, seventeenth round).  A model that solves nothing
-(or everything) is bounded by the data from one side only, like an
-uninformed question: its ability is the prior's tail (LiveCodeBench, every
-6th question, one model's runs all failed: theta about -14 +- 1.2).  In the
-zero sum every other ability moved with that tail, and the default Rasch fit
-failed (theta bulk ESS below 400).  So the zero sum runs over the informed
-models only and the one-sided models get the exact prior of their offset
-from the informed mean (:func:`abilities`); theta is then reported with
-mean 0 over the informed models (over all models when none is one-sided,
-as before), and the items' location has sd 3 / sqrt(L_I).  In the 2PL/3PL
-the questions are split, and the walls chosen, among the informed models
-too: a question every informed model solves is one-sided even when a model
-that solves nothing fails it (its intercept was a one-sided tail, slow when
-centred: with the split over all models the 2PL on that data reached bulk
-ESS 333-536 on the intercepts and slopes over seeds 0-2, failing once;
-among the informed models 945-1,009).
-One-sided difficulties (binomial Rasch, from 1,000 such questions by default):
-integrated out of the sampled density and reported as exact conditional
-draws, :mod:`models.one_sided` (Reasoning Gym hard: R-hat 1.0101 -> 1.0077).
-Which questions are informed, and which are centred, enters the graph as
-data (0/1 masks, :class:`QuestionSplit`), never as shapes: every dataset of
-one shape builds one graph, so the N = 1 subsamples of a benchmark, each
-with its own unsolved questions, share one compiled program and one
-``fit_many`` batch.  The difficulties are one vector ``b_raw`` (centred
-entries b_m, the others z_m); the discriminations come from M - 1 standard
-normals by a Householder reflection onto the informed zero-sum subspace
-(:func:`log_discriminations`), the same geometry as before.
-Abilities get a fixed, weakly
-informative scale (``ability_scale``) rather than a learnt one: with few
-models a learnt ability scale forms a funnel (divergences on 6 x 10 x 8
-data), and with many trials per model pooling would barely move them.  For
-the same reason the log-discriminations have a fixed scale (a learnt one
-funnelled on small data: 40-50 divergences on 6 x 10 x 8); 0.5 keeps 95% of
-discriminations within a factor 2.7 of their geometric mean.
-
-Over-dispersion (``likelihood="beta_binomial"``).  Repeated trials of one
-model on one question share that pair's idiosyncrasies, so the cell solve
-rates of LLM benchmarks vary more around any item-response curve than binomial
-noise allows (the posterior-predictive dispersion checks of
-:mod:`bayesrank.analysis.ppc` flag it on the bundled example).  The beta-binomial
-draws each cell's rate from Beta(p_lm phi, (1 - p_lm) phi) around the curve:
-mean n p, variance n p (1 - p) (n + phi) / (1 + phi), the binomial as phi ->
-infinity.  The prior 1 / sqrt(phi) ~ HalfNormal(1) puts the binomial limit at
-its mode.  The log-pmf is evaluated as sums over the trials,
-sum_{i<k} log(p + i / phi) + sum_{i<n-k} log(q + i / phi) - sum_{i<n} log(1 +
-i / phi): exact from heavy over-dispersion to the binomial limit, free for one
-trial per cell (there the beta-binomial is the Bernoulli and phi keeps its
-prior).  Each table of cells is one Op, :mod:`models.fast.beta_binomial` (log-pmf and
-derivatives in one pass; above 16 trials per cell a gammaln form).
-
-The beta-binomial is the 3PL default because the binomial 3PL is multimodal
-on such data: with a floor and a slope per question and cell rates pinned down
-by 80 trials, every question can be fitted to its own direction of the
-model-by-question interaction, and on the bundled example NUTS chains settled
-in local modes 15-85 log-density units apart (R-hat 1.5-2.1; a mode found by
-one chain was not reachable from the others).  With the interaction absorbed
-by phi the posterior is unimodal and every example converges (R-hat <=
-1.006, min bulk ESS >= 1,150, no divergences; docs/samplers.md).  Rasch and
-2PL keep the paper's binomial by default: they converge with it.
-
-The 3PL's floor-intercept ridge (issue 9, third round).  With N = 10 the 3PL
-with one intercept scale failed on the LiveCodeBench subsample of the
-real-data test (15 x 119 x 10, every 6th question; nutpie, 4 chains x 300 +
-300 draws, seed 0: R-hat 1.102, min bulk ESS 28, tail 11 on the informed
-intercepts, b and c).  An informed question solved in a few scattered trials
-(e.g. 37 of 150, by 6 of the 15 models) has a second explanation in which
-its floor c (up to 0.2) accounts for the successes and the curve moves out
-of the way, its intercept running into the prior's tail (1st percentile
--13.5).  How far that ridge reaches is set by the intercepts' prior scale,
-and that scale was inflated by the questions solved by no model or by all:
-their data bound the intercept from one side only, so each unit of scale
-buys them likelihood.  Fitted separately, the uninformed questions' scale is
-11.6 (90% interval 9.5-14.2) and the informed ones' 3.2 (2.7-3.8) on
-LiveCodeBench; 4.5 against 1.9 on ZeroEval MATH-L5, 10.0 against 1.7 on
-Reasoning Gym hard (120-question subsamples, default fits).  With the own
-scale the same short run gave R-hat 1.018, bulk ESS 459, tail 397 (31
-leapfrog steps per draw against 17: the wide uninformed intercepts cost
-steps), and the default fit (4 x 1,000 + 1,000) passes on the 120-question
-subsample of every real set (docs/samplers.md; at full size ZeroEval
-MATH-L5, 38 x 721 x 1, still fails on theta: R-hat 1.020, bulk ESS 331).
-Floors pooled on the logit scale with a learnt mean (mu_c ~ N(-3, 1),
-sigma_c ~ HalfNormal(1)) also helped on LiveCodeBench (bulk ESS 267 alone,
-542 with the own scale; mu_c -6.0, a median floor of 0.25%) but failed on
-ZeroEval MATH-L5 (38 x 103 x 1: 120 divergences, R-hat 1.125; easy
-questions' floors reached 0.76 through a funnel in sigma_c) and diverged on
-the simulated 3PL recovery test, so the floors stay i.i.d. Beta(1, 19) (4.5%
-of prior mass above 0.15, mean 0.05: guessing near 0 for free-response
-answers).  The model stays the paper's 3PL, p = c + (1 - c) logistic(a theta
-+ beta), theta with mean 0; only the uninformed intercepts' prior scale is
-new.  The Rasch keeps one scale; the 2PL has the own scale too (below).
-That own scale is wide where the one-sided questions fill both tails (32
-on Reasoning Gym hard), and their intercepts are sampled by their distance
-from the wall their data put up (:func:`models.item_effects.wall_positions`,
-the same posterior): full-size Reasoning Gym hard 3PL 2,096 s, step size
-0.062, 63 steps per draw, R-hat 1.0126 -> 848 s, 0.127, 31, 1.0085.  An own
-scale alone had doubled the 2PL's steps (31 -> 63: the same wall); with the
-walls the full-size LiveCodeBench 2PL went from min bulk ESS 740, R-hat
-1.0093 (one scale, 99 s) to 1,487, 1.0079 (118 s), 31 steps each, so the
-2PL has both.
-Few one-sided questions (issue 9, 2026-12-02).  From the one-sided tails of
-two questions (AlpacaEval's wins, every 7th question: 2 never won) that own
-scale is set by its prior, and with those questions' slopes it formed a
-funnel: the 2PL diverged in 4 of 6 seeds (every divergence moved
-sigma_beta_uninformed and the two questions' slopes and intercepts).  So the
-own scale applies from ``OWN_SCALE_MIN_QUESTIONS`` (10) one-sided questions
-on; fewer share sigma_beta (and sigma_beta_uninformed keeps its prior alone:
-the switch is data, ``own_scale``, so datasets of one shape share one graph).
-That subsample's 2PL: 0 of 6 seeds with a divergence, 1.06x the steps.
-The 3PL's floors by their share (same day): for an informed question the
-floor and the intercept are sampled as u = logit p_m(0) and w = logit(c_m /
-p_m(0)), p_m(0) the solve probability at the mean ability
-(:class:`models.transforms.FloorsAndIntercepts`; the same prior and posterior).  A
-question that does not separate the models has a floor near its win rate
-with the curve pushed away (beta -> -infinity) as one explanation and a flat
-curve with no floor as another; the data fix p_m(0) all along that ridge, so
-in (u, w) it runs along w.  AlpacaEval's wins at full size, seed 0, back to
-back: R-hat 1.0100, min bulk / tail ESS 642 / 447 (an earlier run: tail 331,
-failing) -> 1.0072, 1,317 / 1,118, 250 -> 234 s; LiveCodeBench 2,373 -> 3,855
-and ZeroEval MATH-L5 1,523 -> 1,828 min bulk ESS, 31 steps per draw each.
-Reasoning Gym hard (4,550 questions, 10 models) pays: the same 31 steps took
-441 -> 611 s (min bulk ESS 1,194 -> 1,168; both pass).
-
-Empirical prior from R0 (opt-in, ``use_R0=True``).  Prior outcomes such as one
-greedy decode per question are modelled as a second, shifted examinee:
+Empirical prior from R0 (opt-in, ``use_R0=True``; :func:`add_prior_runs`).  Prior
+outcomes such as one greedy decode per question are modelled as a second, shifted
+examinee:
 
 * per-model R0 (L, M, D): k0_lm ~ Binomial(D, p_lm with theta_l + delta_l for theta_l),
   with greedy offsets delta_l = mu_delta + sigma_delta z_l, z_l ~ Normal(0, 1),
@@ -220,8 +40,74 @@ greedy decode per question are modelled as a second, shifted examinee:
 * shared R0 (M, D) (one reference examinee): k0_m ~ Binomial(D, p_m with theta_ref),
   theta_ref ~ Normal(0, ability_scale); it informs difficulties only.
 
-The observed prior runs are the variable ``k0``; the log-likelihood used for
-model comparison is that of ``k`` only.
+The observed prior runs are the variable ``k0`` (beta-binomial, with the same phi, when
+``k`` is); the log-likelihood used for model comparison is that of ``k`` only.
+
+One function builds each variant, one line per line above: :func:`rasch`,
+:func:`collapsed_rasch`, :func:`two_pl` and :func:`three_pl` (the 2PL with floors), from
+the data as :class:`IrtData` prepares them once and the options :class:`IrtOptions`;
+:func:`build` checks the options and picks the function.
+
+Why this form (the measurements behind each choice: docs/samplers.md, "The IRT models'
+design record (moved from models/irt.py)"):
+
+* Slope-intercept form.  The 2PL/3PL logit a_m (theta_l - b_m) is written a_m theta_l +
+  beta_m: the same model, but the intercept does not couple multiplicatively with the
+  slope, and NUTS needs about half the leapfrog steps.
+* The location sits on the abilities.  The likelihood is unchanged by theta + s with b
+  + s (beta - a s) and, for 2PL/3PL, by s theta, a / s.  The paper fixes the location
+  by centring the difficulties (sum_m b_m = 0) and draws theta_l ~ N(0, 3) i.i.d.; that
+  is the same model as the one above (the abilities' mean moves into the items, whose
+  common location carries its N(0, 3 / sqrt(L)) prior).  **Convention: theta is
+  reported with mean 0 over the (informed) models**; every contrast, every logit and
+  every solve probability is unchanged in meaning.  Why: real benchmarks always have
+  questions solved by no model in any trial, or by all, whose difficulties the data
+  bound from one side only (the prior's tail); with sum_m b_m = 0 their mean trades off
+  against every ability, a slow direction through every reported theta.
+* One-sided models.  A model that solves nothing (or everything) is bounded by the data
+  from one side only, its ability the prior's tail; in the zero sum every other ability
+  would move with it.  So the zero sum runs over the informed models only, the
+  one-sided ones get the exact prior of their offset from the informed mean
+  (:func:`abilities`), and the 2PL/3PL split the questions, and choose the walls, among
+  the informed models.  The zero sum of the log-discriminations (which fixes the
+  abilities' scale) runs over the informed questions only, for the same reason.
+* Informed difficulties (intercepts) are centred (each has L N trials, so the data
+  dominate); one-sided ones non-centred (their posterior is the prior's tail, whose
+  width grows with the scale: a funnel when centred) or, in the 2PL/3PL, measured from
+  the wall their data put up (:func:`models.item_effects.wall_positions`).
+* The abilities' basis is pivoted on the model the data pin down best
+  (:func:`ability_pivot`): PyMC's basis makes the last model's ability a dense mixture
+  of all free coordinates, which a diagonal mass matrix cannot follow when that model
+  is poorly informed.
+* Fixed scales.  The abilities get a fixed, weakly informative scale
+  (``ability_scale``), the log-discriminations 0.5 (95% of discriminations within a
+  factor 2.7 of their geometric mean): learnt ones form funnels on small data, and with
+  many trials per model pooling would barely move the abilities.
+* Over-dispersion.  Repeated trials of one model on one question share that pair's
+  idiosyncrasies, so cell solve rates vary more around any item-response curve than
+  binomial noise allows (:mod:`bayesrank.analysis.ppc` flags it on the bundled
+  example).  The beta-binomial draws each cell's rate from Beta(p phi, (1 - p) phi):
+  mean n p, variance n p (1 - p) (n + phi) / (1 + phi), the binomial as phi ->
+  infinity, which the prior on 1 / sqrt(phi) puts at its mode.  It is the 3PL default
+  because the binomial 3PL is multimodal on such data (a floor and a slope per question
+  can fit each question to its own direction of the model-by-question interaction);
+  Rasch and 2PL keep the paper's binomial: they converge with it.
+* The one-sided intercepts' own scale (2PL/3PL, from :data:`OWN_SCALE_MIN_QUESTIONS`
+  such questions).  Their data bound them from one side only, so each unit of a shared
+  scale buys them likelihood; the inflated scale let the 3PL's floors explain an
+  informed question's scattered successes with its curve pushed out of the way.  From
+  fewer such questions an own scale is set by its prior and funnels, so they share
+  sigma_beta.  The 3PL's floors are sampled with their intercepts by their share of
+  p_m(0), along the ridge the data leave (:class:`models.transforms.FloorsAndIntercepts`).
+* The binomial Rasch can integrate its one-sided difficulties out of the sampled density
+  (:mod:`models.one_sided`, :func:`collapsed_rasch`).
+* Which questions and models are informed, which are centred, and the pivots enter the
+  graph as data (:class:`IrtData`, :class:`QuestionSplit`), never as shapes: every
+  dataset of one shape builds one graph, so the N = 1 subsamples of a benchmark share
+  one compiled program and one ``fit_many`` batch.
+
+The counts' likelihoods are :mod:`models.likelihoods` (the fast path: one Op per table
+of cells, :mod:`models.fast`).
 """
 
 from __future__ import annotations
@@ -548,18 +434,11 @@ def abilities(data: IrtData, scale: float):
     the items' common location's prior sd, scale / sqrt(L_I) (:meth:`IrtData.location_sd`).
 
     The informed models' abilities are ZeroSumNormal(scale) over those models: the same
-    prior as ``pm.ZeroSumNormal`` in another orthonormal basis
-    (:func:`_reflected_zero_sum` with u = 1_informed / sqrt(L_I)), pivoted on the model
-    the data pin down best (:func:`ability_pivot`).  PyMC's basis makes the *last*
-    model's ability the dense mixture of all free coordinates; when that model is the
-    least informed one, its wide posterior lies along a direction no diagonal mass
-    matrix follows.  Measured (issue 9): ZeroEval MATH-L5 lists its weakest model,
-    gemma-2-2b-it (31 of 721 questions solved), last, and under the 3PL its ability has
-    a long lower tail (theta about -6.5 +- 1.2: its few successes can sit on the
-    guessing floors); with PyMC's basis that theta reached R-hat 1.0073-1.011 and bulk
-    ESS 194-250 (default fits, seed 0; in the 250 fit every other parameter had bulk ESS
-    >= 1,357).  Pivoting on the best-informed model (:func:`ability_pivot`) puts the
-    dense mixture where the posterior is narrow.
+    prior as ``pm.ZeroSumNormal`` in another orthonormal basis (:func:`_reflected_zero_sum`
+    with u = 1_informed / sqrt(L_I)), pivoted on the model the data pin down best
+    (:func:`ability_pivot`).  PyMC's basis makes the *last* model's ability the dense
+    mixture of all free coordinates; when that model is the least informed one, its wide
+    posterior lies along a direction no diagonal mass matrix follows.
 
     A model that solves nothing (or everything) stays out of the zero sum: its ability
     is the prior's tail beyond the data's wall, and in the sum every other ability would
@@ -778,12 +657,9 @@ def build(
         are reported as draws from their exact conditional posterior,
         :func:`models.one_sided.collapsed_difficulties`).  Applies when every question has the
         same trials per model and R0 is not used.  Default: when at least
-        :data:`COLLAPSE_MIN_QUESTIONS` questions are one-sided.  It costs a
-        fixed amount per gradient (about 0.9 ms in nutpie's JAX build), which
-        pays where thousands of one-sided difficulties are sampled (Reasoning
-        Gym hard, 1,584 of 4,550: R-hat 1.0101 -> 1.0077 in the same wall
-        time) and not on a few hundred (LiveCodeBench, 243 of 713: 3x the bulk
-        ESS but 1.5x the wall time; docs/samplers.md).
+        :data:`COLLAPSE_MIN_QUESTIONS` questions are one-sided: it costs a fixed amount
+        per gradient, which pays where thousands of one-sided difficulties are sampled
+        and not on a few hundred (docs/samplers.md).
 
     Returns
     -------
