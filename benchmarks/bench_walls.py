@@ -4,7 +4,7 @@ Issue 9, sixth round (docs/samplers.md): on a real set the 3PL is fitted
 twice in one run, with today's parameterisation (the intercepts of questions
 no model or every model solves sampled by their distance from the data's
 wall, :class:`bayesrank.models.transforms.ItemEffects`) and with those
-intercepts plainly non-centred (``item_response(..., walls=False)``, the
+intercepts plainly non-centred (``IrtOptions(walls=False)``, the
 parameterisation before), both compiled the way ``bayesrank.fit`` compiles
 them and sampled with nutpie, 4 chains x (draws tune + draws), the 3PL's
 default ``target_accept``.  Both target the same posterior; it reports wall
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import warnings
-from functools import partial
 
 import pandas as pd
 from bayesrank.models import MODELS, irt
@@ -40,14 +39,11 @@ def main() -> None:
     warnings.filterwarnings("ignore", category=UserWarning)
     data = every_kth_question(load_real_sets()[args.set], args.every)
     spec = MODELS["3pl"]
-    original = irt.item_response
+    prepared = irt.IrtData.of(data, "3pl")  # as spec.build(data) prepares them
     rows = []
     for version, walls in (("from walls", True), ("non-centred", False)):
-        irt.item_response = partial(original, walls=walls)
-        try:
-            model = spec.build(data)
-        finally:
-            irt.item_response = original
+        options = irt.IrtOptions(likelihood=irt.DEFAULT_LIKELIHOOD["3pl"], walls=walls)
+        model = irt.three_pl(prepared, options)
         row = {"data": args.set, "shape": "x".join(map(str, data.R.shape)),
                "one-sided intercepts": version}
         row.update(measure(model, target_accept=spec.target_accept, draws=args.draws,

@@ -27,189 +27,9 @@ Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
     1 / sqrt(phi) ~ HalfNormal(1)                         over-dispersion
     k_lm     ~ BetaBinomial(n_lm, p_lm phi, (1 - p_lm) phi)
 
-The binomial Rasch's cells (log-pmf and score) are one Op, :mod:`models.fast.rasch_cells`,
-with e^(theta_l - b_m) = e^(theta_l) e^(-b_m): 128 against 500 us per gradient on 43 x 400.
-The binomial 2PL's are :mod:`models.fast.slope_cells` (one ``exp`` and one ``log`` per cell).
-
-The 2PL/3PL logit a_m (theta_l - b_m) is written in slope-intercept form
-a_m theta_l + beta_m: it is the same model, but the intercept does not couple
-multiplicatively with the slope, and NUTS needed half the leapfrog steps
-(4x the ESS per second on 20 x 120 x 80 data, docs/samplers.md).
-
-Identification: the location sits on the abilities.  The likelihood is
-unchanged by theta + s with b + s (beta - a s) and, for 2PL/3PL, by s theta,
-a / s.  The paper fixes the location by centring the difficulties (sum_m b_m
-= 0) and draws theta_l ~ N(0, 3) i.i.d.  That is the same model as the one
-above: split those abilities into their mean t and deviations (t ~ N(0, 9 / L)
-independent of the ZeroSumNormal(3) deviations) and move t into the items
-(b - t, beta + a t); the items' common location then carries the N(0, 3 /
-sqrt(L)) prior of t (up to the items' own sample mean, whose sd is sigma_b /
-sqrt(M)).  **Convention: theta is reported with mean 0 over the models**
-(before issue 9: with mean difficulty 0); every contrast theta_l - theta_k,
-every logit theta_l - b_m and every solve probability is unchanged in
-meaning (models that solve nothing or everything stay out of that mean;
-see below).  Why: real benchmarks always have questions solved by no model in
-any trial, or by all (LiveCodeBench, 15 x 713 x 10: 189 never and 54 always
-solved; Reasoning Gym hard, 10 x 4550 x 1: 1,254 and 330).  The data bound
-such a difficulty only from one side, so its posterior is the prior's tail
-(b about 5 +- 2).  With sum_m b_m = 0 the mean of those uninformed
-difficulties trades off against the mean of the informed ones and hence
-against every ability: a slow direction through every reported theta.
-Measured with nutpie, 4 x 1,000 draws, same run, on LiveCodeBench: the old
-Rasch reached R-hat 1.021 and min bulk ESS 139 (theta) with 31 leapfrog
-steps per draw; this one R-hat 1.008, min bulk ESS 1,270 (sigma_b), 22
-steps.  2PL: old R-hat 1.033, min bulk ESS 142 (theta), 34 steps; new 1.007
-and 638, 31 steps.  Each uninformed item now hangs off the hierarchy alone
-(given mu, sigma it is independent of everything else), which a diagonal
-mass matrix handles.  For the same reason the zero sum that fixes the 2PL/3PL
-scale runs over the informed questions only (:func:`informed_questions`):
-the discriminations of uninformed questions are set by their prior, and
-putting them in the sum would tie the scale of every ability to them.
-Difficulties (intercepts) of informed questions are centred by default:
-each has L * N trials, so the data dominate; a non-centred hierarchy mixed
-far worse on LiveCodeBench (mu_b bulk ESS 10, R-hat 1.40) and on the bundled
-20 x 120 x 80 example (min ESS 15-50 instead of 1,500).  Those of uninformed
-questions are non-centred (b_m = mu_b + sigma_b z_m): their posterior is the
-prior's tail, whose width grows with sigma_b, a funnel when centred.  On
-LiveCodeBench that raised the Rasch min bulk ESS from 1,180 to 2,001 (same
-21-22 steps per draw); on Reasoning Gym hard (10 x 4550 x 1) from R-hat
-1.012 and 1,106 (all centred) to 1.010 and 4,424.
-The abilities' basis (issue 9, fourth round).  theta has PyMC's
-ZeroSumNormal(3) prior, but is sampled in a basis pivoted on the model whose
-ability the data pin down best (:func:`ability_pivot`, :func:`_abilities`):
-PyMC's own basis makes the last model's ability a dense mixture of all L - 1
-free coordinates, and real benchmarks list models in any order.  ZeroEval
-MATH-L5 lists its weakest model (gemma-2-2b-it, 31 of 721 questions solved)
-last; in the 3PL its few successes can sit on the guessing floors, so its
-ability has a long lower tail (-6.5 +- 1.2), which a diagonal mass matrix
-cannot follow along a dense direction.  Full-size default fits (nutpie,
-seed 0, same machine): 3PL theta min bulk ESS 250, R-hat 1.0073 (an earlier
-run: 194, 1.011) -> 1,520, 1.0063, so the fit passes; 2PL 667 -> 2,686.  The
-pivot is data, like the question split.
-One-sided models (issue 9, seventeenth round).  A model that solves nothing
-(or everything) is bounded by the data from one side only, like an
-uninformed question: its ability is the prior's tail (LiveCodeBench, every
-6th question, one model's runs all failed: theta about -14 +- 1.2).  In the
-zero sum every other ability moved with that tail, and the default Rasch fit
-failed (theta bulk ESS below 400).  So the zero sum runs over the informed
-models only and the one-sided models get the exact prior of their offset
-from the informed mean (:func:`_abilities`); theta is then reported with
-mean 0 over the informed models (over all models when none is one-sided,
-as before), and the items' location has sd 3 / sqrt(L_I).  In the 2PL/3PL
-the questions are split, and the walls chosen, among the informed models
-too: a question every informed model solves is one-sided even when a model
-that solves nothing fails it (its intercept was a one-sided tail, slow when
-centred: with the split over all models the 2PL on that data reached bulk
-ESS 333-536 on the intercepts and slopes over seeds 0-2, failing once;
-among the informed models 945-1,009).
-One-sided difficulties (binomial Rasch, from 1,000 such questions by default):
-integrated out of the sampled density and reported as exact conditional
-draws, :mod:`models.one_sided` (Reasoning Gym hard: R-hat 1.0101 -> 1.0077).
-Which questions are informed, and which are centred, enters the graph as
-data (0/1 masks, :class:`QuestionSplit`), never as shapes: every dataset of
-one shape builds one graph, so the N = 1 subsamples of a benchmark, each
-with its own unsolved questions, share one compiled program and one
-``fit_many`` batch.  The difficulties are one vector ``b_raw`` (centred
-entries b_m, the others z_m); the discriminations come from M - 1 standard
-normals by a Householder reflection onto the informed zero-sum subspace
-(:func:`_log_discriminations`), the same geometry as before.
-Abilities get a fixed, weakly
-informative scale (``ability_scale``) rather than a learnt one: with few
-models a learnt ability scale forms a funnel (divergences on 6 x 10 x 8
-data), and with many trials per model pooling would barely move them.  For
-the same reason the log-discriminations have a fixed scale (a learnt one
-funnelled on small data: 40-50 divergences on 6 x 10 x 8); 0.5 keeps 95% of
-discriminations within a factor 2.7 of their geometric mean.
-
-Over-dispersion (``likelihood="beta_binomial"``).  Repeated trials of one
-model on one question share that pair's idiosyncrasies, so the cell solve
-rates of LLM benchmarks vary more around any item-response curve than binomial
-noise allows (the posterior-predictive dispersion checks of
-:mod:`bayesrank.analysis.ppc` flag it on the bundled example).  The beta-binomial
-draws each cell's rate from Beta(p_lm phi, (1 - p_lm) phi) around the curve:
-mean n p, variance n p (1 - p) (n + phi) / (1 + phi), the binomial as phi ->
-infinity.  The prior 1 / sqrt(phi) ~ HalfNormal(1) puts the binomial limit at
-its mode.  The log-pmf is evaluated as sums over the trials,
-sum_{i<k} log(p + i / phi) + sum_{i<n-k} log(q + i / phi) - sum_{i<n} log(1 +
-i / phi): exact from heavy over-dispersion to the binomial limit, free for one
-trial per cell (there the beta-binomial is the Bernoulli and phi keeps its
-prior).  Each table of cells is one Op, :mod:`models.fast.beta_binomial` (log-pmf and
-derivatives in one pass; above 16 trials per cell a gammaln form).
-
-The beta-binomial is the 3PL default because the binomial 3PL is multimodal
-on such data: with a floor and a slope per question and cell rates pinned down
-by 80 trials, every question can be fitted to its own direction of the
-model-by-question interaction, and on the bundled example NUTS chains settled
-in local modes 15-85 log-density units apart (R-hat 1.5-2.1; a mode found by
-one chain was not reachable from the others).  With the interaction absorbed
-by phi the posterior is unimodal and every example converges (R-hat <=
-1.006, min bulk ESS >= 1,150, no divergences; docs/samplers.md).  Rasch and
-2PL keep the paper's binomial by default: they converge with it.
-
-The 3PL's floor-intercept ridge (issue 9, third round).  With N = 10 the 3PL
-with one intercept scale failed on the LiveCodeBench subsample of the
-real-data test (15 x 119 x 10, every 6th question; nutpie, 4 chains x 300 +
-300 draws, seed 0: R-hat 1.102, min bulk ESS 28, tail 11 on the informed
-intercepts, b and c).  An informed question solved in a few scattered trials
-(e.g. 37 of 150, by 6 of the 15 models) has a second explanation in which
-its floor c (up to 0.2) accounts for the successes and the curve moves out
-of the way, its intercept running into the prior's tail (1st percentile
--13.5).  How far that ridge reaches is set by the intercepts' prior scale,
-and that scale was inflated by the questions solved by no model or by all:
-their data bound the intercept from one side only, so each unit of scale
-buys them likelihood.  Fitted separately, the uninformed questions' scale is
-11.6 (90% interval 9.5-14.2) and the informed ones' 3.2 (2.7-3.8) on
-LiveCodeBench; 4.5 against 1.9 on ZeroEval MATH-L5, 10.0 against 1.7 on
-Reasoning Gym hard (120-question subsamples, default fits).  With the own
-scale the same short run gave R-hat 1.018, bulk ESS 459, tail 397 (31
-leapfrog steps per draw against 17: the wide uninformed intercepts cost
-steps), and the default fit (4 x 1,000 + 1,000) passes on the 120-question
-subsample of every real set (docs/samplers.md; at full size ZeroEval
-MATH-L5, 38 x 721 x 1, still fails on theta: R-hat 1.020, bulk ESS 331).
-Floors pooled on the logit scale with a learnt mean (mu_c ~ N(-3, 1),
-sigma_c ~ HalfNormal(1)) also helped on LiveCodeBench (bulk ESS 267 alone,
-542 with the own scale; mu_c -6.0, a median floor of 0.25%) but failed on
-ZeroEval MATH-L5 (38 x 103 x 1: 120 divergences, R-hat 1.125; easy
-questions' floors reached 0.76 through a funnel in sigma_c) and diverged on
-the simulated 3PL recovery test, so the floors stay i.i.d. Beta(1, 19) (4.5%
-of prior mass above 0.15, mean 0.05: guessing near 0 for free-response
-answers).  The model stays the paper's 3PL, p = c + (1 - c) logistic(a theta
-+ beta), theta with mean 0; only the uninformed intercepts' prior scale is
-new.  The Rasch keeps one scale; the 2PL has the own scale too (below).
-That own scale is wide where the one-sided questions fill both tails (32
-on Reasoning Gym hard), and their intercepts are sampled by their distance
-from the wall their data put up (:func:`models.item_effects.wall_positions`,
-the same posterior): full-size Reasoning Gym hard 3PL 2,096 s, step size
-0.062, 63 steps per draw, R-hat 1.0126 -> 848 s, 0.127, 31, 1.0085.  An own
-scale alone had doubled the 2PL's steps (31 -> 63: the same wall); with the
-walls the full-size LiveCodeBench 2PL went from min bulk ESS 740, R-hat
-1.0093 (one scale, 99 s) to 1,487, 1.0079 (118 s), 31 steps each, so the
-2PL has both.
-Few one-sided questions (issue 9, 2026-12-02).  From the one-sided tails of
-two questions (AlpacaEval's wins, every 7th question: 2 never won) that own
-scale is set by its prior, and with those questions' slopes it formed a
-funnel: the 2PL diverged in 4 of 6 seeds (every divergence moved
-sigma_beta_uninformed and the two questions' slopes and intercepts).  So the
-own scale applies from ``OWN_SCALE_MIN_QUESTIONS`` (10) one-sided questions
-on; fewer share sigma_beta (and sigma_beta_uninformed keeps its prior alone:
-the switch is data, ``own_scale``, so datasets of one shape share one graph).
-That subsample's 2PL: 0 of 6 seeds with a divergence, 1.06x the steps.
-The 3PL's floors by their share (same day): for an informed question the
-floor and the intercept are sampled as u = logit p_m(0) and w = logit(c_m /
-p_m(0)), p_m(0) the solve probability at the mean ability
-(:class:`models.transforms.FloorsAndIntercepts`; the same prior and posterior).  A
-question that does not separate the models has a floor near its win rate
-with the curve pushed away (beta -> -infinity) as one explanation and a flat
-curve with no floor as another; the data fix p_m(0) all along that ridge, so
-in (u, w) it runs along w.  AlpacaEval's wins at full size, seed 0, back to
-back: R-hat 1.0100, min bulk / tail ESS 642 / 447 (an earlier run: tail 331,
-failing) -> 1.0072, 1,317 / 1,118, 250 -> 234 s; LiveCodeBench 2,373 -> 3,855
-and ZeroEval MATH-L5 1,523 -> 1,828 min bulk ESS, 31 steps per draw each.
-Reasoning Gym hard (4,550 questions, 10 models) pays: the same 31 steps took
-441 -> 611 s (min bulk ESS 1,194 -> 1,168; both pass).
-
-Empirical prior from R0 (opt-in, ``use_R0=True``).  Prior outcomes such as one
-greedy decode per question are modelled as a second, shifted examinee:
+Empirical prior from R0 (opt-in, ``use_R0=True``; :func:`add_prior_runs`).  Prior
+outcomes such as one greedy decode per question are modelled as a second, shifted
+examinee:
 
 * per-model R0 (L, M, D): k0_lm ~ Binomial(D, p_lm with theta_l + delta_l for theta_l),
   with greedy offsets delta_l = mu_delta + sigma_delta z_l, z_l ~ Normal(0, 1),
@@ -220,12 +40,80 @@ greedy decode per question are modelled as a second, shifted examinee:
 * shared R0 (M, D) (one reference examinee): k0_m ~ Binomial(D, p_m with theta_ref),
   theta_ref ~ Normal(0, ability_scale); it informs difficulties only.
 
-The observed prior runs are the variable ``k0``; the log-likelihood used for
-model comparison is that of ``k`` only.
+The observed prior runs are the variable ``k0`` (beta-binomial, with the same phi, when
+``k`` is); the log-likelihood used for model comparison is that of ``k`` only.
+
+One function builds each variant, one line per line above: :func:`rasch`,
+:func:`collapsed_rasch`, :func:`two_pl` and :func:`three_pl` (the 2PL with floors), from
+the data as :class:`IrtData` prepares them once and the options :class:`IrtOptions`;
+:func:`build` checks the options and picks the function.
+
+Why this form (the measurements behind each choice: docs/samplers.md, "The IRT models'
+design record (moved from models/irt.py)"):
+
+* Slope-intercept form.  The 2PL/3PL logit a_m (theta_l - b_m) is written a_m theta_l +
+  beta_m: the same model, but the intercept does not couple multiplicatively with the
+  slope, and NUTS needs about half the leapfrog steps.
+* The location sits on the abilities.  The likelihood is unchanged by theta + s with b
+  + s (beta - a s) and, for 2PL/3PL, by s theta, a / s.  The paper fixes the location
+  by centring the difficulties (sum_m b_m = 0) and draws theta_l ~ N(0, 3) i.i.d.; that
+  is the same model as the one above (the abilities' mean moves into the items, whose
+  common location carries its N(0, 3 / sqrt(L)) prior).  **Convention: theta is
+  reported with mean 0 over the (informed) models**; every contrast, every logit and
+  every solve probability is unchanged in meaning.  Why: real benchmarks always have
+  questions solved by no model in any trial, or by all, whose difficulties the data
+  bound from one side only (the prior's tail); with sum_m b_m = 0 their mean trades off
+  against every ability, a slow direction through every reported theta.
+* One-sided models.  A model that solves nothing (or everything) is bounded by the data
+  from one side only, its ability the prior's tail; in the zero sum every other ability
+  would move with it.  So the zero sum runs over the informed models only, the
+  one-sided ones get the exact prior of their offset from the informed mean
+  (:func:`abilities`), and the 2PL/3PL split the questions, and choose the walls, among
+  the informed models.  The zero sum of the log-discriminations (which fixes the
+  abilities' scale) runs over the informed questions only, for the same reason.
+* Informed difficulties (intercepts) are centred (each has L N trials, so the data
+  dominate); one-sided ones non-centred (their posterior is the prior's tail, whose
+  width grows with the scale: a funnel when centred) or, in the 2PL/3PL, measured from
+  the wall their data put up (:func:`models.item_effects.wall_positions`).
+* The abilities' basis is pivoted on the model the data pin down best
+  (:func:`ability_pivot`): PyMC's basis makes the last model's ability a dense mixture
+  of all free coordinates, which a diagonal mass matrix cannot follow when that model
+  is poorly informed.
+* Fixed scales.  The abilities get a fixed, weakly informative scale
+  (``ability_scale``), the log-discriminations 0.5 (95% of discriminations within a
+  factor 2.7 of their geometric mean): learnt ones form funnels on small data, and with
+  many trials per model pooling would barely move the abilities.
+* Over-dispersion.  Repeated trials of one model on one question share that pair's
+  idiosyncrasies, so cell solve rates vary more around any item-response curve than
+  binomial noise allows (:mod:`bayesrank.analysis.ppc` flags it on the bundled
+  example).  The beta-binomial draws each cell's rate from Beta(p phi, (1 - p) phi):
+  mean n p, variance n p (1 - p) (n + phi) / (1 + phi), the binomial as phi ->
+  infinity, which the prior on 1 / sqrt(phi) puts at its mode.  It is the 3PL default
+  because the binomial 3PL is multimodal on such data (a floor and a slope per question
+  can fit each question to its own direction of the model-by-question interaction);
+  Rasch and 2PL keep the paper's binomial: they converge with it.
+* The one-sided intercepts' own scale (2PL/3PL, from :data:`OWN_SCALE_MIN_QUESTIONS`
+  such questions).  Their data bound them from one side only, so each unit of a shared
+  scale buys them likelihood; the inflated scale let the 3PL's floors explain an
+  informed question's scattered successes with its curve pushed out of the way.  From
+  fewer such questions an own scale is set by its prior and funnels, so they share
+  sigma_beta.  The 3PL's floors are sampled with their intercepts by their share of
+  p_m(0), along the ridge the data leave (:class:`models.transforms.FloorsAndIntercepts`).
+* The binomial Rasch can integrate its one-sided difficulties out of the sampled density
+  (:mod:`models.one_sided`, :func:`collapsed_rasch`).
+* Which questions and models are informed, which are centred, and the pivots enter the
+  graph as data (:class:`IrtData`, :class:`QuestionSplit`), never as shapes: every
+  dataset of one shape builds one graph, so the N = 1 subsamples of a benchmark share
+  one compiled program and one ``fit_many`` batch.
+
+The counts' likelihoods are :mod:`models.likelihoods` (the fast path: one Op per table
+of cells, :mod:`models.fast`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -249,7 +137,8 @@ from .likelihoods import (
 from .one_sided import COLLAPSE_MIN_QUESTIONS, collapsed_difficulties, collapsible, scoring_twin
 
 __all__ = [
-    "build", "item_response", "informative_items", "informed_questions", "KINDS", "LIKELIHOODS"
+    "build", "rasch", "collapsed_rasch", "two_pl", "three_pl", "add_prior_runs", "IrtData",
+    "IrtOptions", "informative_items", "informed_questions", "KINDS", "LIKELIHOODS",
 ]
 
 KINDS = ("rasch", "2pl", "3pl")
@@ -290,7 +179,7 @@ class QuestionSplit(NamedTuple):
 
         ``log_a_pivot`` is one-hot on the first informed question (the first
         question when none is), ``log_a_free`` the M - 1 other positions
-        (:func:`_log_discriminations`); ``own_scale`` (one entry, 0 or 1) whether the
+        (:func:`log_discriminations`); ``own_scale`` (one entry, 0 or 1) whether the
         one-sided questions' intercepts have their own scale (:func:`question_split`).
         """
         informed = np.flatnonzero(self.informed)
@@ -360,7 +249,7 @@ def _reflected_zero_sum(name: str, size: int, pivot, free, direction, scale):
     return scale * (y - 2.0 * w * pt.dot(w, y) / pt.where(norm > 0, norm, 1.0))
 
 
-def _log_discriminations(split: QuestionSplit, scale: float = 0.5):
+def log_discriminations(split: QuestionSplit, scale: float = 0.5):
     """log a_m: zero-sum over the informed questions, i.i.d. Normal(0, scale) elsewhere.
 
     The zero sum fixes the scale of the abilities (theta s, a / s leave the
@@ -411,52 +300,6 @@ def informed_models(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     return informed if informed.any() else np.ones_like(informed)
 
 
-def _abilities(k: np.ndarray, n: np.ndarray, scale: float):
-    """theta_l ~ N(0, scale) i.i.d., located by the informed models' mean, pivoted.
-
-    The informed models' abilities (:func:`informed_models`) are
-    ZeroSumNormal(scale) over those models: the same prior as
-    ``pm.ZeroSumNormal`` in another orthonormal basis (:func:`_reflected_zero_sum`
-    with u = 1_informed / sqrt(L_I)).  PyMC's basis makes the *last* model's
-    ability the dense mixture of all free coordinates; when that model is the
-    least informed one, its wide posterior lies along a direction no diagonal
-    mass matrix follows.  Measured (issue 9): ZeroEval MATH-L5 lists its weakest
-    model, gemma-2-2b-it (31 of 721 questions solved), last, and under the 3PL its
-    ability has a long lower tail (theta about -6.5 +- 1.2: its few successes
-    can sit on the guessing floors); with PyMC's basis that theta reached
-    R-hat 1.0073-1.011 and bulk ESS 194-250 (default fits, seed 0; in the
-    250 fit every other parameter had bulk ESS >= 1,357).  Pivoting on the
-    best-informed model (:func:`ability_pivot`) puts the dense mixture where
-    the posterior is narrow.
-
-    A model that solves nothing (or everything) stays out of the zero sum: its
-    ability is the prior's tail beyond the data's wall, and in the sum every
-    other ability would move with that tail (a slow direction, as the
-    uninformed questions' difficulties were).  Under the paper's i.i.d. prior,
-    with t the informed models' mean, the one-sided models' theta_u - t are
-    Normal with covariance scale^2 (I + 1 1^T / L_I), independent of the
-    informed deviations: sampled as scale (z + c 1 1^T z), c = (sqrt(1 + K /
-    L_I) - 1) / K for K one-sided models.  So theta has mean 0 over the
-    informed models, and every contrast keeps the paper's prior.  The pivot,
-    the direction and the one-sided mask are data (``theta_pivot``,
-    ``theta_free``, ``theta_direction``, ``theta_one_sided``), so datasets of
-    one shape share one graph.
-    """
-    L = k.shape[0]
-    informed = informed_models(k, n)
-    one_sided, n_informed = (~informed).astype(float), informed.sum()
-    K = one_sided.sum()
-    pivot = ability_pivot(k, n)
-    one_hot = pm.Data("theta_pivot", (np.arange(L) == pivot).astype(float))
-    free = pm.Data("theta_free", np.delete(np.arange(L), pivot))
-    direction = pm.Data("theta_direction", informed / np.sqrt(n_informed))
-    theta = _reflected_zero_sum("theta", L, one_hot, free, direction, scale)
-    mask = pm.Data("theta_one_sided", one_sided)
-    c = pm.Data("theta_one_sided_shift", (np.sqrt(1 + K / n_informed) - 1) / max(K, 1))
-    theta = theta + c * mask * pt.dot(mask, theta)
-    return pm.Deterministic("theta", theta, dims="llm"), informed
-
-
 def informative_items(k: np.ndarray, n: np.ndarray) -> bool:
     """Whether the data pin each question down more tightly than questions differ.
 
@@ -476,160 +319,301 @@ def informative_items(k: np.ndarray, n: np.ndarray) -> bool:
     return bool(np.median(sd) < spread)
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class IrtData:
+    """The data as the IRT models read them, prepared once (:meth:`of`).
+
+    Which models and questions are one-sided, the abilities' pivot and the intercepts'
+    walls are arrays here; a model reads each as ``pm.Data`` (:meth:`data`), so they are
+    data of the graph, never its shapes (module docstring).
+    """
+
+    k: np.ndarray  # successes k_lm (L, M)
+    n: np.ndarray  # trials n_lm (L, M)
+    coords: dict[str, list]
+    informed: np.ndarray  # the informed models (L,) bool, :func:`informed_models`
+    split: QuestionSplit  # the questions among the models that count (:meth:`of`)
+    wall_models: np.ndarray  # (2, L) one-hot: the best and the worst of those models
+    arrays: Mapping[str, tuple[np.ndarray, Any]]  # name: (values, dims) for :meth:`data`
+    k0: np.ndarray | None = None  # prior runs' successes, (L, M) per model or (M,) shared
+    n0: int = 0  # prior runs per question (D)
+
+    @classmethod
+    def of(cls, data: ResponseData | Any, kind: str, *, centered: bool | None = None,
+           use_R0: bool = False, own_scale_min: int = OWN_SCALE_MIN_QUESTIONS) -> IrtData:
+        """Prepare ``data`` for model ``kind``; ``centered`` None: :func:`informative_items`.
+
+        The 2PL/3PL split the questions (and pick the walls) among the informed models: a
+        question every informed model solves is one-sided even when a model that solves
+        nothing fails it.  The Rasch's collapsed integrals need every model's cells
+        one-sided, so its split counts every model.
+        """
+        d = response_data(data)
+        red = d.reductions
+        k, n = red.successes, red.trials
+        informed = informed_models(k, n)
+        rows = informed if kind != "rasch" else np.ones(k.shape[0], bool)
+        centered = informative_items(k, n) if centered is None else centered
+        split = question_split(k[rows], n[rows], centered, own_scale_min)
+        k0, n0 = (red.prior_successes, int(d.R0.shape[-1])) if use_R0 else (None, 0)
+        return cls(k, n, coords_of(d), informed, split, wall_models(k, n, rows),
+                   _arrays(k, n, informed, k0, n0), k0, n0)
+
+    @property
+    def size(self) -> int:
+        """The number of questions M."""
+        return self.k.shape[1]
+
+    def __repr__(self) -> str:
+        L, M = self.k.shape
+        return (f"IrtData({L} models ({int(self.informed.sum())} informed) x {M} questions "
+                f"({int(self.split.informed.sum())} informed), prior runs: {self.k0 is not None})")
+
+    def data(self, name: str):
+        """The array ``name`` as ``pm.Data`` of the current model, created where first read.
+
+        Only arrays the graph reads become data (nutpie swaps only those).
+        """
+        model = pm.modelcontext(None)
+        if name in model.named_vars:
+            return model[name]
+        values, dims = self.arrays[name]
+        return pm.Data(name, values, dims=dims)
+
+    def location_sd(self, ability_scale: float):
+        """The items' common location's prior sd, ability_scale / sqrt(L_I), as data.
+
+        Data, so datasets of one shape share a graph; a vector because Numba could not
+        type the Normal's parameter check on a 0-d data sigma.
+        """
+        sd = np.array([ability_scale / np.sqrt(self.informed.sum())])
+        return pm.Data("location_sd", sd)[0]
+
+
+def _arrays(k, n, informed, k0, n0) -> dict[str, tuple[np.ndarray, Any]]:
+    """The arrays :class:`IrtData` gives the models as data, with their dims.
+
+    The abilities' basis (:func:`abilities`): one-hot ``theta_pivot`` on
+    :func:`ability_pivot`, the L - 1 other positions ``theta_free``, the informed models'
+    unit direction, the one-sided models' mask and the shift of their offsets.
+    """
+    L, pivot = k.shape[0], ability_pivot(k, n)
+    one_sided, n_informed = (~informed).astype(float), informed.sum()
+    K = one_sided.sum()
+    arrays = {
+        "successes": (k, CELL),
+        "trials": (n, CELL),
+        "theta_pivot": ((np.arange(L) == pivot).astype(float), None),
+        "theta_free": (np.delete(np.arange(L), pivot), None),
+        "theta_direction": (informed / np.sqrt(n_informed), None),
+        "theta_one_sided": (one_sided, None),
+        "theta_one_sided_shift": ((np.sqrt(1 + K / n_informed) - 1) / max(K, 1), None),
+    }
+    if k0 is not None:
+        dims = CELL if k0.ndim == 2 else "question"
+        arrays["prior_successes"] = (k0, dims)
+        arrays["prior_trials"] = (np.full(k0.shape, n0), dims)
+    return arrays
+
+
+@dataclass(frozen=True)
+class IrtOptions:
+    """The IRT models' prior and likelihood options (:func:`build` documents them)."""
+
+    ability_scale: float = 3.0
+    guessing: tuple[float, float] = (1.0, 19.0)  # the 3PL floors' Beta(alpha, beta)
+    fix_guessing: float | None = None  # the 3PL: every floor c_m = this, known
+    likelihood: str = "binomial"
+    walls: bool = True  # 2PL/3PL: one-sided intercepts from their walls (else non-centred)
+
+
+def abilities(data: IrtData, scale: float):
+    """theta_l ~ N(0, scale) i.i.d.: its informed models' mean moves to the items.
+
+    Returns theta, with mean 0 over the informed models (:func:`informed_models`), and
+    the items' common location's prior sd, scale / sqrt(L_I) (:meth:`IrtData.location_sd`).
+
+    The informed models' abilities are ZeroSumNormal(scale) over those models: the same
+    prior as ``pm.ZeroSumNormal`` in another orthonormal basis (:func:`_reflected_zero_sum`
+    with u = 1_informed / sqrt(L_I)), pivoted on the model the data pin down best
+    (:func:`ability_pivot`).  PyMC's basis makes the *last* model's ability the dense
+    mixture of all free coordinates; when that model is the least informed one, its wide
+    posterior lies along a direction no diagonal mass matrix follows.
+
+    A model that solves nothing (or everything) stays out of the zero sum: its ability
+    is the prior's tail beyond the data's wall, and in the sum every other ability would
+    move with that tail.  Under the paper's i.i.d. prior, with t the informed models'
+    mean, the one-sided models' theta_u - t are Normal with covariance scale^2 (I + 1 1^T
+    / L_I), independent of the informed deviations: sampled as scale (z + c 1 1^T z), c =
+    (sqrt(1 + K / L_I) - 1) / K for K one-sided models.  So every contrast keeps the
+    paper's prior.  The pivot, the direction and the one-sided mask are data
+    (``theta_pivot``, ``theta_free``, ``theta_direction``, ``theta_one_sided``).
+    """
+    pivot, free = data.data("theta_pivot"), data.data("theta_free")
+    direction = data.data("theta_direction")
+    theta = _reflected_zero_sum("theta", data.k.shape[0], pivot, free, direction, scale)
+    one_sided, c = data.data("theta_one_sided"), data.data("theta_one_sided_shift")
+    theta = theta + c * one_sided * pt.dot(one_sided, theta)
+    return pm.Deterministic("theta", theta, dims="llm"), data.location_sd(scale)
+
+
+class Curve(NamedTuple):
+    """A variant's response curve p_lm = c_m + (1 - c_m) logistic(eta_lm).
+
+    eta_lm = theta_l - b_m (the Rasch: ``a`` None) or a_m theta_l + beta_m; ``c`` None:
+    no floor.  ``size``: the number of questions M.
+    """
+
+    size: int
+    b: Any = None
+    a: Any = None
+    beta: Any = None
+    c: Any = None
+
+    def logit(self, ability):
+        """eta at ``ability`` ((L, 1) for the cells, a scalar for a shared examinee)."""
+        return ability - self.b if self.a is None else self.a * ability + self.beta
+
+
+def binomial_counts(curve: Curve, name, ability, observed, trials, dims, weight=None):
+    """k ~ Binomial(n, p): each table of (L, M) cells by its variant's kernel
+    (:mod:`models.likelihoods`); ``weight``: the collapsed Rasch's cells."""
+    if dims == CELL and curve.a is None:
+        return binomial_rasch(name, trials, ability, curve.b, observed, dims, weight)
+    if dims == CELL and curve.c is None:
+        return binomial_2pl(name, trials, ability, curve.a, curve.beta, observed, dims)
+    if curve.c is None:
+        return binomial_logit(name, trials, curve.logit(ability), observed, dims)
+    return binomial_floor(name, trials, curve.logit(ability), curve.c, observed, dims)
+
+
+def beta_binomial_counts(curve: Curve, log_delta, name, ability, observed, trials, dims):
+    """k ~ BetaBinomial(n, p phi, (1 - p) phi), ``log_delta`` = log(1 / phi)."""
+    floor = pt.broadcast_to(0.0 if curve.c is None else curve.c, (curve.size,))
+    return beta_binomial(name, trials, curve.logit(ability), floor, log_delta, observed, dims)
+
+
+def likelihood_for(kind: str, curve: Curve):
+    """The counts given ``curve`` as ``observe(name, ability, k, n, dims)``: ``kind``
+    "binomial", or "beta_binomial" with 1 / sqrt(phi) ~ HalfNormal(1) (module docstring)."""
+    if kind == "binomial":
+        return partial(binomial_counts, curve)
+    inv_sqrt_phi = pm.HalfNormal("inv_sqrt_phi", 1.0)
+    pm.Deterministic("phi", inv_sqrt_phi**-2)
+    return partial(beta_binomial_counts, curve, 2.0 * pt.log(inv_sqrt_phi))  # log(1 / phi)
+
+
+def add_prior_runs(observe, theta, data: IrtData, ability_scale: float) -> None:
+    """The prior runs R0 (``data.k0``, if any) as a second, shifted examinee (module
+    docstring): per model, k0_lm at theta_l + delta_l; shared, k0_m at theta_ref."""
+    if data.k0 is None:
+        return
+    k0, n0 = data.data("prior_successes"), data.data("prior_trials")
+    if data.k0.ndim == 2:
+        mu_delta = pm.Normal("mu_delta", 0.0, 1.0)
+        sigma_delta = pm.HalfNormal("sigma_delta", 0.5)
+        delta_z = pm.Normal("delta_z", 0.0, 1.0, dims="llm")
+        delta = pm.Deterministic("delta", mu_delta + sigma_delta * delta_z, dims="llm")
+        observe("k0", (theta + delta)[:, None], k0, n0, CELL)
+    else:
+        theta_ref = pm.Normal("theta_ref", 0.0, ability_scale)
+        observe("k0", theta_ref, k0, n0, "question")
+
+
+def rasch(data: IrtData, opts: IrtOptions) -> pm.Model:
+    """The Rasch (1PL), line by line (module docstring)::
+
+        theta   ~ ZeroSumNormal(ability_scale) over the informed models   (abilities)
+        mu_b    ~ Normal(0, ability_scale / sqrt(L_I))
+        b_m     ~ Normal(mu_b, sigma_b),  sigma_b ~ HalfNormal(2.5)        (pooled)
+        k_lm    ~ Binomial(n_lm, logistic(theta_l - b_m))  or BetaBinomial (likelihood_for)
+        k0      : the prior runs, if any                                   (add_prior_runs)
+    """
+    with pm.Model(coords=data.coords) as model:
+        k, n = data.data("successes"), data.data("trials")
+        theta, location_sd = abilities(data, opts.ability_scale)
+        mu_b = pm.Normal("mu_b", 0.0, location_sd)
+        b = pooled("b", mu_b, "sigma_b", data.split)
+        observe = likelihood_for(opts.likelihood, Curve(data.size, b=b))
+        observe("k", theta[:, None], k, n, CELL)
+        add_prior_runs(observe, theta, data, opts.ability_scale)
+    return model
+
+
+def collapsed_rasch(data: IrtData, opts: IrtOptions, score_every_cell: bool = False):
+    """The binomial Rasch with its one-sided difficulties integrated out (:mod:`.one_sided`).
+
+    The same model as :func:`rasch`; its sampled density weighs the one-sided questions'
+    cells 0 and adds their difficulties' integrals as a Potential, and reports those
+    difficulties as exact conditional draws.  ``model.scoring_twin()`` is its twin
+    (``score_every_cell``), which scores every cell at the reported difficulties:
+    log-likelihood and predictive draws.
+    """
+    with pm.Model(coords=data.coords) as model:
+        k, n = data.data("successes"), data.data("trials")
+        theta, location_sd = abilities(data, opts.ability_scale)
+        mu_b = pm.Normal("mu_b", 0.0, location_sd)
+        difficulties, collapse, potential = collapsed_difficulties(theta, data.k, data.n)
+        b, weight = collapse(*pooled("b", mu_b, "sigma_b", data.split, uninformed=difficulties),
+                             score_every_cell)
+        if not score_every_cell:
+            potential()
+            twin = partial(collapsed_rasch, data, opts, score_every_cell=True)
+            model.scoring_twin = partial(scoring_twin, model,
+                                         partial(_built_as, fast_enabled(), twin))
+        binomial_counts(Curve(data.size, b=b), "k", theta[:, None], k, n, CELL, weight)
+    return model
+
+
 def _built_as(fast: bool, build):
     """``build()`` with the fast kernels on or off, as the model it belongs to was built."""
     with fast_kernels(fast):
         return build()
 
 
-def item_response(
-    k: np.ndarray,
-    n: np.ndarray,
-    *,
-    kind: str,
-    coords: dict[str, list],
-    k0: np.ndarray | None = None,
-    n0: int = 0,
-    guessing: tuple[float, float] = (1.0, 19.0),
-    fix_guessing: float | None = None,
-    ability_scale: float = 3.0,
-    centered: bool = True,
-    likelihood: str = "binomial",
-    collapse_uninformed: bool = False,
-    score_every_cell: bool = False,
-    walls: bool = True,
-    own_scale_min: int = OWN_SCALE_MIN_QUESTIONS,
-) -> pm.Model:
-    """Hierarchical binomial IRT model (see module docstring for the formulas).
+def two_pl(data: IrtData, opts: IrtOptions, floors=None) -> pm.Model:
+    """The 2PL (and, with ``floors``, the 3PL), line by line (module docstring)::
 
-    Parameters
-    ----------
-    k, n : ndarray (L, M)
-        Successes and trials per model-question cell.
-    kind : {"rasch", "2pl", "3pl"}
-    coords : dict
-        ``llm`` and ``question`` labels.
-    k0 : ndarray (L, M) or (M,), optional
-        Successes of the prior runs (per model, or of one shared reference run).
-    n0 : int
-        Prior runs per question (D).
-    guessing : (alpha, beta)
-        Beta prior of the 3PL guessing floor.
-    fix_guessing : float, optional
-        Fix every c_m to this value instead (3PL only).
-    ability_scale : float
-        Prior sd of the abilities.
-    centered : bool
-        Centred (default) or non-centred difficulties / intercepts.
-    likelihood : {"binomial", "beta_binomial"}
-        Cell counts given the response curve (module docstring).
-    collapse_uninformed : bool
-        Binomial Rasch, equal trials per question, no prior runs: integrate the
-        one-sided questions' difficulties out (:mod:`models.one_sided`).
-    score_every_cell : bool
-        With the collapse: build the twin that scores every cell at the reported
-        difficulties (log-likelihood and predictive draws), not the sampled density.
-    walls : bool
-        2PL/3PL: sample the one-sided questions' intercepts from their walls
-        (:func:`models.item_effects.wall_positions`; False: plainly non-centred).
-    own_scale_min : int
-        2PL/3PL: the one-sided questions' intercepts have their own scale from this
-        many such questions on; fewer share the informed ones' (module docstring).
+        theta   ~ ZeroSumNormal(ability_scale) over the informed models   (abilities)
+        log a_m ~ ZeroSumNormal(0.5) over the informed questions, else Normal(0, 0.5)
+        mu_beta ~ Normal(0, ability_scale / sqrt(L_I))
+        beta_m  ~ Normal(mu_beta, sigma_beta), one-sided ones from their walls
+        c_m     : none (the 2PL), or the 3PL's floors                       (intercepts)
+        b_m     = -beta_m / a_m
+        k_lm    ~ Binomial(n_lm, p_lm)  or BetaBinomial(n_lm, p_lm phi, (1 - p_lm) phi),
+                  p_lm = c_m + (1 - c_m) logistic(a_m theta_l + beta_m)   (likelihood_for)
+        k0      : the prior runs, if any                                   (add_prior_runs)
     """
-    with pm.Model(coords=coords) as model:
-        successes = pm.Data("successes", k, dims=CELL)
-        trials = pm.Data("trials", n, dims=CELL)
-
-        theta, informed = _abilities(k, n, ability_scale)
-        # the informed models' mean ability is 0; the items' common location carries its
-        # prior under the paper's theta_l ~ N(0, ability_scale) i.i.d.
-        # data (datasets of one shape share a graph); a vector because Numba could not
-        # type the Normal's parameter check on a 0-d data sigma
-        location_sd = pm.Data("location_sd", np.array([ability_scale / np.sqrt(informed.sum())]))[0]
-        # 2PL/3PL: questions one-sided among the informed models are one-sided (module
-        # docstring); the Rasch's collapsed integrals need every model's cells one-sided
-        rows = informed if kind != "rasch" else np.ones(k.shape[0], bool)
-        split = question_split(k[rows], n[rows], centered, own_scale_min)
-        weight = None
-        if kind == "rasch":
-            mu_b = pm.Normal("mu_b", 0.0, location_sd)
-            if collapse_uninformed and likelihood == "binomial" and k0 is None and collapsible(n):
-                difficulties, collapse, potential = collapsed_difficulties(theta, k, n)
-                b, weight = collapse(
-                    *pooled("b", mu_b, "sigma_b", split, uninformed=difficulties),
-                    score_every_cell,
-                )
-                if not score_every_cell:
-                    potential()
-                    twin = partial(item_response, k, n, kind=kind, coords=coords,
-                                   ability_scale=ability_scale, centered=centered,
-                                   collapse_uninformed=True, score_every_cell=True)
-                    model.scoring_twin = partial(scoring_twin, model,
-                                                 partial(_built_as, fast_enabled(), twin))
-            else:
-                b = pooled("b", mu_b, "sigma_b", split)
-
-            def logit(ability):
-                return ability - b
-
-        else:
-            log_a = _log_discriminations(split)
-            a = pm.Deterministic("a", pt.exp(log_a), dims="question")
-            mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
-            # 3PL: the uninformed questions' intercepts get their own scale (module docstring)
-            wall_frame = Walls(a, theta, wall_models(k, n, rows)) if walls else None
-            floors = guessing if kind == "3pl" and fix_guessing is None else None
-            beta = pooled("beta", mu_beta, "sigma_beta", split, True, walls=wall_frame,
-                          guessing=floors)
-            if floors is not None:  # the floors come with the intercepts (jointly sampled)
-                beta, c = beta
-            pm.Deterministic("b", -beta / a, dims="question")
-
-            def logit(ability):
-                return a * ability + beta
-
-        if kind != "3pl":
-            c = None
-        elif fix_guessing is not None:
-            c = pt.as_tensor(float(fix_guessing))
-
-        log_delta = None
-        if likelihood == "beta_binomial":
-            inv_sqrt_phi = pm.HalfNormal("inv_sqrt_phi", 1.0)
-            pm.Deterministic("phi", inv_sqrt_phi**-2)
-            log_delta = 2.0 * pt.log(inv_sqrt_phi)  # log(1 / phi)
-
-        def response(ability, observed_k, observed_n, name, dims):
-            eta = logit(ability)
-            if log_delta is not None:
-                floor = pt.broadcast_to(0.0 if c is None else c, (k.shape[1],))
-                return beta_binomial(name, observed_n, eta, floor, log_delta, observed_k, dims)
-            if kind == "rasch" and dims == CELL:  # every (L, M) table of Rasch cells
-                return binomial_rasch(name, observed_n, ability, b, observed_k, dims,
-                                      weight if name == "k" else None)
-            if kind == "2pl" and dims == CELL:  # every (L, M) table of 2PL cells
-                return binomial_2pl(name, observed_n, ability, a, beta, observed_k, dims)
-            if c is None:
-                return binomial_logit(name, observed_n, eta, observed_k, dims,
-                                      weight if name == "k" else None)
-            return binomial_floor(name, observed_n, eta, c, observed_k, dims)
-
-        response(theta[:, None], successes, trials, "k", CELL)
-
-        if k0 is not None:
-            prior_dims = CELL if k0.ndim == 2 else "question"
-            prior_successes = pm.Data("prior_successes", k0, dims=prior_dims)
-            prior_trials = pm.Data("prior_trials", np.full(k0.shape, n0), dims=prior_dims)
-            if k0.ndim == 2:
-                mu_delta = pm.Normal("mu_delta", 0.0, 1.0)
-                sigma_delta = pm.HalfNormal("sigma_delta", 0.5)
-                delta_z = pm.Normal("delta_z", 0.0, 1.0, dims="llm")
-                delta = pm.Deterministic("delta", mu_delta + sigma_delta * delta_z, dims="llm")
-                response((theta + delta)[:, None], prior_successes, prior_trials, "k0", CELL)
-            else:
-                theta_ref = pm.Normal("theta_ref", 0.0, ability_scale)
-                response(theta_ref, prior_successes, prior_trials, "k0", "question")
+    with pm.Model(coords=data.coords) as model:
+        k, n = data.data("successes"), data.data("trials")
+        theta, location_sd = abilities(data, opts.ability_scale)
+        a = pm.Deterministic("a", pt.exp(log_discriminations(data.split)), dims="question")
+        mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
+        walls = Walls(a, theta, data.wall_models) if opts.walls else None
+        beta, c = intercepts(mu_beta, data.split, walls, floors)
+        pm.Deterministic("b", -beta / a, dims="question")
+        observe = likelihood_for(opts.likelihood, Curve(data.size, a=a, beta=beta, c=c))
+        observe("k", theta[:, None], k, n, CELL)
+        add_prior_runs(observe, theta, data, opts.ability_scale)
     return model
+
+
+def three_pl(data: IrtData, opts: IrtOptions) -> pm.Model:
+    """The 3PL: the 2PL with guessing floors, c_m ~ Beta(guessing) i.i.d. (sampled with
+    the intercepts, :class:`models.transforms.FloorsAndIntercepts`), or every c_m = c
+    known (``fix_guessing``)."""
+    known = opts.fix_guessing is not None
+    return two_pl(data, opts, floors=float(opts.fix_guessing) if known else opts.guessing)
+
+
+def intercepts(mu_beta, split: QuestionSplit, walls: Walls | None, floors=None):
+    """(beta, c): beta_m ~ Normal(mu_beta, sigma_beta) (:func:`models.item_effects.pooled`)
+    and the floors c_m: none (``floors`` None), a known c (a number), or c_m ~
+    Beta(*floors), sampled with beta_m."""
+    if floors is None or isinstance(floors, float):
+        beta = pooled("beta", mu_beta, "sigma_beta", split, True, walls=walls)
+        return beta, None if floors is None else pt.as_tensor(floors)
+    return pooled("beta", mu_beta, "sigma_beta", split, True, walls=walls, guessing=floors)
 
 
 def build(
@@ -644,7 +628,7 @@ def build(
     likelihood: str | None = None,
     collapse_uninformed: bool | None = None,
 ) -> pm.Model:
-    """Build a hierarchical IRT model of binary ``data``.
+    """Build a hierarchical IRT model of binary ``data``: check the options, pick the variant.
 
     Parameters
     ----------
@@ -673,12 +657,9 @@ def build(
         are reported as draws from their exact conditional posterior,
         :func:`models.one_sided.collapsed_difficulties`).  Applies when every question has the
         same trials per model and R0 is not used.  Default: when at least
-        :data:`COLLAPSE_MIN_QUESTIONS` questions are one-sided.  It costs a
-        fixed amount per gradient (about 0.9 ms in nutpie's JAX build), which
-        pays where thousands of one-sided difficulties are sampled (Reasoning
-        Gym hard, 1,584 of 4,550: R-hat 1.0101 -> 1.0077 in the same wall
-        time) and not on a few hundred (LiveCodeBench, 243 of 713: 3x the bulk
-        ESS but 1.5x the wall time; docs/samplers.md).
+        :data:`COLLAPSE_MIN_QUESTIONS` questions are one-sided: it costs a fixed amount
+        per gradient, which pays where thousands of one-sided difficulties are sampled
+        and not on a few hundred (docs/samplers.md).
 
     Returns
     -------
@@ -695,26 +676,15 @@ def build(
         raise ValueError(f"fix_guessing must lie in [0, 1), got {fix_guessing!r}")
     if len(guessing) != 2 or min(guessing) <= 0:
         raise ValueError(f"guessing must be two positive Beta parameters, got {guessing!r}")
-    red = d.reductions
-    k0, n0 = None, 0
-    if use_R0:
-        if d.R0 is None:
-            raise ValueError("use_R0=True but the data carry no prior outcomes R0")
-        k0, n0 = red.prior_successes, int(d.R0.shape[-1])
+    if use_R0 and d.R0 is None:
+        raise ValueError("use_R0=True but the data carry no prior outcomes R0")
+    opts = IrtOptions(positive_scale("ability_scale", ability_scale),
+                      tuple(float(g) for g in guessing), fix_guessing, likelihood)
+    prepared = IrtData.of(d, kind, centered=centered, use_R0=use_R0)
     if collapse_uninformed is None:
-        one_sided = ~informed_questions(red.successes, red.trials)
+        one_sided = ~informed_questions(prepared.k, prepared.n)
         collapse_uninformed = int(one_sided.sum()) >= COLLAPSE_MIN_QUESTIONS
-    return item_response(
-        red.successes,
-        red.trials,
-        kind=kind,
-        coords=coords_of(d),
-        k0=k0,
-        n0=n0,
-        guessing=tuple(float(g) for g in guessing),
-        fix_guessing=fix_guessing,
-        ability_scale=positive_scale("ability_scale", ability_scale),
-        centered=informative_items(red.successes, red.trials) if centered is None else centered,
-        likelihood=likelihood,
-        collapse_uninformed=bool(collapse_uninformed),
-    )
+    if (kind == "rasch" and collapse_uninformed and likelihood == "binomial"
+            and prepared.k0 is None and collapsible(prepared.n)):
+        return collapsed_rasch(prepared, opts)
+    return {"rasch": rasch, "2pl": two_pl, "3pl": three_pl}[kind](prepared, opts)

@@ -4,7 +4,7 @@
 Normal(location, scale): informed questions centred, one-sided ones (solved by
 no model, or by every model in every trial) non-centred, or, for the 2PL and
 3PL, measured from the wall their data put up (:func:`wall_positions`).  Used by
-:func:`models.irt.item_response`; the one-sided Rasch difficulties can also be
+the models of :mod:`models.irt`; the one-sided Rasch difficulties can also be
 integrated out (:mod:`models.one_sided`).
 """
 

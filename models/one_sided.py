@@ -8,7 +8,7 @@ share one likelihood factor S(b) and all always-solved ones another, so the
 sampled density can carry two one-dimensional integrals in place of
 thousands of parameters, and each difficulty is reported as an exact draw
 from its conditional posterior (:func:`collapsed_difficulties`).  Used by
-:func:`models.irt.item_response` (issue 9, fifth round; docs/samplers.md).
+:func:`models.irt.collapsed_rasch` (issue 9, fifth round; docs/samplers.md).
 """
 
 from __future__ import annotations

@@ -64,12 +64,9 @@ def plain_3pl(binary, walls=False, kind="3pl", own_scale_min=1):
     """The 3PL (or 2PL) as :func:`irt.build` makes it, with the one-sided intercepts plainly
     non-centred (``walls=False``) or measured from their walls; by default with their own
     scale, which :func:`irt.build` gives them from 10 such questions on (``binary`` has 2)."""
-    k, n = binary.sum(-1), np.full(binary.shape[:2], binary.shape[2])
-    coords = {"llm": [f"m{i}" for i in range(k.shape[0])],
-              "question": [f"q{i}" for i in range(k.shape[1])]}
-    return irt.item_response(k, n, kind=kind, coords=coords,
-                             likelihood=irt.DEFAULT_LIKELIHOOD[kind], walls=walls,
-                             own_scale_min=own_scale_min)
+    prepared = irt.IrtData.of(binary, kind, centered=True, own_scale_min=own_scale_min)
+    options = irt.IrtOptions(likelihood=irt.DEFAULT_LIKELIHOOD[kind], walls=walls)
+    return (irt.three_pl if kind == "3pl" else irt.two_pl)(prepared, options)
 
 
 def test_3pl_uninformed_intercepts_use_their_own_scale(binary):

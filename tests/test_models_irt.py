@@ -277,7 +277,7 @@ def test_abilities_are_a_zero_sum_normal_pivoted_on_the_best_informed_model():
 
     PyMC's ZeroSumNormal makes the last model's ability a mixture of every free
     coordinate; the 3PL's weakest model on ZeroEval MATH-L5 is listed last and
-    mixed slowly there (models/irt.py, ``_abilities``).
+    mixed slowly there (models/irt.py, ``abilities``).
     """
     import pymc as pm
 
