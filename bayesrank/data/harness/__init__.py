@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bayesrank.data.harness import inspect_logs
+from bayesrank.data.harness import inspect_logs, lm_eval_logs
 from bayesrank.data.harness.common import responses
 from bayesrank.data.response import ResponseData
 from bayesrank.errors import LoadError
@@ -26,6 +26,7 @@ __all__ = ["FORMATS", "detect", "format_of", "load", "pick", "read"]
 #: :func:`detect` asks them in this order.
 FORMATS: dict[str, ModuleType] = {
     "inspect": inspect_logs,
+    "lm_eval": lm_eval_logs,
 }
 
 
