@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bayesrank.data.harness import inspect_logs, lm_eval_logs
+from bayesrank.data.harness import inspect_logs, lm_eval_logs, scorio_logs
 from bayesrank.data.harness.common import responses
 from bayesrank.data.response import ResponseData
 from bayesrank.errors import LoadError
@@ -27,6 +27,7 @@ __all__ = ["FORMATS", "detect", "format_of", "load", "pick", "read"]
 FORMATS: dict[str, ModuleType] = {
     "inspect": inspect_logs,
     "lm_eval": lm_eval_logs,
+    "scorio": scorio_logs,
 }
 
 

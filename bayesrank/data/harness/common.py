@@ -30,7 +30,8 @@ import numpy as np
 from bayesrank.data.response import ResponseData
 from bayesrank.errors import DataError, LoadError
 
-__all__ = ["GRADES", "GRADE_WEIGHTS", "Trial", "json_lines", "read_json", "responses"]
+__all__ = ["GRADES", "GRADE_WEIGHTS", "Trial", "json_lines", "keyed_lines", "read_json",
+           "responses"]
 
 #: Inspect's score letters in category order: NOANSWER, INCORRECT, PARTIAL, CORRECT.
 GRADES = ("N", "I", "P", "C")
@@ -169,3 +170,10 @@ def first_line(path: Path) -> dict | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     return None
+
+
+def keyed_lines(path: Path, keys: set[str], pattern: str = "*.jsonl") -> list[Path]:
+    """The JSON Lines files at ``path`` (itself, or under a folder, matching ``pattern``)
+    whose first line has every key of ``keys``: how a reader recognises its files."""
+    files = sorted(path.rglob(pattern)) if path.is_dir() else [path]
+    return [p for p in files if (row := first_line(p)) is not None and keys <= set(row)]

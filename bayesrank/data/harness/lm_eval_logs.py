@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from bayesrank.data.harness.common import Trial, first_line, json_lines, read_json
+from bayesrank.data.harness.common import Trial, json_lines, keyed_lines, read_json
 from bayesrank.errors import DataError, LoadError
 
 __all__ = ["FIX", "sniff", "trials"]
@@ -27,20 +27,13 @@ FIX = "choose a 0/1 metric (acc, exact_match, ...) with metric="
 _NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)$")
 
 
-def _is_samples(path: Path) -> bool:
-    row = first_line(path)
-    return row is not None and {"doc_id", "filter", "metrics"} <= set(row)
-
-
-def _files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("samples_*.jsonl") if _is_samples(p))
+def _files(path: Path) -> list[Path]:
+    return keyed_lines(path, {"doc_id", "filter", "metrics"}, "samples_*.jsonl")
 
 
 def sniff(path: Path) -> bool:
     """A samples file (by its first line), or a folder holding some."""
-    if path.is_dir():
-        return bool(_files(path))
-    return path.suffix in (".jsonl", ".json") and _is_samples(path)
+    return (path.is_dir() or path.suffix in (".jsonl", ".json")) and bool(_files(path))
 
 
 def _model(path: Path, date: str | None) -> str:
