@@ -84,21 +84,16 @@ def _write(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def test_ungraded_completion(folder):
+@pytest.mark.parametrize(("value", "message"), [
+    (None, r"line 6 of {} \(model .* has no processed_results.is_correct"),
+    (2, r"line 6 of {}: score 2 .*must be 0 or 1"),
+])
+def test_ungraded_or_unknown_score(folder, value, message):
     path = folder / "m-mid.jsonl"
     rows = _lines(path)
-    rows[5]["processed_results"]["is_correct"] = None
+    rows[5]["processed_results"]["is_correct"] = value
     _write(path, rows)
-    with pytest.raises(DataError, match=rf"line 6 of {path} .* has no processed_results"):
-        br.load(path)
-
-
-def test_score_outside_0_1(folder):
-    path = folder / "m-mid.jsonl"
-    rows = _lines(path)
-    rows[2]["processed_results"]["is_correct"] = 2
-    _write(path, rows)
-    with pytest.raises(DataError, match=rf"line 3 of {path}: score 2 .*must be 0 or 1"):
+    with pytest.raises(DataError, match=message.format(path)):
         br.load(path)
 
 
