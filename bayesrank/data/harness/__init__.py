@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bayesrank.data.harness import inspect_logs, lm_eval_logs, scorio_logs
+from bayesrank.data.harness import helm_runs, inspect_logs, lm_eval_logs, scorio_logs
 from bayesrank.data.harness.common import responses
 from bayesrank.data.response import ResponseData
 from bayesrank.errors import LoadError
@@ -28,6 +28,7 @@ FORMATS: dict[str, ModuleType] = {
     "inspect": inspect_logs,
     "lm_eval": lm_eval_logs,
     "scorio": scorio_logs,
+    "helm": helm_runs,
 }
 
 
