@@ -15,7 +15,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bayesrank.data.harness import helm_runs, inspect_logs, lm_eval_logs, scorio_logs
+from bayesrank.data.harness import (
+    helm_runs,
+    inspect_logs,
+    lm_eval_logs,
+    openai_evals,
+    scorio_logs,
+)
 from bayesrank.data.harness.common import responses
 from bayesrank.data.response import ResponseData
 from bayesrank.errors import LoadError
@@ -29,6 +35,7 @@ FORMATS: dict[str, ModuleType] = {
     "lm_eval": lm_eval_logs,
     "scorio": scorio_logs,
     "helm": helm_runs,
+    "openai_evals": openai_evals,
 }
 
 
