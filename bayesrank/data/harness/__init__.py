@@ -18,6 +18,7 @@ from typing import Any
 from bayesrank.data.harness import (
     helm_runs,
     inspect_logs,
+    lighteval_details,
     lm_eval_logs,
     openai_evals,
     scorio_logs,
@@ -36,6 +37,7 @@ FORMATS: dict[str, ModuleType] = {
     "scorio": scorio_logs,
     "helm": helm_runs,
     "openai_evals": openai_evals,
+    "lighteval": lighteval_details,
 }
 
 
