@@ -100,7 +100,7 @@ def _error(python: str, cli: str) -> LoadError:
 def _format_of(path: Path, fmt: str | None) -> str:
     if fmt is not None:
         if fmt not in set(_SUFFIX_FORMAT.values()):
-            known = sorted(set(_SUFFIX_FORMAT.values()))
+            known = sorted(set(_SUFFIX_FORMAT.values()) | set(harness.FORMATS))
             raise LoadError(f"unknown format {fmt!r}; use one of {known}")
         return fmt
     try:
