@@ -106,3 +106,21 @@ def test_duplicate_completion_and_truncation(folder):
     path.write_text(path.read_text()[:-30])
     with pytest.raises(LoadError, match=rf"line 13 of {path} is not JSON"):
         br.load(path)
+
+
+def test_the_records_signals_for_the_categorical_schemes(folder):
+    signals = br.load_signals(folder)
+    assert set(signals.names) == {"has_box", "is_correct", "token_ratio", "repeated_pattern",
+                                  "prompt_bpt", "completion_bpt"}
+    assert signals.outcomes() == br.load(folder)
+    qi = [signals.questions.index(str(p)) for p in PROBLEMS]
+    np.testing.assert_allclose(signals["token_ratio"][:, qi, :],
+                               np.broadcast_to((100 + np.array(PROBLEMS))[None, :, None] / 32768,
+                                               signals.shape))
+    # the fixture's runs stop on their own exactly when correct
+    np.testing.assert_array_equal(signals["repeated_pattern"], 1 - signals["is_correct"])
+    np.testing.assert_allclose(signals["completion_bpt"], 0.1 / np.log(2))
+    np.testing.assert_allclose(signals["prompt_bpt"], np.log2(7.0))
+    # the paper's schemes also read the verifier's compass_* signals, not in raw records
+    with pytest.raises(DataError, match=r"needs signal\(s\) \['compass_C'\]"):
+        br.schemes.apply(signals, "conservative")
