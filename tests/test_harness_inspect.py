@@ -25,6 +25,9 @@ from bayesrank.errors import DataError, LoadError
 pytest.importorskip("inspect_ai", reason="inspect-ai (a dev dependency) is not installed: "
                     "no genuine Inspect logs can be written")
 
+# inspect-ai 0.3.285 passes tenacity a deprecated argument on every model call
+pytestmark = pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated")
+
 MODELS = ("mockllm/alpha", "mockllm/beta")
 QUESTIONS = tuple(f"q{i}" for i in range(5))
 EPOCHS = 3
