@@ -3,9 +3,10 @@
 The files under ``tests/data/harness/lm_eval`` were written by lm-eval 0.4.13
 itself (``lm_eval --model dummy --model_args pretrained=dummy-a|dummy-b --tasks
 toy_mc,toy_norm --include_path tests/data/harness/lm_eval --log_samples``, the
-two task YAMLs and ``toy.jsonl`` beside them; the dummy model answers at
-random).  The oracle is lm-eval's own aggregate in each ``results_*.json``:
-bayesrank's per-document outcomes must average to it.
+two task YAMLs and ``toy.jsonl`` beside them, whose ``data_files`` then pointed at
+a copy in /tmp; the dummy model answers at random).  The oracle is lm-eval's
+own aggregate in each ``results_*.json``: bayesrank's per-document outcomes must
+average to it.
 """
 
 from __future__ import annotations
