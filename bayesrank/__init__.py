@@ -28,6 +28,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "load": "bayesrank.data.io",
     "save": "bayesrank.data.io",
+    "load_benchmarks": "bayesrank.data.io",
     "from_counts": "bayesrank.data.counts",
     "datasets": "bayesrank.datasets",
     "fit": "bayesrank.inference.fitting",
