@@ -85,8 +85,8 @@ def _signal_during_fit(data_file: Path, how: str, signum: int) -> subprocess.Com
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-c", _HARNESS, str(data_file), str(out), how],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    # a signal sent at a fixed delay could land while a library imports (some catch every
-    # exception around optional imports) or compiles: on a loaded machine the fit then ran on
+    # a signal sent at a fixed delay landed, on a loaded machine, while libraries imported
+    # or the model compiled, and was lost there (a half-imported jax; a fit that ran on)
     assert proc.stdout.readline().strip() == "sampling"
     time.sleep(0.5)  # 10 warm-up and 200000 draws: the fit is still sampling
     proc.send_signal(signum)
