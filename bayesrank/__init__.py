@@ -45,6 +45,9 @@ _LAZY = {
     "load_signals": "bayesrank.data.signals",
     "schemes": "bayesrank.schemes",
     "adaptive": "bayesrank.adaptive",
+    # pairwise comparisons (battles, win/tie counts)
+    "PairwiseData": "bayesrank.data.pairwise",
+    "from_battles": "bayesrank.data.pairwise",
 }
 
 __all__ = [

@@ -19,6 +19,11 @@ Formats (chosen by file suffix, or ``format=``):
 - ``.csv``, ``.jsonl``, ``.parquet`` with ``trials=N``: a wide table of success
   counts, a model column and one column per question, each cell out of N trials
   (MathArena's per-problem tables); see :func:`from_counts`.
+- Pairwise battles, read as :class:`~bayesrank.data.pairwise.PairwiseData`: a
+  ``.csv`` / ``.jsonl`` / ``.parquet`` table (or DataFrame) with columns ``model_a,
+  model_b, winner`` (LMArena) or ``left, right, winner`` (evalica), found by its
+  columns (``format="battles"`` forces it), and leaderbot's ``.json`` pair counts
+  (``format="pair_counts"``); see :func:`~bayesrank.data.pairwise.load_pairwise`.
 
 Archives are read with ``allow_pickle=False``; nothing is ever unpickled.
 Writes go to a temporary file in the target folder and are renamed into place,
@@ -581,7 +586,8 @@ def load(
         shared by all models); or a bare array (``.npy``, or ``.npz`` keyed
         like the data), aligned by position.
     format : str, optional
-        Override the suffix: npy, npz, csv, jsonl, parquet, netcdf.
+        Override the suffix: npy, npz, csv, jsonl, parquet, netcdf; ``battles`` or
+        ``pair_counts`` for pairwise data.
     columns : mapping, optional
         Long-format column names, ``{our name: yours}``, e.g.
         ``{"model": "llm", "trial": "sample_idx", "outcome": "correct"}``.
@@ -594,6 +600,24 @@ def load(
         a ``model`` column (renamed with ``columns``) and one column per question
         holding success counts out of ``trials`` (:func:`from_counts`).
     """
+    # -- pairwise battles (bayesrank.data.pairwise): found by their columns or format= --
+    from bayesrank.data.pairwise import load_pairwise
+
+    try:
+        pairs = load_pairwise(source, format)
+    except DataError as exc:
+        raise one_line(exc) from exc.__cause__
+    if pairs is not None:
+        given = dict(key=key, R0=R0, columns=columns, models=models, questions=questions,
+                     weights=weights, n_categories=n_categories, trials=trials)
+        extra = sorted(k for k, v in given.items() if v is not None)
+        if extra:
+            where = source if isinstance(source, str | os.PathLike) else "the DataFrame"
+            raise LoadError(f"{', '.join(extra)} apply to response tensors, not to the pairwise "
+                            f"battles in {where}; for options of battles call "
+                            "bayesrank.from_battles(frame, ...)")
+        return pairs  # type: ignore[return-value]
+    # -- response tensors --
     try:
         named = _named_prior(R0, columns)
         data = _load(source, key=key, R0=None if named is not None else R0, format=format,
