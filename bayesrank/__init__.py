@@ -48,6 +48,7 @@ _LAZY = {
     # pairwise comparisons (battles, win/tie counts)
     "PairwiseData": "bayesrank.data.pairwise",
     "from_battles": "bayesrank.data.pairwise",
+    "load_battles": "bayesrank.data.pairwise",
 }
 
 __all__ = [

@@ -10,31 +10,12 @@ import choix
 import numpy as np
 import pandas as pd
 import pytest
+from _battles import THETA, simulate_battles
 
 import bayesrank as br
 from bayesrank import DataError, LoadError
 from bayesrank.data.pairwise import PAIRWISE_RULES, PairwiseData, from_battles
 from bayesrank.registry import METHODS
-
-THETA = np.array([-1.0, -0.4, 0.0, 0.5, 1.1])
-
-
-def simulate_battles(n: int = 1500, theta: np.ndarray = THETA, tie: float = 0.2,
-                     both_bad: float = 0.05, seed: int = 0) -> pd.DataFrame:
-    """LMArena-style battles: random pairs, a tie with probability ``tie`` (some of them
-    both bad), else a Bradley-Terry win for model_a with logistic(theta_a - theta_b)."""
-    rng = np.random.default_rng(seed)
-    L = theta.size
-    a = rng.integers(0, L, n)
-    b = (a + rng.integers(1, L, n)) % L
-    p = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b])))
-    u = rng.random(n)
-    winner = np.where(rng.random(n) < p, "model_a", "model_b").astype(object)
-    winner[u < tie] = "tie"
-    winner[u < both_bad] = "tie (bothbad)"
-    names = np.array([f"llm_{k}" for k in range(L)])
-    return pd.DataFrame({"model_a": names[a], "model_b": names[b], "winner": winner,
-                         "tstamp": np.arange(n)})
 
 
 @pytest.fixture(scope="module")
@@ -175,6 +156,18 @@ def test_load_battles_file(tmp_path, battles, pairs, suffix):
     np.testing.assert_array_equal(loaded.battles.outcome, pairs.battles.outcome)
 
 
+def test_load_battles_options(tmp_path, battles):
+    path = tmp_path / "battles.csv"
+    battles.to_csv(path, index=False)
+    dropped = br.load_battles(path, ties="drop")
+    np.testing.assert_array_equal(dropped.wins, from_battles(battles).wins)
+    assert dropped.ties.sum() == 0
+    long = tmp_path / "long.csv"
+    pd.DataFrame({"model": ["a"], "question": [0], "outcome": [1]}).to_csv(long, index=False)
+    with pytest.raises(LoadError, match="not a battles table"):
+        br.load_battles(long)
+
+
 def test_load_detects_and_forces(tmp_path, battles):
     assert isinstance(br.load(battles), PairwiseData)
     odd = tmp_path / "battles.txt"
@@ -209,6 +202,11 @@ def test_load_pair_counts_json(tmp_path, pairs):
     np.testing.assert_array_equal(loaded.wins, pairs.wins)
     np.testing.assert_array_equal(loaded.ties, pairs.ties)
     assert loaded.battles is None
+    no_bad = br.load_battles(path, both_bad="drop")
+    np.testing.assert_array_equal(no_bad.ties, pairs.ties - (pairs.ties > 0))
+    assert br.load_battles(path, ties="drop").ties.sum() == 0
+    with pytest.raises(DataError, match="both_bad='error'"):
+        br.load_battles(path, both_bad="error")
     path.write_text(json.dumps({"models": ["a"], "X": [[0, 1]], "Y": [[1, 2]]}))
     with pytest.raises(LoadError, match=r"Y \(pairs, 3 or 4\)"):
         br.load(path)

@@ -44,7 +44,7 @@ from bayesrank.errors import DataError, LoadError
 
 __all__ = [
     "PAIRWISE_MODELS", "PAIRWISE_RULES", "Battles", "PairwiseData", "from_battles",
-    "load_pairwise",
+    "load_battles", "load_pairwise",
 ]
 
 #: Winner codes of a battle stream.
@@ -404,10 +404,7 @@ def from_battles(
         Missing columns, an empty or missing model name, an unknown winner value, a
         battle of a model with itself, or a disconnected comparison graph.
     """
-    if ties not in ("keep", "drop"):
-        raise DataError(f"ties must be 'keep' or 'drop', got {ties!r}")
-    if both_bad not in ("tie", "drop", "error"):
-        raise DataError(f"both_bad must be 'tie', 'drop' or 'error', got {both_bad!r}")
+    _check_tie_options(ties, both_bad)
     if not isinstance(frame, pd.DataFrame):
         raise DataError(f"from_battles takes a pandas DataFrame, got {type(frame).__name__}")
     sides = battle_columns(frame.columns)
@@ -493,10 +490,12 @@ def _table_columns(path: Path, fmt: str) -> list[str]:
         return []
 
 
-def _read_leaderbot(path: Path) -> PairwiseData:
+def _read_leaderbot(path: Path, ties: TieHandling = "keep",
+                    both_bad: BothBad = "tie") -> PairwiseData:
     """leaderbot's JSON of pair counts: ``models``, ``X`` (pairs i < j), ``Y`` (rows
-    ``[wins_i, wins_j, ties]`` and optionally ``ties_both_bad``); both-bad ties are
-    counted as ties (pass the counts yourself to drop them)."""
+    ``[wins_i, wins_j, ties]`` and optionally ``ties_both_bad``); ``ties`` and ``both_bad``
+    as in :func:`from_battles`."""
+    _check_tie_options(ties, both_bad)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         names, X, Y = raw["models"], np.asarray(raw["X"]), np.asarray(raw["Y"], dtype=float)
@@ -510,13 +509,41 @@ def _read_leaderbot(path: Path) -> PairwiseData:
     L = len(names)
     if X.size and (X.min() < 0 or X.max() >= L or not np.issubdtype(X.dtype, np.integer)):
         raise LoadError(f"{path}: X must hold model indices 0..{L - 1}")
+    bad = Y[:, 3] if Y.shape[1] == 4 else np.zeros(len(Y))
+    if both_bad == "error" and bad.any():
+        raise DataError(f"{path} counts both-bad ties and both_bad='error'; pass "
+                        "both_bad='tie' to count them as ties or 'drop' to leave them out")
+    tied = (Y[:, 2] + (bad if both_bad == "tie" else 0.0)) * (ties == "keep")
     W, T = np.zeros((L, L)), np.zeros((L, L))
     np.add.at(W, (X[:, 0], X[:, 1]), Y[:, 0])
     np.add.at(W, (X[:, 1], X[:, 0]), Y[:, 1])
-    tied = Y[:, 2:].sum(axis=1)
     np.add.at(T, (X[:, 0], X[:, 1]), tied)
     np.add.at(T, (X[:, 1], X[:, 0]), tied)
     return PairwiseData(W, T, models=names)
+
+
+def _check_tie_options(ties: Any, both_bad: Any) -> None:
+    if ties not in ("keep", "drop"):
+        raise DataError(f"ties must be 'keep' or 'drop', got {ties!r}")
+    if both_bad not in ("tie", "drop", "error"):
+        raise DataError(f"both_bad must be 'tie', 'drop' or 'error', got {both_bad!r}")
+
+
+def load_battles(source: Any, *, format: str | None = None, ties: TieHandling = "keep",
+                 both_bad: BothBad = "tie") -> PairwiseData:
+    """Read pairwise data with the tie options of :func:`from_battles`.
+
+    ``source``: a battles table (DataFrame, ``.csv``, ``.jsonl``, ``.parquet``) or
+    leaderbot's ``.json`` pair counts; :func:`bayesrank.load` reads the same with the
+    default options (ties kept, both-bad ties counted as ties).
+    """
+    pairs = load_pairwise(source, format, ties=ties, both_bad=both_bad)
+    if pairs is None:
+        shown = "the DataFrame" if isinstance(source, pd.DataFrame) else str(source)
+        raise LoadError(f"{shown} is not a battles table (columns model_a, model_b, winner or "
+                        "left, right, winner) nor pair counts (.json with models, X, Y); "
+                        "pass format='battles' or 'pair_counts' to say which")
+    return pairs
 
 
 def load_pairwise(source: Any, format: str | None = None, **options: Any) -> PairwiseData | None:
@@ -526,7 +553,8 @@ def load_pairwise(source: Any, format: str | None = None, **options: Any) -> Pai
     ``.parquet`` file whose columns are a battles table's (:func:`battle_columns`), or
     ``format="battles"`` forcing one; a ``.json`` file of leaderbot's pair counts
     (``models, X, Y``), or ``format="pair_counts"``.  ``options`` go to
-    :func:`from_battles` (``ties``, ``both_bad``, ``models``).
+    :func:`from_battles` (``ties``, ``both_bad``, ``models``; pair counts take the first
+    two).
     """
     if format not in (None, "battles", "pair_counts"):
         return None
@@ -543,9 +571,7 @@ def load_pairwise(source: Any, format: str | None = None, **options: Any) -> Pai
         raise LoadError(f"no such file: {path}")
     suffix = path.suffix.lower()
     if format == "pair_counts" or (format is None and suffix == ".json"):
-        if options:
-            raise LoadError(f"{sorted(options)} apply to battles tables, not to pair counts")
-        return _read_leaderbot(path)
+        return _read_leaderbot(path, **options)
     fmt = _TABLE_SUFFIX.get(suffix)
     if fmt is None:
         if format == "battles":

@@ -28,6 +28,7 @@ from scipy import stats
 
 from bayesrank.analysis.posterior import NormalPosterior, Posterior, RankAnalytics
 from bayesrank.data import ResponseData
+from bayesrank.data.pairwise import PairwiseData
 
 __all__ = [
     "DEFAULT_BASELINES", "DEFAULT_MODEL", "DEFAULT_MODEL_OPTIONS", "ReportOptions",
@@ -35,6 +36,9 @@ __all__ = [
 ]
 
 DEFAULT_BASELINES = ("avg", "bradley_terry", "elo_tie_draw")
+#: what the report shows beside a posterior of pairwise battles when the defaults are asked
+#: for (avg and Elo read a response tensor or the battles' order, which counts lack)
+PAIRWISE_BASELINES = ("bradley_terry", "bradley_terry_davidson", "win_rate")
 
 # The report's default model, chosen by posterior-predictive checks and PSIS-LOO on the real
 # benchmark sets (docs/report.md): fit(data, DEFAULT_MODEL, **DEFAULT_MODEL_OPTIONS).
@@ -151,7 +155,24 @@ def _simulated_banner(simulated: bool) -> str:
             "models' names are labels only; nothing here is a measurement of real models.</div>")
 
 
-def _data_section(data: ResponseData, source: str | None) -> str:
+def _pairwise_data_section(data: PairwiseData, source: str | None) -> str:
+    decisive = int(data.wins.sum())
+    met = int((np.triu(data.reductions.comparisons, 1) > 0).sum())
+    rows = pd.DataFrame(
+        {
+            "quantity": ["source", "models (L)", "battles", "decisive battles", "ties",
+                         "pairs that met", "battles in order"],
+            "value": [source or "in-memory data", data.L, data.n_battles, decisive,
+                      data.n_battles - decisive, f"{met} of {data.L * (data.L - 1) // 2}",
+                      "yes" if data.battles is not None else "no (counts)"],
+        }
+    )
+    return _table_html(rows, name_columns=("quantity", "value"))
+
+
+def _data_section(data: ResponseData | PairwiseData, source: str | None) -> str:
+    if isinstance(data, PairwiseData):
+        return _pairwise_data_section(data, source)
     if data.R0 is None:
         prior = "none (uniform prior only)"
     else:
@@ -290,8 +311,6 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
     from bayesrank.ranking import kendall_tau
 
     accuracy: dict[str, list[str]] = {}
-    # with categories the model's mean is its expected score under the category weights
-    quantity = "accuracy" if post.data.is_binary else "score"
     if "observed" in board:
         accuracy[board.attrs["observed_label"]] = [_fmt(x) for x in board["observed"]]
     if "accuracy" in board:
@@ -346,6 +365,8 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
                 "(the gap is within 2 Monte Carlo standard errors), so no order between "
                 "them is reported.</p>")
     if "accuracy" in board:
+        # with categories the model's mean is its expected score under the category weights
+        quantity = "accuracy" if post.data.is_binary else "score"
         per_question = ("posterior mean probability of solving a question" if post.data.is_binary
                         else "posterior mean score on a question (the category weights "
                         f"{', '.join(f'{w:g}' for w in post.data.weights)} averaged over its "
@@ -595,7 +616,9 @@ def render_report(post: RankAnalytics, options: ReportOptions | None = None) -> 
     stage = o.progress or (lambda _: None)
     stage("leaderboard and baselines")
     board = post.leaderboard(prob=prob, q=q, alpha=alpha, level=level)
-    baseline_results = _baseline_rankings(data, o.baselines)
+    baselines = (PAIRWISE_BASELINES if isinstance(data, PairwiseData)
+                 and tuple(o.baselines) == DEFAULT_BASELINES else o.baselines)
+    baseline_results = _baseline_rankings(data, baselines)
     stage("posterior-predictive checks")
     ppc, ppc_reason = _run_ppc(post, o.ppc_draws, o.random_seed, alpha)
     stage("plots")
