@@ -190,6 +190,20 @@ def test_load_detects_and_forces(tmp_path, battles):
     assert isinstance(br.load(long), br.ResponseData)
 
 
+def test_load_battle_records_json(tmp_path, battles, pairs):
+    """LMArena's clean_battle_*.json: one JSON array of battle records."""
+    path = tmp_path / "clean_battle.json"
+    battles.to_json(path, orient="records")
+    loaded = br.load(path)
+    np.testing.assert_array_equal(loaded.wins, pairs.wins)
+    np.testing.assert_array_equal(loaded.battles.outcome, pairs.battles.outcome)
+    path.write_text(json.dumps({"models": ["a", "b"]}))
+    with pytest.raises(LoadError, match="neither a list of battles"):
+        br.load(path, format="battles")
+    with pytest.raises(LoadError, match="cannot tell the format"):  # other JSON: not battles
+        br.load(path)
+
+
 def test_load_pair_counts_json(tmp_path, pairs):
     L = pairs.L
     i, j = np.triu_indices(L, 1)

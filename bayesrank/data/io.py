@@ -19,11 +19,8 @@ Formats (chosen by file suffix, or ``format=``):
 - ``.csv``, ``.jsonl``, ``.parquet`` with ``trials=N``: a wide table of success
   counts, a model column and one column per question, each cell out of N trials
   (MathArena's per-problem tables); see :func:`from_counts`.
-- Pairwise battles, read as :class:`~bayesrank.data.pairwise.PairwiseData`: a
-  ``.csv`` / ``.jsonl`` / ``.parquet`` table (or DataFrame) with columns ``model_a,
-  model_b, winner`` (LMArena) or ``left, right, winner`` (evalica), found by its
-  columns (``format="battles"`` forces it), and leaderbot's ``.json`` pair counts
-  (``format="pair_counts"``); see :func:`~bayesrank.data.pairwise.load_pairwise`.
+- Pairwise battles (tables with columns ``model_a, model_b, winner``, leaderbot's ``.json``
+  pair counts): :class:`~bayesrank.data.pairwise.PairwiseData`, see ``load_pairwise``.
 
 Archives are read with ``allow_pickle=False``; nothing is ever unpickled.
 Writes go to a temporary file in the target folder and are renamed into place,
@@ -46,7 +43,9 @@ import pandas as pd
 from bayesrank.data.counts import from_counts
 from bayesrank.data.interrupts import Terminated, end_by_sigterm, sigterm_as_interrupt
 from bayesrank.data.limits import check_npy, check_size
+from bayesrank.data.pairwise import load_pairwise
 from bayesrank.data.response import ResponseData
+from bayesrank.data.tables import read_table
 from bayesrank.errors import DataError, LoadError
 
 __all__ = [
@@ -457,19 +456,6 @@ def _one_model_table(df: pd.DataFrame, models: Any, source: str) -> pd.DataFrame
 _FIRST_LINE = {"csv": 2, "jsonl": 1}  # a CSV's header is line 1
 
 
-def _read_table(path: Path, fmt: str) -> pd.DataFrame:
-    try:
-        if fmt == "csv":
-            return pd.read_csv(path)
-        if fmt == "jsonl":
-            return pd.read_json(path, lines=True)
-        return pd.read_parquet(path)
-    except ImportError as exc:
-        raise LoadError(f"reading {path} needs an optional package: {exc}") from exc
-    except Exception as exc:  # parser errors differ by engine; report them uniformly
-        raise LoadError(f"cannot read {path} as {fmt}: {exc}") from exc
-
-
 def _read_netcdf(path: Path) -> ResponseData:
     import xarray as xr
 
@@ -508,7 +494,7 @@ def _named_prior(R0: Any, columns: Mapping[str, str] | None) -> ResponseData | N
         raise LoadError(f"prior file {path} does not exist")
     fmt = _format_of(path, None)
     if fmt in ("csv", "jsonl", "parquet"):
-        return _prior_table(_read_table(path, fmt), columns, str(path), _FIRST_LINE.get(fmt))
+        return _prior_table(read_table(path, fmt), columns, str(path), _FIRST_LINE.get(fmt))
     if fmt == "netcdf":
         return _read_netcdf(path)
     if fmt == "npz" and "R" in _read_npz(path):
@@ -600,24 +586,11 @@ def load(
         a ``model`` column (renamed with ``columns``) and one column per question
         holding success counts out of ``trials`` (:func:`from_counts`).
     """
-    # -- pairwise battles (bayesrank.data.pairwise): found by their columns or format= --
-    from bayesrank.data.pairwise import load_pairwise
-
-    try:
-        pairs = load_pairwise(source, format)
-    except DataError as exc:
-        raise one_line(exc) from exc.__cause__
+    pairs = load_pairwise(source, format, refused=dict(  # battles: bayesrank.data.pairwise
+        key=key, R0=R0, columns=columns, models=models, questions=questions, weights=weights,
+        n_categories=n_categories, trials=trials))
     if pairs is not None:
-        given = dict(key=key, R0=R0, columns=columns, models=models, questions=questions,
-                     weights=weights, n_categories=n_categories, trials=trials)
-        extra = sorted(k for k, v in given.items() if v is not None)
-        if extra:
-            where = source if isinstance(source, str | os.PathLike) else "the DataFrame"
-            raise LoadError(f"{', '.join(extra)} apply to response tensors, not to the pairwise "
-                            f"battles in {where}; for options of battles call "
-                            "bayesrank.from_battles(frame, ...)")
         return pairs  # type: ignore[return-value]
-    # -- response tensors --
     try:
         named = _named_prior(R0, columns)
         data = _load(source, key=key, R0=None if named is not None else R0, format=format,
@@ -695,7 +668,7 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
         data = _read_netcdf(path)
         return data if R0 is None else _with_prior(data, _prior_array(R0, key))
     _refuse_names_for_tables(questions=questions, models=models if trials else None)
-    table = _read_table(path, fmt)
+    table = read_table(path, fmt)
     if trials is not None:
         return _from_wide_counts(table, int(trials), columns=columns, R0=_prior_array(R0, key),
                                  source=str(path))

@@ -37,9 +37,9 @@ import numpy as np
 import pandas as pd
 from scipy.sparse.csgraph import connected_components
 
-from bayesrank.data.io import _read_table
 from bayesrank.data.reductions import SetwiseEvents
 from bayesrank.data.response import _names
+from bayesrank.data.tables import read_table
 from bayesrank.errors import DataError, LoadError
 
 __all__ = [
@@ -490,18 +490,38 @@ def _table_columns(path: Path, fmt: str) -> list[str]:
         return []
 
 
-def _read_leaderbot(path: Path, ties: TieHandling = "keep",
-                    both_bad: BothBad = "tie") -> PairwiseData:
+def _read_json(path: Path, forced: bool, **options: Any) -> PairwiseData | None:
+    """A ``.json`` file: LMArena's list of battle records (``clean_battle_*.json``) or
+    leaderbot's pair counts; None for other JSON unless ``forced`` (other readers' turn)."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        if not forced:
+            return None
+        raise LoadError(f"cannot read {path} as JSON: {type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())}") from exc
+    if (isinstance(raw, list) and raw and isinstance(raw[0], dict)
+            and battle_columns(list(raw[0]))):
+        return from_battles(pd.DataFrame.from_records(raw), source=str(path), **options)
+    if isinstance(raw, dict) and {"models", "X", "Y"} <= set(raw):
+        return _pair_counts(raw, path, **options)
+    if not forced:
+        return None
+    raise LoadError(f"{path} is neither a list of battles (records with model_a, model_b, "
+                    "winner) nor pair counts (an object with models, X, Y)")
+
+
+def _pair_counts(raw: dict, path: Path, ties: TieHandling = "keep",
+                 both_bad: BothBad = "tie") -> PairwiseData:
     """leaderbot's JSON of pair counts: ``models``, ``X`` (pairs i < j), ``Y`` (rows
     ``[wins_i, wins_j, ties]`` and optionally ``ties_both_bad``); ``ties`` and ``both_bad``
     as in :func:`from_battles`."""
     _check_tie_options(ties, both_bad)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
         names, X, Y = raw["models"], np.asarray(raw["X"]), np.asarray(raw["Y"], dtype=float)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (ValueError, TypeError) as exc:
         raise LoadError(f"cannot read {path} as pair counts (JSON with models, X, Y): "
-                        f"{type(exc).__name__}: {exc}") from exc
+                        f"{type(exc).__name__}: {' '.join(str(exc).split())}") from exc
     if X.ndim != 2 or X.shape[1] != 2 or Y.ndim != 2 or Y.shape[0] != X.shape[0] \
             or Y.shape[1] not in (3, 4):
         raise LoadError(f"{path}: X must be (pairs, 2) and Y (pairs, 3 or 4), got {X.shape} "
@@ -546,16 +566,30 @@ def load_battles(source: Any, *, format: str | None = None, ties: TieHandling = 
     return pairs
 
 
-def load_pairwise(source: Any, format: str | None = None, **options: Any) -> PairwiseData | None:
+def load_pairwise(source: Any, format: str | None = None, *,
+                  refused: Mapping[str, Any] | None = None, **options: Any) -> PairwiseData | None:
     """``source`` as PairwiseData when it is a battles table or pair counts, else None.
 
     What :func:`bayesrank.load` asks first: a DataFrame or a ``.csv`` / ``.jsonl`` /
     ``.parquet`` file whose columns are a battles table's (:func:`battle_columns`), or
-    ``format="battles"`` forcing one; a ``.json`` file of leaderbot's pair counts
-    (``models, X, Y``), or ``format="pair_counts"``.  ``options`` go to
+    ``format="battles"`` forcing one; a ``.json`` file: LMArena's list of battle records
+    or leaderbot's pair counts (``models, X, Y``; ``format="pair_counts"`` for another
+    suffix).  ``options`` go to
     :func:`from_battles` (``ties``, ``both_bad``, ``models``; pair counts take the first
-    two).
+    two).  ``refused``: options of the tensor readers, a LoadError when any is set (not
+    None) on pairwise data.
     """
+    pairs = _pairwise_source(source, format, options)
+    extra = sorted(k for k, v in (refused or {}).items() if v is not None)
+    if pairs is not None and extra:
+        where = source if isinstance(source, str | os.PathLike) else "the DataFrame"
+        raise LoadError(f"{', '.join(extra)} apply to response tensors, not to the pairwise "
+                        f"battles in {where}; for options of battles call "
+                        "bayesrank.load_battles(path, ...) or bayesrank.from_battles(frame, ...)")
+    return pairs
+
+
+def _pairwise_source(source: Any, format: str | None, options: dict) -> PairwiseData | None:
     if format not in (None, "battles", "pair_counts"):
         return None
     if isinstance(source, pd.DataFrame):
@@ -570,8 +604,8 @@ def load_pairwise(source: Any, format: str | None = None, **options: Any) -> Pai
             return None  # the tensor reader names the problem
         raise LoadError(f"no such file: {path}")
     suffix = path.suffix.lower()
-    if format == "pair_counts" or (format is None and suffix == ".json"):
-        return _read_leaderbot(path, **options)
+    if format == "pair_counts" or suffix == ".json":
+        return _read_json(path, format is not None, **options)
     fmt = _TABLE_SUFFIX.get(suffix)
     if fmt is None:
         if format == "battles":
@@ -580,4 +614,4 @@ def load_pairwise(source: Any, format: str | None = None, **options: Any) -> Pai
         return None
     if format is None and battle_columns(_table_columns(path, fmt)) is None:
         return None
-    return from_battles(_read_table(path, fmt), source=str(path), **options)
+    return from_battles(read_table(path, fmt), source=str(path), **options)

@@ -46,7 +46,7 @@ DEFAULT_MODEL = "2pl"
 DEFAULT_MODEL_OPTIONS: dict[str, Any] = {"likelihood": "beta_binomial"}
 
 
-def default_model(data: ResponseData) -> tuple[str, dict[str, Any]]:
+def default_model(data: ResponseData | PairwiseData) -> tuple[str, dict[str, Any]]:
     """The report's default model and its options for ``data``.
 
     The beta-binomial 2PL (:data:`DEFAULT_MODEL`, :data:`DEFAULT_MODEL_OPTIONS`): on
@@ -56,10 +56,13 @@ def default_model(data: ResponseData) -> tuple[str, dict[str, Any]]:
     With one trial per cell the beta-binomial is the Bernoulli, so the binomial 2PL is
     the same model without an unidentified dispersion parameter.  Categorical
     outcomes get the Dirichlet-multinomial Bayes@N (``"bayes"``), the one model that
-    reads categories with their weights.
+    reads categories with their weights.  Pairwise battles get Davidson's Bradley-Terry with
+    ties (plain Bradley-Terry when there is no tie).
     """
     from bayesrank.analysis.ppc import one_trial_per_cell
 
+    if isinstance(data, PairwiseData):  # battles: Davidson models their ties
+        return ("davidson" if data.ties.any() else "bradley_terry"), {}
     if not data.is_binary:  # the only model that reads categories
         return "bayes", {}
     if one_trial_per_cell(data):
