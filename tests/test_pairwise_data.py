@@ -294,3 +294,16 @@ def test_count_rules_equal_on_a_tensor_and_its_counts():
         np.testing.assert_allclose(br.rank(counts, identifier).scores,
                                    br.rank(data, identifier).scores, rtol=1e-9, atol=1e-12,
                                    err_msg=identifier)
+
+
+def test_command_line_ranks_battles(tmp_path, battles, capsys):
+    from bayesrank.cli import main
+
+    path = tmp_path / "battles.csv"
+    battles.to_csv(path, index=False)
+    assert main(["rank", str(path), "--method", "elo_tie_draw"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "observed win rate (ties half)" in lines[1]
+    assert lines[2].split()[:2] == ["1", f"llm_{int(np.argmax(THETA))}"]
+    assert main(["rank", str(path), "--method", "avg"]) == 1  # a data error, not usage
+    assert "needs the L x M x N response tensor" in capsys.readouterr().err
