@@ -99,3 +99,12 @@ def test_tensor_models_refuse_battles(pairs):
         with pytest.raises(DataError, match="fit pairwise data with 'bradley_terry' or "
                                             "'davidson'"):
             br.fit(pairs, model)
+
+
+def test_saved_fit_of_battles_reloads(tmp_path, pairs, fits):
+    post = fits["davidson"]
+    again = br.load_posterior(post.save(tmp_path / "battles_fit.nc"))
+    assert isinstance(again.data, PairwiseData) and again.pymc_model is not None
+    np.testing.assert_array_equal(again.data.wins, pairs.wins)
+    np.testing.assert_array_equal(again.data.battles.outcome, pairs.battles.outcome)
+    assert again.leaderboard().equals(post.leaderboard())

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 from scipy.sparse.csgraph import connected_components
 
 from bayesrank.data.reductions import SetwiseEvents
@@ -277,6 +278,28 @@ class PairwiseData:
                              "wins_a": self._wins[i, j].astype(np.int64),
                              "wins_b": self._wins[j, i].astype(np.int64),
                              "ties": self._ties[i, j].astype(np.int64)})
+
+    def to_xarray(self) -> xr.Dataset:
+        """``wins`` and ``ties`` on dims ``(llm, llm_other)`` and, when known, the battles
+        (``battle_a``, ``battle_b``, ``battle_outcome`` on dim ``battle``); what a saved
+        posterior keeps of its data (:meth:`from_xarray` reads it back)."""
+        pair = ("llm", "llm_other")
+        data = {"wins": (pair, self._wins), "ties": (pair, self._ties)}
+        if self._battles is not None:
+            data.update(battle_a=("battle", self._battles.a), battle_b=("battle", self._battles.b),
+                        battle_outcome=("battle", self._battles.outcome))
+        return xr.Dataset(data, coords={"llm": list(self._models),
+                                        "llm_other": list(self._models)},
+                          attrs={"bayesrank_format": 1, "bayesrank_data": "pairwise"})
+
+    @classmethod
+    def from_xarray(cls, ds: xr.Dataset) -> PairwiseData:
+        """The PairwiseData that :meth:`to_xarray` wrote."""
+        battles = (Battles(*(np.asarray(ds[f"battle_{k}"].values)
+                             for k in ("a", "b", "outcome")))
+                   if "battle_a" in ds else None)
+        return cls(ds["wins"].values, ds["ties"].values,
+                   models=[str(m) for m in ds["llm"].values], battles=battles)
 
     # -- what the rules and models may read ----------------------------------------------
     def require_models(self, what: str = "a ranking") -> None:
