@@ -70,8 +70,8 @@ def test_every_order_free_rule_ranks_the_arena(arena):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("BAYESRANK_REAL_FITS"),
-                    reason="default MCMC fits of the 129-model arena take about a minute each on "
-                    "2 cores: run them with `make test-real` (BAYESRANK_REAL_FITS=1)")
+                    reason="default MCMC fits of the 129-model arena take 1-3 minutes each on "
+                    "2 busy cores: run them with `make test-real` (BAYESRANK_REAL_FITS=1)")
 @pytest.mark.parametrize("model", ["bradley_terry", "davidson"])
 def test_arena_posterior_converges(arena, model):
     with warnings.catch_warnings():
