@@ -46,6 +46,10 @@ _LAZY = {
     "load_signals": "bayesrank.data.signals",
     "schemes": "bayesrank.schemes",
     "adaptive": "bayesrank.adaptive",
+    # pairwise comparisons (battles, win/tie counts)
+    "PairwiseData": "bayesrank.data.pairwise",
+    "from_battles": "bayesrank.data.pairwise",
+    "load_battles": "bayesrank.data.pairwise",
 }
 
 __all__ = [

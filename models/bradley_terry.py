@@ -70,8 +70,9 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from bayesrank.data import ResponseData
+from bayesrank.data.pairwise import PairwiseData
 
-from ._common import check_option, coords_of, positive_scale, response_data
+from ._common import check_option, positive_scale, response_data
 from .likelihoods import multinomial_logits
 
 __all__ = ["build", "bradley_terry", "pairs_of"]
@@ -131,7 +132,7 @@ def bradley_terry(
 
 
 def build(
-    data: ResponseData | Any,
+    data: ResponseData | PairwiseData | Any,
     *,
     ties: str | None = None,
     scale: float = 1.0,
@@ -141,8 +142,9 @@ def build(
 
     Parameters
     ----------
-    data : ResponseData or array_like (L, M, N)
-        Binary or categorical outcomes (pairwise wins compare utilities).
+    data : ResponseData, PairwiseData or array_like (L, M, N)
+        Binary or categorical outcomes (pairwise wins compare utilities), or pairwise
+        battles, whose win and tie counts are W and T themselves.
     ties : {None, "davidson"}
         Ignore ties (plain BT on decisive outcomes) or model them (Davidson).
     scale : float
@@ -157,12 +159,12 @@ def build(
         ``wins`` (pair) without ties, ``outcomes`` (pair, outcome) with Davidson ties.
     """
     check_option("ties", ties, (None, "davidson"))
-    d = response_data(data)
+    d = data if isinstance(data, PairwiseData) else response_data(data)
     red = d.reductions
     return bradley_terry(
         red.wins,
         red.ties if ties == "davidson" else None,
-        coords={"llm": coords_of(d)["llm"]},
+        coords={"llm": list(d.models)},
         scale=positive_scale("scale", scale),
         hierarchical=bool(hierarchical),
     )

@@ -20,6 +20,8 @@ Formats (chosen by file suffix, or ``format=``):
   counts, a model column and one column per question, each cell out of N trials
   (MathArena's per-problem tables); see :func:`from_counts`.
 - An evaluation harness's logs (Inspect AI, lm-eval, ...): :mod:`bayesrank.data.harness`.
+- Pairwise battles (tables with columns ``model_a, model_b, winner``, leaderbot's ``.json``
+  pair counts): :class:`~bayesrank.data.pairwise.PairwiseData`, see ``load_pairwise``.
 
 Archives are read with ``allow_pickle=False``; nothing is ever unpickled.
 Writes go to a temporary file in the target folder and are renamed into place,
@@ -41,7 +43,9 @@ from bayesrank.data import harness
 from bayesrank.data.atomic import atomic_write
 from bayesrank.data.counts import from_counts
 from bayesrank.data.limits import check_npy, check_size
+from bayesrank.data.pairwise import load_pairwise
 from bayesrank.data.response import ResponseData
+from bayesrank.data.tables import read_table
 from bayesrank.errors import DataError, LoadError
 
 __all__ = [
@@ -452,19 +456,6 @@ def _one_model_table(df: pd.DataFrame, models: Any, source: str) -> pd.DataFrame
 _FIRST_LINE = {"csv": 2, "jsonl": 1}  # a CSV's header is line 1
 
 
-def _read_table(path: Path, fmt: str) -> pd.DataFrame:
-    try:
-        if fmt == "csv":
-            return pd.read_csv(path)
-        if fmt == "jsonl":
-            return pd.read_json(path, lines=True)
-        return pd.read_parquet(path)
-    except ImportError as exc:
-        raise LoadError(f"reading {path} needs an optional package: {exc}") from exc
-    except Exception as exc:  # parser errors differ by engine; report them uniformly
-        raise LoadError(f"cannot read {path} as {fmt}: {exc}") from exc
-
-
 def _read_netcdf(path: Path) -> ResponseData:
     import xarray as xr
 
@@ -503,7 +494,7 @@ def _named_prior(R0: Any, columns: Mapping[str, str] | None) -> ResponseData | N
         raise LoadError(f"prior file {path} does not exist")
     fmt = _format_of(path, None)
     if fmt in ("csv", "jsonl", "parquet"):
-        return _prior_table(_read_table(path, fmt), columns, str(path), _FIRST_LINE.get(fmt))
+        return _prior_table(read_table(path, fmt), columns, str(path), _FIRST_LINE.get(fmt))
     if fmt == "netcdf":
         return _read_netcdf(path)
     if fmt == "npz" and "R" in _read_npz(path):
@@ -583,7 +574,8 @@ def load(
         shared by all models); or a bare array (``.npy``, or ``.npz`` keyed
         like the data), aligned by position.
     format : str, optional
-        Override the suffix: npy, npz, csv, jsonl, parquet, netcdf, or a harness's.
+        Override the suffix: npy, npz, csv, jsonl, parquet, netcdf, a harness's; ``battles``
+        or ``pair_counts`` for pairwise data.
     columns : mapping, optional
         Long-format column names, ``{our name: yours}``, e.g.
         ``{"model": "llm", "trial": "sample_idx", "outcome": "correct"}``.
@@ -598,6 +590,11 @@ def load(
     metric : str, optional
         The score to read from harness logs that hold several (an Inspect scorer, ...).
     """
+    pairs = load_pairwise(source, format, refused=dict(  # battles: bayesrank.data.pairwise
+        key=key, R0=R0, columns=columns, models=models, questions=questions, weights=weights,
+        n_categories=n_categories, trials=trials, metric=metric))
+    if pairs is not None:
+        return pairs  # type: ignore[return-value]
     try:
         named = _named_prior(R0, columns)
         data = _load(source, key=key, R0=None if named is not None else R0, format=format,
@@ -681,7 +678,7 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
         data = _read_netcdf(path)
         return data if R0 is None else _with_prior(data, _prior_array(R0, key))
     _refuse_names_for_tables(questions=questions, models=models if trials else None)
-    table = _read_table(path, fmt)
+    table = read_table(path, fmt)
     if trials is not None:
         return _from_wide_counts(table, int(trials), columns=columns, R0=_prior_array(R0, key),
                                  source=str(path))

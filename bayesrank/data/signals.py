@@ -34,6 +34,7 @@ import xarray as xr
 from bayesrank.data import io
 from bayesrank.data.harness import scorio_logs
 from bayesrank.data.response import ResponseData
+from bayesrank.data.tables import read_table
 from bayesrank.errors import DataError, LoadError
 
 __all__ = ["BINARY_SIGNALS", "PROBABILITY_SIGNALS", "SIGNALS", "Signals", "load_signals"]
@@ -144,7 +145,7 @@ def _read_source(source: Any, fmt: str | None) -> tuple[pd.DataFrame, str]:
     kind = io._format_of(path, fmt)
     if kind not in ("csv", "jsonl", "parquet"):
         raise LoadError(f"signals are read from long tables (csv, jsonl, parquet), not {kind}")
-    return io._read_table(path, kind), str(path)
+    return read_table(path, kind), str(path)
 
 
 def _signal_array(column: pd.Series, name: str, source: str) -> np.ndarray:
