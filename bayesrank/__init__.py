@@ -28,6 +28,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "load": "bayesrank.data.io",
     "save": "bayesrank.data.io",
+    "load_benchmarks": "bayesrank.data.io",
     "from_counts": "bayesrank.data.counts",
     "datasets": "bayesrank.datasets",
     "fit": "bayesrank.inference.fitting",
@@ -45,6 +46,10 @@ _LAZY = {
     "load_signals": "bayesrank.data.signals",
     "schemes": "bayesrank.schemes",
     "adaptive": "bayesrank.adaptive",
+    # pairwise comparisons (battles, win/tie counts)
+    "PairwiseData": "bayesrank.data.pairwise",
+    "from_battles": "bayesrank.data.pairwise",
+    "load_battles": "bayesrank.data.pairwise",
 }
 
 __all__ = [

@@ -191,7 +191,7 @@ def _load_data(args: argparse.Namespace):
     if prior is not None:
         check_input_file(prior, "--prior ")
     return io.load(path, key=args.key, R0=prior, columns=args.columns, trials=args.trials,
-                   weights=args.weights), path
+                   weights=args.weights, metric=args.metric), path
 
 
 def check_input_file(path: str | os.PathLike, flag: str = "") -> None:
@@ -201,10 +201,14 @@ def check_input_file(path: str | os.PathLike, flag: str = "") -> None:
 
 
 def _add_data_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", nargs="?", help="data file (.npz/.npy/.csv/.jsonl/.parquet/.nc); "
+    p.add_argument("data", nargs="?", help="data file (.npz/.npy/.csv/.jsonl/.parquet/.nc), "
+                   "or an evaluation harness's logs (an Inspect .eval file or log folder, ...); "
                    "omit to use the bundled simulated example")
+    p.add_argument("--metric", help="which score of a harness log to read where it has "
+                   "several (an Inspect scorer's name, ...)")
     p.add_argument("--key", help="benchmark key inside a multi-benchmark .npz "
-                   "(example: aime24, aime25, hmmt_feb_2025, brumo_2025, combined)")
+                   "(example: aime24, aime25, hmmt_feb_2025, brumo_2025, combined), or the "
+                   "task of harness logs holding several")
     p.add_argument("--prior", help="prior outcomes for R0 (e.g. greedy decodes): a long table "
                    "(.csv/.jsonl/.parquet with question, [model,] trial, outcome; aligned by "
                    "name), a .nc/.npz written by bayesrank, or an array (.npy, keyed .npz)")

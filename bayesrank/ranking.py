@@ -25,6 +25,7 @@ from scipy import stats
 from scipy.sparse.csgraph import connected_components
 
 from bayesrank.data import ResponseData, as_response_data
+from bayesrank.data.pairwise import PairwiseData
 from bayesrank.data.reductions import NEAR_TIE_TOL
 
 __all__ = [
@@ -186,13 +187,16 @@ def ranking_method(func: Callable[..., Any]) -> Callable[..., Ranking]:
     """Turn ``func(data: ResponseData, **options) -> scores | (scores, details)`` into a rule.
 
     The wrapped function accepts a :class:`ResponseData` or a raw array as its
-    first argument and returns a :class:`Ranking` named after the function.
+    first argument and returns a :class:`Ranking` named after the function; a
+    :class:`~bayesrank.data.pairwise.PairwiseData` is passed on to the rules that read
+    only pairwise counts, and refused by the others (``PairwiseData.for_rule``).
     Explicit ranks may be returned under ``details["ranks"]``.
     """
 
     @functools.wraps(func)
-    def wrapper(data: ResponseData | np.ndarray, /, **options: Any) -> Ranking:
-        d = as_response_data(data)
+    def wrapper(data: ResponseData | PairwiseData | np.ndarray, /, **options: Any) -> Ranking:
+        d = (data.for_rule(func.__name__) if isinstance(data, PairwiseData)
+             else as_response_data(data))
         out = func(d, **options)
         scores, details = out if isinstance(out, tuple) else (out, {})
         details = dict(details)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from bayesrank.baselines import METHODS, MethodSpec
 from bayesrank.data import ResponseData
+from bayesrank.data.pairwise import PAIRWISE_RULES, PairwiseData
 from bayesrank.errors import UnknownMethodError
 from bayesrank.ranking import Ranking
 
@@ -35,13 +36,16 @@ def get_method(identifier: str) -> MethodSpec:
 
 
 def rank(
-    data: ResponseData | np.ndarray, method: str = "avg", *, ties: str = "competition", **options
+    data: ResponseData | PairwiseData | np.ndarray, method: str = "avg", *,
+    ties: str = "competition", **options
 ) -> Ranking:
     """Rank models with a method identifier.
 
     Parameters
     ----------
-    data : ResponseData or array_like (L, M, N)
+    data : ResponseData, PairwiseData or array_like (L, M, N)
+        Pairwise data (battles, or win and tie counts) rank with the identifiers whose
+        ``pairwise`` column in :func:`methods` is True.
     method : str
         An identifier from :func:`methods` (e.g. ``"avg"``, ``"elo_tie_draw"``,
         ``"bradley_terry_map"``) or a base rule name (``"elo"``).
@@ -56,7 +60,9 @@ def rank(
 
 
 def methods(*, paper_only: bool = False) -> pd.DataFrame:
-    """Every identifier with its family, base rule and default arguments."""
+    """Every identifier with its family, base rule and default arguments, and whether it
+    ranks pairwise data (``pairwise``: it reads only win and tie counts, or battles in
+    order; :mod:`bayesrank.data.pairwise`)."""
     rows = [
         {
             "identifier": s.identifier,
@@ -65,6 +71,7 @@ def methods(*, paper_only: bool = False) -> pd.DataFrame:
             "base": s.base,
             "defaults": dict(s.defaults),
             "in_paper": s.in_paper,
+            "pairwise": s.base in PAIRWISE_RULES,
         }
         for s in METHODS.values()
         if s.in_paper or not paper_only

@@ -90,8 +90,17 @@ def _fixtures() -> dict[str, Callable]:
         return ResponseData(R, R0=rng.integers(0, 3, (5, 2)), mask=mask,
                             weights=[0.0, 0.3, 1.0])
 
-    return {"binary_5x9x3": binary, "masked_6x8x4": masked, "two_models": two_models,
-            "all_solved": all_solved, "categorical_3x4x5": categorical,
+    def battles():
+        from bayesrank.data.pairwise import PairwiseData
+
+        rng = np.random.default_rng(11)
+        wins, ties = rng.integers(0, 9, (5, 5)), rng.integers(0, 3, (5, 5))
+        np.fill_diagonal(wins, 0)
+        ties = np.triu(ties, 1) + np.triu(ties, 1).T
+        return PairwiseData(wins, ties, models=[f"m{i}" for i in range(5)])
+
+    return {"battles_5": battles, "binary_5x9x3": binary, "masked_6x8x4": masked,
+            "two_models": two_models, "all_solved": all_solved, "categorical_3x4x5": categorical,
             "r0_per_model_4x6x10": binary_r0("per_model"), "r0_shared_4x6x10": binary_r0("shared"),
             "categorical_r0_3x5x8": categorical_r0}
 
@@ -185,8 +194,9 @@ DATASETS = {
     "davidson_luce": ["binary_5x9x3", "masked_6x8x4", "two_models", "all_solved",
                       "categorical_3x4x5", "aime2025_I", "lcb_repair"],
     "bradley_terry": ["binary_5x9x3", "masked_6x8x4", "two_models", "categorical_3x4x5",
-                      "aime2025_I", "lcb_repair"],
-    "davidson": ["binary_5x9x3", "masked_6x8x4", "categorical_3x4x5", "aime2025_I"],
+                      "battles_5", "aime2025_I", "lcb_repair"],
+    "davidson": ["binary_5x9x3", "masked_6x8x4", "categorical_3x4x5", "battles_5",
+                 "aime2025_I"],
     "bayes": ["binary_5x9x3", "r0_per_model_4x6x10", "r0_shared_4x6x10", "categorical_r0_3x5x8",
               "masked_6x8x4", "aime2025_I", "bayes_worked_example"],
 }

@@ -2,7 +2,8 @@
 
 Paper appendix, "Bradley--Terry (BT)", "Tie extensions" and "Bayesian Bradley--Terry via
 MCMC".  For each unordered pair i < j, W_ij comparisons won by i, W_ji won by j and T_ij
-tied (``data.reductions.wins``, ``data.reductions.ties``); log-strengths theta_i = log pi_i:
+tied (``data.reductions.wins``, ``data.reductions.ties``; of battles, :class:`PairwiseData`,
+the counts themselves); log-strengths theta_i = log pi_i:
 
     theta  ~ ZeroSumNormal(scale)                    default scale 1, as the paper's
                                                      prior theta_i ~ N(0, 1)
@@ -51,8 +52,9 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from bayesrank.data import ResponseData
+from bayesrank.data.pairwise import PairwiseData
 
-from ._common import check_option, coords_of, log_strengths, positive_scale, response_data
+from ._common import check_option, log_strengths, positive_scale, response_data
 from .likelihoods import multinomial_logits
 
 __all__ = ["build", "bradley_terry", "davidson", "PairCounts", "pairs_of"]
@@ -77,9 +79,9 @@ class PairCounts:
     coords: dict[str, list]  # llm, pair
 
     @classmethod
-    def of(cls, data: ResponseData) -> PairCounts:
-        """The pairs of ``data``'s models."""
-        names = coords_of(data)["llm"]
+    def of(cls, data: ResponseData | PairwiseData) -> PairCounts:
+        """The pairs of ``data``'s models (outcomes or battles: ``data.reductions``)."""
+        names = list(data.models)
         i, j = pairs_of(len(names))
         pairs = [f"{names[a]} vs {names[b]}" for a, b in zip(i, j, strict=True)]
         return cls(data.reductions, {"llm": names, "pair": pairs})
@@ -149,7 +151,7 @@ def davidson(pairs: PairCounts, scale: float = 1.0, hierarchical: bool = False):
 
 
 def build(
-    data: ResponseData | Any,
+    data: ResponseData | PairwiseData | Any,
     *,
     ties: str | None = None,
     scale: float = 1.0,
@@ -159,8 +161,9 @@ def build(
 
     Parameters
     ----------
-    data : ResponseData or array_like (L, M, N)
-        Binary or categorical outcomes (pairwise wins compare utilities).
+    data : ResponseData, PairwiseData or array_like (L, M, N)
+        Binary or categorical outcomes (pairwise wins compare utilities), or pairwise
+        battles, whose win and tie counts are W and T themselves.
     ties : {None, "davidson"}
         Ignore ties (plain BT on decisive outcomes, :func:`bradley_terry`) or model them
         (:func:`davidson`).
@@ -176,7 +179,7 @@ def build(
         ``wins`` (pair) without ties, ``outcomes`` (pair, outcome) with Davidson ties.
     """
     check_option("ties", ties, (None, "davidson"))
-    d = response_data(data)
+    d = data if isinstance(data, PairwiseData) else response_data(data)
     scale = positive_scale("scale", scale)
     variant = bradley_terry if ties is None else davidson
     return variant(PairCounts.of(d), scale, bool(hierarchical))

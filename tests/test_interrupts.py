@@ -2,9 +2,9 @@
 left, whole or partial, and the command ends in one line (issue 50, part 3).
 
 Real signals, sent to a real process: during the fit to a separate process running the
-command line or the API (sent once the fit has begun, while it still runs), during the
-write by the process to itself from inside the writer (the write's window is too short
-to hit from outside).
+command line or the API (sent once the sampler has made its first draw, while it still
+runs), during the write by the process to itself from inside the writer (the write's
+window is too short to hit from outside).
 """
 
 from __future__ import annotations
@@ -40,15 +40,20 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name != "d.npz")
 
 
-# a harness: announce the fit on stdout, then run it (the command line or the API)
+# a harness: run the fit (the command line or the API), saying "sampling" on stdout at the
+# sampler's first draw (PyMC's per-draw callback), so that the signal comes while it samples
 _HARNESS = """
 import sys
+import pymc as pm
 import bayesrank.inference as inference
-real = inference.fit
+real = pm.sample
 def announced(*args, **kwargs):
-    print("fitting", flush=True)
-    return real(*args, **kwargs)
-inference.fit = announced
+    said = []
+    def first_draw(trace, draw):
+        if not said:
+            said.append(print("sampling", flush=True))
+    return real(*args, callback=first_draw, **kwargs)
+pm.sample = announced
 data, out, how = sys.argv[1:4]
 if how == "cli":
     from bayesrank.cli import main
@@ -80,8 +85,10 @@ def _signal_during_fit(data_file: Path, how: str, signum: int) -> subprocess.Com
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-c", _HARNESS, str(data_file), str(out), how],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    assert proc.stdout.readline().strip() == "fitting"
-    time.sleep(3)  # the model compiles, then 200000 draws: the fit is still running
+    # a signal sent at a fixed delay landed, on a loaded machine, while libraries imported
+    # or the model compiled, and was lost there (a half-imported jax; a fit that ran on)
+    assert proc.stdout.readline().strip() == "sampling"
+    time.sleep(0.5)  # 10 warm-up and 200000 draws: the fit is still sampling
     proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=300)
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)

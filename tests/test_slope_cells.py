@@ -100,15 +100,20 @@ def test_the_sum_and_its_gradient_in_one_pass_match_the_cells(mode):
             np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-9)
 
 
-def test_a_fits_log_density_and_gradient_take_the_one_pass_op():
+@pytest.mark.parametrize("one_sided", [False, True], ids=["informed", "walls"])
+def test_a_fits_log_density_and_gradient_take_the_one_pass_op(one_sided):
     """The sum of the cells and the gradient of that sum become one SlopeCellsTotal node,
-    with no table of cells, in the log-density and gradient nutpie compiles; a weighted sum
-    (one weight per cell) keeps the table and gets the same gradient as the reference."""
+    with no table of cells, in the log-density and gradient nutpie compiles (also with
+    never- and always-solved questions, whose walled intercepts once left two nodes: two
+    passes over the cells); a weighted sum (one weight per cell) keeps the table and gets
+    the same gradient as the reference."""
     from bayesrank.inference.backends import model_var_names
     from bayesrank.inference.nutpie_models import _functions
 
     rng = np.random.default_rng(4)
     R = (rng.random((5, 12, 2)) < 0.5).astype(int)
+    if one_sided:
+        R[:, :2], R[:, 2] = 0, 1
     model = irt.build(R, kind="2pl")
     _, _, logp_fn, *_ = _functions(model, model_var_names(model), "NUMBA", join_expanded=True)
     ops = [type(node.op) for node in logp_fn.maker.fgraph.apply_nodes]

@@ -30,6 +30,7 @@ from bayesrank.analysis.posterior_file import (
     store_kind,
 )
 from bayesrank.data import ResponseData
+from bayesrank.data.pairwise import PairwiseData
 from bayesrank.errors import LoadError
 
 __all__ = ["save_posterior", "load_posterior"]
@@ -79,8 +80,10 @@ def load_posterior(path: str | os.PathLike) -> Posterior | NormalPosterior:
     attrs = dict(tree.attrs)
     if "bayesrank_posterior" not in attrs:
         raise LoadError(f"{source} is not a posterior saved by bayesrank (post.save(path))")
-    data = (ResponseData.from_xarray(tree[DATA_GROUP].to_dataset())
-            if DATA_GROUP in tree.children else None)
+    stored = tree[DATA_GROUP].to_dataset() if DATA_GROUP in tree.children else None
+    kind = (PairwiseData if stored is not None and stored.attrs.get("bayesrank_data") == "pairwise"
+            else ResponseData)
+    data = None if stored is None else kind.from_xarray(stored)
     model = str(attrs["model"])
     if attrs.get("kind") == "normal":
         normal = tree[NORMAL_GROUP].to_dataset()

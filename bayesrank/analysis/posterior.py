@@ -32,6 +32,7 @@ from bayesrank.analysis import rank_stats as unc
 from bayesrank.analysis.accuracy import expected_accuracy_draws, predictive_accuracy_draws
 from bayesrank.checks import check_probability
 from bayesrank.data import ResponseData, as_response_data
+from bayesrank.data.pairwise import PairwiseData
 from bayesrank.datatree import from_arrays, has_group
 from bayesrank.ranking import Ranking
 
@@ -679,8 +680,11 @@ def estimate_label(model: str, data: ResponseData | None = None) -> str:
     return IRT_ACCURACY_LABEL
 
 
-def observed_label(data: ResponseData | None) -> str:
-    """``observed accuracy`` for binary data, ``observed score`` with category weights."""
+def observed_label(data: ResponseData | PairwiseData | None) -> str:
+    """``observed accuracy`` for binary data, ``observed score`` with category weights,
+    ``observed win rate`` for pairwise battles (a tie counts half)."""
+    if isinstance(data, PairwiseData):
+        return "observed win rate (ties half)"
     return "observed accuracy" if data is None or data.is_binary else "observed score"
 
 

@@ -292,7 +292,9 @@ _BETTER_FIT_ONE_TRIAL = {
 
 def one_trial_per_cell(data) -> bool:
     """True when no model-question cell has more than one observed trial."""
-    return data is not None and int(data.reductions.trials.max(initial=0)) <= 1
+    if data is None or not hasattr(data.reductions, "trials"):  # pairwise data: no cells
+        return False
+    return int(data.reductions.trials.max(initial=0)) <= 1
 
 
 def likelihood_of(posterior: Posterior) -> str:

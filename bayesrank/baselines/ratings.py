@@ -22,6 +22,11 @@ Ratings are binary-only (a win needs "correct vs incorrect"); missing trials
 (``mask``) simply do not play.  The event loops are compiled with numba on first
 use and cached on disk.
 
+Battles (:class:`~bayesrank.data.pairwise.PairwiseData` built from a battles table)
+are one event per battle, in the table's order, with only its two models present; a
+tie is ``(1, 1)`` and a both-bad tie ``(0, 0)``, and TrueSkill's drift applies after
+every battle.
+
 :func:`elo_ratings`, :func:`glicko_ratings` and :func:`trueskill_ratings` rate B
 independent streams in one call (e.g. the trial draws of a study, see
 :func:`event_streams`); the ranking rules are a batch of one, so a stream's result
@@ -37,6 +42,7 @@ import numpy as np
 
 from bayesrank.checks import check_choice, check_finite
 from bayesrank.data import ResponseData
+from bayesrank.data.pairwise import PairwiseData
 from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
 
@@ -80,6 +86,8 @@ def event_stream(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
     present : numpy.ndarray of bool, shape (N * M, L)
         Whether each model observed that trial (all True without a mask).
     """
+    if isinstance(data, PairwiseData):  # one event per battle, in the table's order
+        return data.event_stream()
     data.require_binary("sequential ratings (Elo, Glicko, TrueSkill)")
     L = data.L
     outcomes = np.ascontiguousarray(data.R.transpose(2, 1, 0)).reshape(-1, L)
@@ -385,7 +393,8 @@ def trueskill(
         ``sigma``: final skill standard deviations.
     """
     outcomes, present = event_stream(data)
-    mu, sigma = trueskill_ratings(outcomes[None], present[None], data.M, mu_initial=mu_initial,
+    per_round = 1 if isinstance(data, PairwiseData) else data.M  # a battle is its own round
+    mu, sigma = trueskill_ratings(outcomes[None], present[None], per_round, mu_initial=mu_initial,
                                   sigma_initial=sigma_initial, beta=beta, tau=tau,
                                   tie_handling=tie_handling, draw_margin=draw_margin)
     return mu[0], {"sigma": sigma[0]}

@@ -19,6 +19,9 @@ Formats (chosen by file suffix, or ``format=``):
 - ``.csv``, ``.jsonl``, ``.parquet`` with ``trials=N``: a wide table of success
   counts, a model column and one column per question, each cell out of N trials
   (MathArena's per-problem tables); see :func:`from_counts`.
+- An evaluation harness's logs (Inspect AI, lm-eval, ...): :mod:`bayesrank.data.harness`.
+- Pairwise battles (tables with columns ``model_a, model_b, winner``, leaderbot's ``.json``
+  pair counts): :class:`~bayesrank.data.pairwise.PairwiseData`, see ``load_pairwise``.
 
 Archives are read with ``allow_pickle=False``; nothing is ever unpickled.
 Writes go to a temporary file in the target folder and are renamed into place,
@@ -28,8 +31,6 @@ so a failed write never leaves a half-written file.
 from __future__ import annotations
 
 import os
-import stat
-import tempfile
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -38,10 +39,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayesrank.data import harness
+from bayesrank.data.atomic import atomic_write
 from bayesrank.data.counts import from_counts
-from bayesrank.data.interrupts import Terminated, end_by_sigterm, sigterm_as_interrupt
 from bayesrank.data.limits import check_npy, check_size
+from bayesrank.data.pairwise import load_pairwise
 from bayesrank.data.response import ResponseData
+from bayesrank.data.tables import read_table
 from bayesrank.errors import DataError, LoadError
 
 __all__ = [
@@ -100,7 +104,7 @@ def _error(python: str, cli: str) -> LoadError:
 def _format_of(path: Path, fmt: str | None) -> str:
     if fmt is not None:
         if fmt not in set(_SUFFIX_FORMAT.values()):
-            known = sorted(set(_SUFFIX_FORMAT.values()))
+            known = sorted(set(_SUFFIX_FORMAT.values()) | set(harness.FORMATS))
             raise LoadError(f"unknown format {fmt!r}; use one of {known}")
         return fmt
     try:
@@ -452,19 +456,6 @@ def _one_model_table(df: pd.DataFrame, models: Any, source: str) -> pd.DataFrame
 _FIRST_LINE = {"csv": 2, "jsonl": 1}  # a CSV's header is line 1
 
 
-def _read_table(path: Path, fmt: str) -> pd.DataFrame:
-    try:
-        if fmt == "csv":
-            return pd.read_csv(path)
-        if fmt == "jsonl":
-            return pd.read_json(path, lines=True)
-        return pd.read_parquet(path)
-    except ImportError as exc:
-        raise LoadError(f"reading {path} needs an optional package: {exc}") from exc
-    except Exception as exc:  # parser errors differ by engine; report them uniformly
-        raise LoadError(f"cannot read {path} as {fmt}: {exc}") from exc
-
-
 def _read_netcdf(path: Path) -> ResponseData:
     import xarray as xr
 
@@ -503,7 +494,7 @@ def _named_prior(R0: Any, columns: Mapping[str, str] | None) -> ResponseData | N
         raise LoadError(f"prior file {path} does not exist")
     fmt = _format_of(path, None)
     if fmt in ("csv", "jsonl", "parquet"):
-        return _prior_table(_read_table(path, fmt), columns, str(path), _FIRST_LINE.get(fmt))
+        return _prior_table(read_table(path, fmt), columns, str(path), _FIRST_LINE.get(fmt))
     if fmt == "netcdf":
         return _read_netcdf(path)
     if fmt == "npz" and "R" in _read_npz(path):
@@ -563,15 +554,17 @@ def load(
     weights: Any = None,
     n_categories: int | None = None,
     trials: int | None = None,
+    metric: str | None = None,
 ) -> ResponseData:
-    """Load response data from an array, a DataFrame or a file.
+    """Load response data from an array, a DataFrame, a file or a harness's logs.
 
     Parameters
     ----------
     source : ResponseData, array_like, pandas.DataFrame, str or Path
+        Paths include harness logs, files or folders (:mod:`bayesrank.data.harness`).
     key : str, optional
         Benchmark inside a multi-benchmark ``.npz`` (also selects R0 from a
-        keyed prior archive).
+        keyed prior archive), or the task of harness logs holding several.
     R0 : array_like, str or Path, optional
         Prior outcomes (e.g. greedy decodes), or a file holding them: a long
         table (``.csv``, ``.jsonl``, ``.parquet`` with columns question,
@@ -581,7 +574,8 @@ def load(
         shared by all models); or a bare array (``.npy``, or ``.npz`` keyed
         like the data), aligned by position.
     format : str, optional
-        Override the suffix: npy, npz, csv, jsonl, parquet, netcdf.
+        Override the suffix: npy, npz, csv, jsonl, parquet, netcdf, a harness's; ``battles``
+        or ``pair_counts`` for pairwise data.
     columns : mapping, optional
         Long-format column names, ``{our name: yours}``, e.g.
         ``{"model": "llm", "trial": "sample_idx", "outcome": "correct"}``.
@@ -593,12 +587,19 @@ def load(
         The table (a ``.csv`` / ``.jsonl`` / ``.parquet`` file or a DataFrame) is wide:
         a ``model`` column (renamed with ``columns``) and one column per question
         holding success counts out of ``trials`` (:func:`from_counts`).
+    metric : str, optional
+        The score to read from harness logs that hold several (an Inspect scorer, ...).
     """
+    pairs = load_pairwise(source, format, refused=dict(  # battles: bayesrank.data.pairwise
+        key=key, R0=R0, columns=columns, models=models, questions=questions, weights=weights,
+        n_categories=n_categories, trials=trials, metric=metric))
+    if pairs is not None:
+        return pairs  # type: ignore[return-value]
     try:
         named = _named_prior(R0, columns)
         data = _load(source, key=key, R0=None if named is not None else R0, format=format,
                      columns=columns, models=models, questions=questions, weights=weights,
-                     n_categories=n_categories, trials=trials)
+                     n_categories=n_categories, trials=trials, metric=metric)
         if named is None:
             return data
         return _with_prior(data, align_prior(named, data, f"prior {R0}"))
@@ -629,7 +630,7 @@ def one_line(exc: DataError) -> DataError:
 
 
 def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
-          n_categories, trials=None) -> ResponseData:
+          n_categories, trials=None, metric=None) -> ResponseData:
     names = {
         k: v
         for k, v in dict(
@@ -657,6 +658,12 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
     path = Path(source)
     if not path.exists():
         raise LoadError(f"no such file: {path}")
+    if (log_format := harness.format_of(path, format)) is not None:  # a harness's logs
+        data = harness.load(path, log_format, key=key, metric=metric,
+                            options=dict(columns=columns, trials=trials, **names))
+        return data if R0 is None else _with_prior(data, _prior_array(R0, key))
+    if metric is not None:
+        raise LoadError(f"metric= chooses a score of a harness's logs; {path} is not one")
     if path.is_dir():
         raise LoadError(f"{path} is a directory, not a data file")
     fmt = _format_of(path, format)
@@ -671,7 +678,7 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
         data = _read_netcdf(path)
         return data if R0 is None else _with_prior(data, _prior_array(R0, key))
     _refuse_names_for_tables(questions=questions, models=models if trials else None)
-    table = _read_table(path, fmt)
+    table = read_table(path, fmt)
     if trials is not None:
         return _from_wide_counts(table, int(trials), columns=columns, R0=_prior_array(R0, key),
                                  source=str(path))
@@ -685,42 +692,6 @@ def _load(source: Any, *, key, R0, format, columns, models, questions, weights,
         source=str(path),
         first_line=_FIRST_LINE.get(fmt),
     )
-
-
-def _mode_for(target: Path) -> int:
-    try:
-        return stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
-def atomic_write(path: str | os.PathLike, writer: Callable[[Path], None]) -> Path:
-    """Call ``writer(tmp_path)`` and rename the result onto ``path`` only on success.
-
-    The file gets the permissions a plain ``open(path, "w")`` would give it
-    (those of the file it replaces, else 0o666 less the umask), not
-    ``mkstemp``'s owner-only 0o600.  Ctrl-C or SIGTERM while writing removes the
-    temporary file (:mod:`bayesrank.data.interrupts`).
-    """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix,
-                                    dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    with sigterm_as_interrupt(only_default=True) as ours:  # SIGTERM, too, removes tmp
-        try:
-            writer(tmp)
-            os.chmod(tmp, _mode_for(target))
-            os.replace(tmp, target)
-        except BaseException as exc:
-            tmp.unlink(missing_ok=True)
-            if ours and isinstance(exc, Terminated):
-                end_by_sigterm()  # as SIGTERM would have ended the process, less the file
-            raise
-    return target
 
 
 def _npz_payload(data: ResponseData) -> dict[str, np.ndarray]:
@@ -765,9 +736,14 @@ def save(data: ResponseData, path: str | os.PathLike, *, format: str | None = No
     return atomic_write(target, write)
 
 
-def load_benchmarks(path: str | os.PathLike, *, R0: Any = None) -> dict[str, ResponseData]:
-    """Every benchmark of a paper-layout ``.npz`` (and its keyed prior archive)."""
+def load_benchmarks(path: str | os.PathLike, *, R0: Any = None, format: str | None = None,
+                    metric: str | None = None) -> dict[str, ResponseData]:
+    """Every benchmark of a paper-layout ``.npz`` (and its keyed prior archive), or every
+    task of a harness's logs (``format``, ``metric`` as in :func:`load`)."""
     p = Path(path)
+    if p.exists() and (log_format := harness.format_of(p, format)) is not None:
+        tasks = harness.read(p, log_format, metric=metric)
+        return {k: d if R0 is None else load(d, key=k, R0=R0) for k, d in tasks.items()}
     arrays = _read_npz(p)
     return {key: load(p, key=key, R0=R0) for key in _benchmark_keys(arrays)}
 

@@ -32,7 +32,9 @@ import pandas as pd
 import xarray as xr
 
 from bayesrank.data import io
+from bayesrank.data.harness import scorio_logs
 from bayesrank.data.response import ResponseData
+from bayesrank.data.tables import read_table
 from bayesrank.errors import DataError, LoadError
 
 __all__ = ["BINARY_SIGNALS", "PROBABILITY_SIGNALS", "SIGNALS", "Signals", "load_signals"]
@@ -136,12 +138,14 @@ def _read_source(source: Any, fmt: str | None) -> tuple[pd.DataFrame, str]:
     path = Path(source)
     if not path.exists():
         raise LoadError(f"no such file: {path}")
+    if fmt in (None, "scorio") and scorio_logs.sniff(path):  # the paper's raw records
+        return scorio_logs.signal_frame(path), str(path)
     if path.is_dir():
         raise LoadError(f"{path} is a directory, not a signals file")
     kind = io._format_of(path, fmt)
     if kind not in ("csv", "jsonl", "parquet"):
         raise LoadError(f"signals are read from long tables (csv, jsonl, parquet), not {kind}")
-    return io._read_table(path, kind), str(path)
+    return read_table(path, kind), str(path)
 
 
 def _signal_array(column: pd.Series, name: str, source: str) -> np.ndarray:
@@ -175,7 +179,9 @@ def load_signals(
     ----------
     source : pandas.DataFrame, str or Path
         One row per (model, question, trial) completion; ``.csv``, ``.jsonl``
-        or ``.parquet`` files are read by the same readers as :func:`bayesrank.load`.
+        or ``.parquet`` files are read by the same readers as :func:`bayesrank.load`,
+        and the paper's raw scorio records (a file or folder) give their signals
+        (:mod:`bayesrank.data.harness.scorio_logs`).
     columns : mapping, optional
         Our name -> your column name, for the keys and the signals, e.g.
         ``{"model": "llm", "is_correct": "correct"}``.

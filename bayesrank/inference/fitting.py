@@ -25,6 +25,7 @@ import xarray as xr
 from bayesrank.analysis.posterior import Posterior
 from bayesrank.data import ResponseData, as_response_data
 from bayesrank.data.interrupts import interrupts_not_dropped
+from bayesrank.data.pairwise import PairwiseData
 from bayesrank.datatree import from_arrays, group, has_group, with_groups
 from bayesrank.inference.backends import (
     default_progressbar,
@@ -222,7 +223,9 @@ def fit(
 
     Parameters
     ----------
-    data : ResponseData or array_like (L, M, N)
+    data : ResponseData, PairwiseData or array_like (L, M, N)
+        Pairwise data (battles, win and tie counts) fit ``"bradley_terry"`` and
+        ``"davidson"``, which read only the counts.
     model : str
         ``"bayes"``, ``"rasch"``, ``"2pl"``, ``"3pl"``, ``"bradley_terry"``,
         ``"davidson"`` or ``"davidson_luce"`` (see :mod:`bayesrank.models`).
@@ -251,7 +254,8 @@ def fit(
     """
     opts, model_options = SamplerOptions.split(options, keywords)
     spec = get_model(model)
-    d = as_response_data(data)
+    d = (data.require_model(model) if isinstance(data, PairwiseData)
+         else as_response_data(data))
     d.require_models(f"fit(..., {model!r})")
     pymc_model = spec.build(d, **model_options)
     observed_var = spec.observed_var(pymc_model)

@@ -28,6 +28,7 @@ from scipy import stats
 
 from bayesrank.analysis.posterior import NormalPosterior, Posterior, RankAnalytics
 from bayesrank.data import ResponseData
+from bayesrank.data.pairwise import PairwiseData
 
 __all__ = [
     "DEFAULT_BASELINES", "DEFAULT_MODEL", "DEFAULT_MODEL_OPTIONS", "ReportOptions",
@@ -35,6 +36,9 @@ __all__ = [
 ]
 
 DEFAULT_BASELINES = ("avg", "bradley_terry", "elo_tie_draw")
+#: what the report shows beside a posterior of pairwise battles when the defaults are asked
+#: for (avg and Elo read a response tensor or the battles' order, which counts lack)
+PAIRWISE_BASELINES = ("bradley_terry", "bradley_terry_davidson", "win_rate")
 
 # The report's default model, chosen by posterior-predictive checks and PSIS-LOO on the real
 # benchmark sets (docs/report.md): fit(data, DEFAULT_MODEL, **DEFAULT_MODEL_OPTIONS).
@@ -42,7 +46,7 @@ DEFAULT_MODEL = "2pl"
 DEFAULT_MODEL_OPTIONS: dict[str, Any] = {"likelihood": "beta_binomial"}
 
 
-def default_model(data: ResponseData) -> tuple[str, dict[str, Any]]:
+def default_model(data: ResponseData | PairwiseData) -> tuple[str, dict[str, Any]]:
     """The report's default model and its options for ``data``.
 
     The beta-binomial 2PL (:data:`DEFAULT_MODEL`, :data:`DEFAULT_MODEL_OPTIONS`): on
@@ -52,10 +56,13 @@ def default_model(data: ResponseData) -> tuple[str, dict[str, Any]]:
     With one trial per cell the beta-binomial is the Bernoulli, so the binomial 2PL is
     the same model without an unidentified dispersion parameter.  Categorical
     outcomes get the Dirichlet-multinomial Bayes@N (``"bayes"``), the one model that
-    reads categories with their weights.
+    reads categories with their weights.  Pairwise battles get Davidson's Bradley-Terry with
+    ties (plain Bradley-Terry when there is no tie).
     """
     from bayesrank.analysis.ppc import one_trial_per_cell
 
+    if isinstance(data, PairwiseData):  # battles: Davidson models their ties
+        return ("davidson" if data.ties.any() else "bradley_terry"), {}
     if not data.is_binary:  # the only model that reads categories
         return "bayes", {}
     if one_trial_per_cell(data):
@@ -151,7 +158,24 @@ def _simulated_banner(simulated: bool) -> str:
             "models' names are labels only; nothing here is a measurement of real models.</div>")
 
 
-def _data_section(data: ResponseData, source: str | None) -> str:
+def _pairwise_data_section(data: PairwiseData, source: str | None) -> str:
+    decisive = int(data.wins.sum())
+    met = int((np.triu(data.reductions.comparisons, 1) > 0).sum())
+    rows = pd.DataFrame(
+        {
+            "quantity": ["source", "models (L)", "battles", "decisive battles", "ties",
+                         "pairs that met", "battles in order"],
+            "value": [source or "in-memory data", data.L, data.n_battles, decisive,
+                      data.n_battles - decisive, f"{met} of {data.L * (data.L - 1) // 2}",
+                      "yes" if data.battles is not None else "no (counts)"],
+        }
+    )
+    return _table_html(rows, name_columns=("quantity", "value"))
+
+
+def _data_section(data: ResponseData | PairwiseData, source: str | None) -> str:
+    if isinstance(data, PairwiseData):
+        return _pairwise_data_section(data, source)
     if data.R0 is None:
         prior = "none (uniform prior only)"
     else:
@@ -290,8 +314,6 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
     from bayesrank.ranking import kendall_tau
 
     accuracy: dict[str, list[str]] = {}
-    # with categories the model's mean is its expected score under the category weights
-    quantity = "accuracy" if post.data.is_binary else "score"
     if "observed" in board:
         accuracy[board.attrs["observed_label"]] = [_fmt(x) for x in board["observed"]]
     if "accuracy" in board:
@@ -346,6 +368,8 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
                 "(the gap is within 2 Monte Carlo standard errors), so no order between "
                 "them is reported.</p>")
     if "accuracy" in board:
+        # with categories the model's mean is its expected score under the category weights
+        quantity = "accuracy" if post.data.is_binary else "score"
         per_question = ("posterior mean probability of solving a question" if post.data.is_binary
                         else "posterior mean score on a question (the category weights "
                         f"{', '.join(f'{w:g}' for w in post.data.weights)} averaged over its "
@@ -595,7 +619,9 @@ def render_report(post: RankAnalytics, options: ReportOptions | None = None) -> 
     stage = o.progress or (lambda _: None)
     stage("leaderboard and baselines")
     board = post.leaderboard(prob=prob, q=q, alpha=alpha, level=level)
-    baseline_results = _baseline_rankings(data, o.baselines)
+    baselines = (PAIRWISE_BASELINES if isinstance(data, PairwiseData)
+                 and tuple(o.baselines) == DEFAULT_BASELINES else o.baselines)
+    baseline_results = _baseline_rankings(data, baselines)
     stage("posterior-predictive checks")
     ppc, ppc_reason = _run_ppc(post, o.ppc_draws, o.random_seed, alpha)
     stage("plots")
