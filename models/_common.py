@@ -1,15 +1,16 @@
-"""Small helpers shared by the model builders (coords, data checks, binomial draws)."""
+"""Small helpers shared by the model builders (coords, checks, the log-strengths prior)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+import pymc as pm
 
 from bayesrank.data import ResponseData, as_response_data
 from bayesrank.errors import DataError
 
-__all__ = ["coords_of", "response_data", "check_option", "scoring_model"]
+__all__ = ["coords_of", "response_data", "check_option", "log_strengths", "scoring_model"]
 
 
 def scoring_model(model):
@@ -23,6 +24,16 @@ def scoring_model(model):
     """
     twin = getattr(model, "scoring_twin", None)
     return model if twin is None else twin()
+
+
+def log_strengths(scale: float, hierarchical: bool = False):
+    """The log-strengths of the pairwise and setwise models, ``theta`` (llm)::
+
+        theta ~ ZeroSumNormal(scale)                               (sum 0: identified)
+        or, ``hierarchical``: sigma ~ HalfNormal(scale), theta ~ ZeroSumNormal(sigma)
+    """
+    sigma = pm.HalfNormal("sigma", scale) if hierarchical else scale
+    return pm.ZeroSumNormal("theta", sigma=sigma, dims="llm")
 
 
 def logistic_binomial_draws(rng, n, eta, size=None):

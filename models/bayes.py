@@ -1,26 +1,34 @@
 """Bayes@N as a generative model: Dirichlet-multinomial outcomes per model-question cell.
 
-Paper appendix, "Bayes@N" (Hariri et al.).  For model l and question m the
-outcome of each trial is one of C + 1 categories with probabilities p_lm:
+Paper appendix, "Bayes@N" (Hariri et al.).  For model l and question m the outcome of
+each trial is one of C + 1 categories with probabilities p_lm:
 
     p_lm        ~ Dirichlet(alpha_lm),   alpha_lmk = 1 + n0_lmk
     n_lm.       ~ Multinomial(n_lm, p_lm)                 (observed ``counts``)
     theta_l     = (1/M) sum_m sum_k w_k p_lmk             (expected weighted utility)
 
-``n0`` are the category counts of the prior outcomes R0 (shared over models,
-shape (M, C+1), or per model, (L, M, C+1)); without R0 the prior is uniform
-(Bayes_U@N).  The model is conjugate: p_lm | data ~ Dirichlet(alpha_lm + n_lm.),
-so the posterior mean and sd of theta equal the closed form
-:func:`bayesrank.conjugate` (tested).  :func:`conjugate_draws` samples that
-posterior exactly (``fit(..., sampler="conjugate")``, the default for this
-model: i.i.d. draws, with the pointwise log-likelihood in closed form from the
-same draws; docs/samplers.md); NUTS samples the same PyMC model like the
-others.  Either way the result is a :class:`~bayesrank.Posterior` with a
-pointwise log-likelihood per model-question cell.
+``n0`` are the category counts of the prior outcomes R0 (shared over models, shape (M,
+C+1), or per model, (L, M, C+1)); without R0 the prior is uniform (Bayes_U@N).
+
+One function builds the model, one line per line above: :func:`bayes_at_n`, from the
+counts as :class:`CategoryCounts` prepares them once; :func:`build` checks the options.
+
+Why this form:
+
+* Conjugate: p_lm | data ~ Dirichlet(alpha_lm + n_lm.), so the posterior mean and sd of
+  theta equal the closed form :func:`bayesrank.conjugate` (tested), and
+  :func:`conjugate_draws` samples that posterior exactly (``fit(..., sampler="conjugate")``,
+  the default for this model: i.i.d. draws, with the pointwise log-likelihood in closed
+  form from the same draws; docs/samplers.md).  NUTS samples the same PyMC model like the
+  others.  Either way the result is a :class:`~bayesrank.Posterior` with a pointwise
+  log-likelihood per model-question cell.
+* The counts, pseudo-counts and weights are ``pm.Data``: the exact sampler reads them
+  from the model (:func:`conjugate_draws`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,34 +39,46 @@ from bayesrank.data import ResponseData
 
 from ._common import coords_of, response_data
 
-__all__ = ["build", "conjugate_draws", "dirichlet_multinomial"]
+__all__ = ["build", "bayes_at_n", "CategoryCounts", "conjugate_draws"]
 
 CELL = ("llm", "question", "category")
 
 
-def dirichlet_multinomial(
-    counts: np.ndarray,
-    prior_counts: np.ndarray,
-    weights: np.ndarray,
-    coords: dict[str, list],
-) -> pm.Model:
-    """Dirichlet-multinomial model on category counts.
+@dataclass(frozen=True, eq=False, repr=False)
+class CategoryCounts:
+    """The category counts as Bayes@N reads them, prepared once (:meth:`of`)."""
 
-    Parameters
-    ----------
-    counts : ndarray (L, M, C+1)
-        Observed trials of each outcome per cell.
-    prior_counts : ndarray (L, M, C+1) or (M, C+1)
-        Pseudo-counts added to the uniform Dirichlet(1) prior.
-    weights : ndarray (C+1,)
-        Utility of each category.
-    coords : dict
-        ``llm``, ``question`` and ``category`` labels.
+    counts: np.ndarray  # n_lmk, the trials of each outcome per cell (L, M, C+1)
+    alpha: np.ndarray  # 1 + n0_lmk, the Dirichlet's parameters (L, M, C+1)
+    weights: np.ndarray  # w_k, the utility of each category (C+1,)
+    coords: dict[str, list]  # llm, question, category
+
+    @classmethod
+    def of(cls, data: ResponseData, R0: Any = None, weights: Any = None) -> CategoryCounts:
+        """The counts of ``data``, the pseudo-counts of ``R0`` and the utilities (:func:`build`)."""
+        w = conjugate.resolve_weights(data, weights)
+        counts = data.reductions.category_counts
+        prior = conjugate.prior_counts(data, R0)
+        prior = np.zeros(counts.shape) if prior is None else prior.astype(float)
+        alpha = np.broadcast_to(1.0 + prior, counts.shape)
+        return cls(counts, alpha, w, coords_of(data))
+
+    def __repr__(self) -> str:
+        L, M, C = self.counts.shape
+        return f"CategoryCounts({L} models x {M} questions x {C} categories)"
+
+
+def bayes_at_n(cells: CategoryCounts) -> pm.Model:
+    """Bayes@N, line by line (module docstring)::
+
+        p_lm    ~ Dirichlet(alpha_lm),   alpha_lmk = 1 + n0_lmk
+        n_lm.   ~ Multinomial(n_lm, p_lm)
+        theta_l = (1/M) sum_m sum_k w_k p_lmk
     """
-    with pm.Model(coords=coords) as model:
-        n_obs = pm.Data("category_counts", counts, dims=CELL)
-        alpha = pm.Data("alpha", np.broadcast_to(1.0 + prior_counts, counts.shape), dims=CELL)
-        w = pm.Data("weights", weights, dims="category")
+    with pm.Model(coords=cells.coords) as model:
+        n_obs = pm.Data("category_counts", cells.counts, dims=CELL)
+        alpha = pm.Data("alpha", cells.alpha, dims=CELL)
+        w = pm.Data("weights", cells.weights, dims="category")
         p = pm.Dirichlet("p", a=alpha, dims=CELL)
         pm.Multinomial("counts", n=n_obs.sum(axis=-1), p=p, observed=n_obs, dims=CELL)
         pm.Deterministic("theta", (p @ w).mean(axis=1), dims="llm")
@@ -89,12 +109,7 @@ def build(
         Free variable ``p`` (llm, question, category); observed ``counts``
         (llm, question, category); ranking quantity ``theta`` (llm).
     """
-    d = response_data(data)
-    w = conjugate.resolve_weights(d, weights)
-    counts = d.reductions.category_counts
-    prior = conjugate.prior_counts(d, R0)
-    prior = np.zeros(counts.shape) if prior is None else prior.astype(float)
-    return dirichlet_multinomial(counts, prior, w, coords_of(d))
+    return bayes_at_n(CategoryCounts.of(response_data(data), R0, weights))
 
 
 def conjugate_draws(

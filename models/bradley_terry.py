@@ -1,68 +1,50 @@
-"""Bayesian Bradley-Terry on pairwise win counts, optionally with Davidson ties.
+"""Bayesian Bradley-Terry and Davidson models of pairwise win counts.
 
-Paper appendix, "Bradley--Terry (BT)", "Tie extensions" and "Bayesian
-Bradley--Terry via MCMC".  Log-strengths theta_i = log pi_i get an exactly
-centred Gaussian prior (sum_i theta_i = 0, so they are identifiable):
+Paper appendix, "Bradley--Terry (BT)", "Tie extensions" and "Bayesian Bradley--Terry via
+MCMC".  For each unordered pair i < j, W_ij comparisons won by i, W_ji won by j and T_ij
+tied (``data.reductions.wins``, ``data.reductions.ties``; of battles, :class:`PairwiseData`,
+the counts themselves); log-strengths theta_i = log pi_i:
 
     theta  ~ ZeroSumNormal(scale)                    default scale 1, as the paper's
                                                      prior theta_i ~ N(0, 1)
     or, with ``hierarchical=True``,
     sigma  ~ HalfNormal(scale),  theta ~ ZeroSumNormal(sigma)
 
-The fixed scale is the default because a learnt one forms a funnel when the
-data say little about the spread (few models or few trials): on 6 x 10 x 8
-data it gave divergent transitions, the fixed scale none.  With many trials
-per pair both agree (the likelihood dominates).
+Bradley-Terry (model ``bradley_terry``): each pair's decisive outcomes,
 
-Without ties (``ties=None``) each unordered pair i < j that met at least once
-contributes its decisive outcomes (W = ``data.reductions.wins``):
+    W_ij   ~ Binomial(W_ij + W_ji, logistic(theta_i - theta_j))   (observed ``wins``)
 
-    W_ij ~ Binomial(W_ij + W_ji, logistic(theta_i - theta_j))        (observed ``wins``)
-
-With ``ties="davidson"`` the pair's three outcome counts (i wins, j wins, tie;
-T = ``data.reductions.ties``) are multinomial with
+Davidson (model ``davidson``, or ``ties="davidson"``): the pair's three outcome counts are
+multinomial with
 
     P(i > j) : P(j > i) : P(i ~ j) = pi_i : pi_j : nu sqrt(pi_i pi_j),
     log nu ~ Normal(0, 2)                              (observed ``outcomes``)
 
-Every unordered pair i < j enters (a pair that never met has n = 0 and adds
-nothing), so models of equally sized data have equal shapes and can be fitted
-in one batch.  The zero-sum prior keeps the posterior proper even when the
-comparison graph is disconnected (the relative strength of separate components
-is then set by the prior alone).
+One function builds each variant, one line per line above: :func:`bradley_terry` and
+:func:`davidson`, from the counts as :class:`PairCounts` prepares them once; :func:`build`
+checks the options and picks the function by ``ties``.
 
-Real benchmark data (issue 9).  Questions that every model solves or none
-does only add ties (dropped by Bradley-Terry, counted by Davidson), so they
-cannot add a slow direction, and the location is fixed on theta itself.  The
-sufficient statistics are L x L whatever the number of questions.  A model
-that never wins (or never loses) would be bounded by the fixed-scale prior
-alone, which is proper and has no funnel; no real set has one: every model
-won and lost some comparisons, and the fewest decisive comparisons of a pair
-are 434 (LiveCodeBench repair 15 x 713 x 10), 68 (ZeroEval MATH-L5
-38 x 721 x 1, where 2 ordered pairs never won), 733 (Reasoning Gym hard
-10 x 4550 x 1) and 2 (MathArena AIME 2025 I 16 x 15 x 4).  ``bayesrank.fit``
-with its defaults of then (nutpie, 4 x (1,000 + 1,000), target_accept 0.8,
-``random_seed=0``) passes on all four, full size, with this parameterisation
-unchanged:
+Why this form (the measurements behind each choice: docs/samplers.md, "The pairwise
+models' design record (moved from models/bradley_terry.py)"):
 
-    set                 model          R-hat   min bulk / tail ESS  divergences  steps/draw
-    lcb_repair          bradley_terry  1.0030  5,814 / 2,547        0            5.9
-    lcb_repair          davidson       1.0029  4,582 / 2,764        0            6.3
-    zeroeval_math_l5    bradley_terry  1.0054  4,056 / 2,321        0            7.0
-    zeroeval_math_l5    davidson       1.0053  5,143 / 2,409        0            7.0
-    reasoning_gym_hard  bradley_terry  1.0020  4,758 / 2,966        0            4.6
-    reasoning_gym_hard  davidson       1.0036  3,302 / 2,760        0            5.5
-    aime2025_I          bradley_terry  1.0036  4,306 / 2,814        0            6.3
-    aime2025_I          davidson       1.0036  3,464 / 2,751        0            6.6
-
-Sampling takes 1-4 s of these fits; the rest is compiling the model (Numba,
-for nutpie; about half a second once the machine's cache holds it) and the
-pointwise log-likelihood (docs/samplers.md, ``benchmarks/bench_pairwise_real.py``).
-On a 43 x 400 x 10 tensor the default Davidson fit takes 2.3 s, Bradley-Terry 4.2 s.
+* The zero sum identifies the log-strengths (sum_i theta_i = 0) and keeps the posterior
+  proper even when the comparison graph is disconnected (the relative strength of
+  separate components is then set by the prior alone).
+* The fixed scale is the default because a learnt one forms a funnel when the data say
+  little about the spread (few models or few trials).  With many trials per pair both
+  agree (the likelihood dominates).
+* Every unordered pair i < j enters (a pair that never met has n = 0 and adds nothing),
+  so models of equally sized data have equal shapes and can be fitted in one batch.
+* Questions that every model solves or none does only add ties (dropped by
+  Bradley-Terry, counted by Davidson), so they cannot add a slow direction, and the
+  location is fixed on theta itself.  The sufficient statistics are L x L whatever the
+  number of questions.  A model that never wins (or never loses) is bounded by the
+  fixed-scale prior alone, which is proper and has no funnel.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -72,10 +54,10 @@ import pytensor.tensor as pt
 from bayesrank.data import ResponseData
 from bayesrank.data.pairwise import PairwiseData
 
-from ._common import check_option, positive_scale, response_data
+from ._common import check_option, log_strengths, positive_scale, response_data
 from .likelihoods import multinomial_logits
 
-__all__ = ["build", "bradley_terry", "pairs_of"]
+__all__ = ["build", "bradley_terry", "davidson", "PairCounts", "pairs_of"]
 
 OUTCOMES = ("i_wins", "j_wins", "tie")
 
@@ -85,49 +67,86 @@ def pairs_of(n_models: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(n_models, k=1)
 
 
-def bradley_terry(
-    wins: np.ndarray,
-    ties: np.ndarray | None,
-    *,
-    coords: dict[str, list],
-    scale: float = 1.0,
-    hierarchical: bool = False,
-) -> pm.Model:
-    """Bradley-Terry (``ties is None``) or Davidson model on pairwise counts.
+@dataclass(frozen=True, eq=False, repr=False)
+class PairCounts:
+    """The pairwise counts as the models read them, prepared once (:meth:`of`).
 
-    Parameters
-    ----------
-    wins : ndarray (L, L)
-        W_ij = comparisons won by i against j.
-    ties : ndarray (L, L) or None
-        T_ij = tied comparisons (Davidson); None for plain Bradley-Terry.
-    coords : dict
-        Must hold ``llm``; ``pair`` (and ``outcome``) are added here.
-    scale : float
-        Prior sd of the log-strengths (or of the half-normal prior on their
-        spread when ``hierarchical``).
-    hierarchical : bool
-        Learn the spread of the log-strengths.
+    One entry per unordered pair i < j (:func:`pairs_of`), named ``"<i> vs <j>"`` in the
+    coord ``pair``; the ties are read only by the model that needs them.
     """
-    i, j = pairs_of(wins.shape[0])
-    names = coords["llm"]
-    coords = {**coords, "pair": [f"{names[a]} vs {names[b]}" for a, b in zip(i, j, strict=True)]}
-    with pm.Model(coords=coords) as model:
-        sigma = pm.HalfNormal("sigma", scale) if hierarchical else scale
-        theta = pm.ZeroSumNormal("theta", sigma=sigma, dims="llm")
+
+    reductions: Any  # the data's reductions: wins W (L, L), ties T (L, L)
+    coords: dict[str, list]  # llm, pair
+
+    @classmethod
+    def of(cls, data: ResponseData | PairwiseData) -> PairCounts:
+        """The pairs of ``data``'s models (outcomes or battles: ``data.reductions``)."""
+        names = list(data.models)
+        i, j = pairs_of(len(names))
+        pairs = [f"{names[a]} vs {names[b]}" for a, b in zip(i, j, strict=True)]
+        return cls(data.reductions, {"llm": names, "pair": pairs})
+
+    def __repr__(self) -> str:
+        return f"PairCounts({len(self.coords['llm'])} models, {len(self.coords['pair'])} pairs)"
+
+    @property
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(i, j) of every pair."""
+        return pairs_of(len(self.coords["llm"]))
+
+    @property
+    def wins(self) -> np.ndarray:
+        """W_ij, the comparisons i won against j, per pair (int64)."""
+        i, j = self.pairs
+        return self.reductions.wins[i, j].astype(np.int64)
+
+    @property
+    def decisive(self) -> np.ndarray:
+        """W_ij + W_ji, the pair's decisive comparisons (int64)."""
+        i, j = self.pairs
+        wins = self.reductions.wins
+        return (wins[i, j] + wins[j, i]).astype(np.int64)
+
+    @property
+    def outcomes(self) -> np.ndarray:
+        """(W_ij, W_ji, T_ij) per pair (pair, outcome), int64."""
+        i, j = self.pairs
+        wins, ties = self.reductions.wins, self.reductions.ties
+        return np.stack([wins[i, j], wins[j, i], ties[i, j]], axis=-1).astype(np.int64)
+
+
+def bradley_terry(pairs: PairCounts, scale: float = 1.0, hierarchical: bool = False):
+    """Bradley-Terry, line by line (module docstring)::
+
+        theta  ~ ZeroSumNormal(scale)  (hierarchical: sigma ~ HalfNormal(scale))
+        W_ij   ~ Binomial(W_ij + W_ji, logistic(theta_i - theta_j))
+    """
+    i, j = pairs.pairs
+    with pm.Model(coords=pairs.coords) as model:
+        theta = log_strengths(scale, hierarchical)
+        w_ij = pm.Data("wins_ij", pairs.wins, dims="pair")
+        n_ij = pm.Data("decisive", pairs.decisive, dims="pair")
+        pm.Binomial("wins", n=n_ij, logit_p=theta[i] - theta[j], observed=w_ij, dims="pair")
+    return model
+
+
+def davidson(pairs: PairCounts, scale: float = 1.0, hierarchical: bool = False):
+    """Davidson's ties, line by line (module docstring)::
+
+        theta   ~ ZeroSumNormal(scale)  (hierarchical: sigma ~ HalfNormal(scale))
+        log nu  ~ Normal(0, 2)
+        (W_ij, W_ji, T_ij) ~ Multinomial(n_ij, softmax(theta_i, theta_j,
+                                                       log nu + (theta_i + theta_j) / 2))
+    """
+    i, j = pairs.pairs
+    with pm.Model(coords={**pairs.coords, "outcome": list(OUTCOMES)}) as model:
+        theta = log_strengths(scale, hierarchical)
         theta_i, theta_j = theta[i], theta[j]
-        if ties is None:
-            w_ij = pm.Data("wins_ij", wins[i, j].astype(np.int64), dims="pair")
-            n_ij = pm.Data("decisive", (wins[i, j] + wins[j, i]).astype(np.int64), dims="pair")
-            pm.Binomial("wins", n=n_ij, logit_p=theta_i - theta_j, observed=w_ij, dims="pair")
-        else:
-            model.add_coord("outcome", list(OUTCOMES))
-            table = np.stack([wins[i, j], wins[j, i], ties[i, j]], axis=-1).astype(np.int64)
-            counts = pm.Data("pair_counts", table, dims=("pair", "outcome"))
-            log_nu = pm.Normal("log_nu", 0.0, 2.0)
-            pm.Deterministic("nu", pt.exp(log_nu))
-            logits = pt.stack([theta_i, theta_j, log_nu + 0.5 * (theta_i + theta_j)], axis=-1)
-            multinomial_logits("outcomes", counts, logits, dims=("pair", "outcome"))
+        counts = pm.Data("pair_counts", pairs.outcomes, dims=("pair", "outcome"))
+        log_nu = pm.Normal("log_nu", 0.0, 2.0)
+        pm.Deterministic("nu", pt.exp(log_nu))
+        logits = pt.stack([theta_i, theta_j, log_nu + 0.5 * (theta_i + theta_j)], axis=-1)
+        multinomial_logits("outcomes", counts, logits, dims=("pair", "outcome"))
     return model
 
 
@@ -138,7 +157,7 @@ def build(
     scale: float = 1.0,
     hierarchical: bool = False,
 ) -> pm.Model:
-    """Build the Bayesian Bradley-Terry model of ``data``.
+    """Build the Bayesian Bradley-Terry (or, ``ties="davidson"``, Davidson) model of ``data``.
 
     Parameters
     ----------
@@ -146,7 +165,8 @@ def build(
         Binary or categorical outcomes (pairwise wins compare utilities), or pairwise
         battles, whose win and tie counts are W and T themselves.
     ties : {None, "davidson"}
-        Ignore ties (plain BT on decisive outcomes) or model them (Davidson).
+        Ignore ties (plain BT on decisive outcomes, :func:`bradley_terry`) or model them
+        (:func:`davidson`).
     scale : float
         Prior sd of the log-strengths (of their spread when ``hierarchical``).
     hierarchical : bool
@@ -160,11 +180,6 @@ def build(
     """
     check_option("ties", ties, (None, "davidson"))
     d = data if isinstance(data, PairwiseData) else response_data(data)
-    red = d.reductions
-    return bradley_terry(
-        red.wins,
-        red.ties if ties == "davidson" else None,
-        coords={"llm": list(d.models)},
-        scale=positive_scale("scale", scale),
-        hierarchical=bool(hierarchical),
-    )
+    scale = positive_scale("scale", scale)
+    variant = bradley_terry if ties is None else davidson
+    return variant(PairCounts.of(d), scale, bool(hierarchical))

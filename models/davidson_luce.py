@@ -1,91 +1,62 @@
 """Bayesian Davidson-Luce model of setwise events with ties (Firth, Kosmidis & Turner 2019).
 
-Paper appendix, "Davidson--Luce (setwise ties)".  Each question-trial gives a
-winner set U (models that solved it) and a loser set V within the comparison
-set S = U | V.  With strengths pi_i = exp(theta_i) and tie-prevalence
-parameters delta_t (delta_1 = 1),
-
-    g_t(T)       = (prod_{i in T} pi_i)^(1/t)
-    Z(S)         = sum_{t=1}^{min(D, |S| - 1)} delta_t sum_{T in S, |T| = t} g_t(T)
-                 = sum_t delta_t e_t(pi_S^(1/t))
-    P(U > V | S) = delta_|U| g_|U|(U) / Z(S)
-
-Events in which every compared model ties (U = S) carry no ranking
-information and are discarded from the data (``data.reductions.setwise``), so
-Z leaves that outcome out and the likelihood is conditional on an informative
-event.  The paper sums to min(D, |S|); with no missing trials and the default
-D = L - 1 the two are identical (|S| = L > D).  This matches the point
-estimator ``davidson_luce_map``.
-
-where e_t(x) is the t-th elementary symmetric polynomial of the values
-x_i = pi_i^(1/t), i in S.  It is computed exactly, without enumerating
-subsets: e_r(x) is the z^r coefficient of prod_i (1 + x_i z), and the product
-is formed pairwise in a binary tree of batched polynomial multiplications (the
-recurrence e_r <- e_r + x_i e_{r-1} regrouped into log2(L) vectorised steps, all
-orders t and comparison sets at once), in PyTensor, so NUTS gets exact
-gradients and the compiled graph stays small.  Z depends on S only, so it is
-computed once per distinct comparison set (one set when no trial is missing).
-Shifting every theta by m multiplies every g_t by exp(m); the products run on
-theta - max(theta) and the shift is added back, which keeps them in
-floating-point range.
-
-Priors:
+Paper appendix, "Davidson--Luce (setwise ties)".  Each question-trial gives a winner set U
+(the models that solved it) and a loser set V within the comparison set S = U | V.  With
+strengths pi_i = exp(theta_i) and tie prevalences delta_t (delta_1 = 1), t = 1..D:
 
     theta        ~ ZeroSumNormal(scale)                  log-strengths, sum 0, scale 1
                    (``hierarchical=True``: sigma ~ HalfNormal(scale), theta ~ ZeroSumNormal(sigma))
-    log delta_t  = log L - log C(L, t) + eta_t,   eta_t ~ Normal(0, 3),  t = 2..D
-                   (sampled as the log-odds of a winner set's size, eta_t + h_t(theta),
-                   measured from its wall for a size no event has: the same prior and
-                   posterior, :func:`_size_log_odds`)
+    eta_t        ~ Normal(0, 3),  t = 2..D               tie effects
+    log delta_t  = log L - log C(L, t) + eta_t
+    g_t(T)       = (prod_{i in T} pi_i)^(1/t)
+    Z(S)         = sum_{t=1}^{min(D, |S| - 1)} delta_t sum_{T in S, |T| = t} g_t(T)
+                 = sum_t delta_t e_t(pi_S^(1/t))
+    P(U > V | S) = delta_|U| g_|U|(U) / Z(S)             each distinct event e, count_e times
+                                                         (observed ``events``)
 
-so eta = 0 means "every winner-set size is equally likely" when all L models
-compete with equal strengths.  The observed variable ``events`` holds the
-winner indicators of each distinct (U, V) event (dims ``event``, ``llm``); its
-log-likelihood is count_e * log P(U_e > V_e | S_e), i.e. per group of identical
-question-trial events (leave-one-out then leaves the whole group out).
+where e_t(x) is the t-th elementary symmetric polynomial of x_i = pi_i^(1/t), i in S, and
+D = L - 1 by default.  The observed variable ``events`` holds the winner indicators of
+each distinct (U, V) event (dims ``event``, ``llm``); its log-likelihood is count_e log
+P(U_e > V_e | S_e), per group of identical question-trial events.
 
-Posterior predictive draws (``pm.sample_posterior_predictive``) give every
-row of ``events`` a fresh winner set drawn from P(U | S_e) of its comparison
-set, exactly (:func:`sample_winner_sets`: the size from delta_t e_t / Z, then
-the members by conditional Poisson sampling).  A row stands for ``counts[e]``
-identical observed question-trials, so replicated totals weight each row by
-its count (tested: the count-weighted winner totals of the draws cover the
-observed ones).  Before issue 9 the distribution had no random method and
-``post.ppc()`` failed with "Attempted to run random on the CustomDist".
+One function builds the model, one line per line above: :func:`davidson_luce`, from the
+events as :class:`SetwiseEvents` prepares them once; :func:`build` checks the options.
 
-Real benchmark data (issue 9).  Question-trials that every model solves or
-none does are not events (see above), so they add no parameter and no slow
-direction; the location is fixed on theta itself.  ``bayesrank.fit`` with its
-defaults (nutpie, 4 x (500 warm-up + 1,000 draws), target_accept 0.8, ``random_seed=0``)
-passes on every real set in ``../shared/data``, full size (2026-12-02, single-threaded
-BLAS, with the wall map of the tie orders no event has, :func:`_size_log_odds`):
+Why this form (the measurements behind each choice: docs/samplers.md, "The Davidson-Luce
+model's design record (moved from models/davidson_luce.py)"):
 
-    set                               R-hat   min bulk (var) / tail ESS     div  steps/draw  wall s
-    lcb_repair 15 x 713 x 10          1.0056  1,010 (tie_size_raw) / 1,663  0    7.1          7.2
-    zeroeval_math_l5 38 x 721 x 1     1.0082    899 (tie_size_raw) / 1,302  0    7.0         17.2
-    reasoning_gym_hard 10 x 4550 x 1  1.0039  2,878 (tie_size_raw) / 2,904  0    6.9          7.5
-    aime2025_I 16 x 15 x 4            1.0041  1,552 (tie_size_raw) / 1,926  0    7.0          6.1
-    AlpacaEval 2.0 wins 52 x 805 x 1  1.0049  1,496 (theta) / 1,835         0    8.4         25.9
-
-(wall: the whole call, the pointwise log-likelihood included).  With 1,000 warm-up
-iterations the smallest bulk ESS was 1,482 and 1,161 on the first two sets; AlpacaEval
-had one divergence before the wall map.
-
-The slowest direction used to be the tie prevalences when L is large and N = 1:
-with eta_t sampled directly (as a mean and zero-sum deviations), ZeroEval's 36 tie
-orders reached bulk ESS 636-686 and AlpacaEval's 50 only 318, failing the check
-(14.7 steps per draw).  Each eta_t moves with every ability through e_t, the
-reason the tie effects are now sampled as size log-odds (:func:`_size_log_odds`;
-docs/samplers.md).  Compilation dominates the wall time of small sets.  At L = 38-43,
-sampling costs as much
-as compiling: the normaliser's last tree levels multiply dense
-((d+1)^2 x (D+1)) convolution matrices, about 675 us per logp+gradient at
-L = 38 against 56 us at L = 15 (docs/samplers.md,
-``benchmarks/bench_pairwise_real.py``).
+* Events in which every compared model ties (U = S) carry no ranking information and are
+  discarded from the data (``data.reductions.setwise``), so Z leaves that outcome out and
+  the likelihood is conditional on an informative event.  The paper sums to min(D, |S|);
+  with no missing trials and the default D = L - 1 the two are identical (|S| = L > D).
+  This matches the point estimator ``davidson_luce_map``.  Question-trials that every
+  model solves or none does are therefore no events: they add no parameter and no slow
+  direction, and the location is fixed on theta itself.
+* eta = 0 means "every winner-set size is equally likely" when all L models compete with
+  equal strengths.
+* Z exactly, without enumerating subsets: e_r(x) is the z^r coefficient of prod_i (1 +
+  x_i z), formed pairwise in a binary tree of batched polynomial multiplications (the
+  recurrence e_r <- e_r + x_i e_{r-1} regrouped into log2(L) vectorised steps, all orders
+  t and comparison sets at once), in PyTensor, so NUTS gets exact gradients and the
+  compiled graph stays small.  Z depends on S only, so it is computed once per distinct
+  comparison set (one set when no trial is missing).  Shifting every theta by m
+  multiplies every g_t by exp(m); the products run on theta - max(theta) and the shift
+  is added back, which keeps them in floating-point range.
+* The tie effects are sampled as the log-odds of a winner set's size, eta_t + h_t(theta),
+  and an order no event has from its wall (:func:`_size_log_odds`): eta_t itself moves
+  with every ability through e_t, the slowest direction on data with many models and one
+  trial.  The same prior and posterior.
+* Grouped events: leave-one-out leaves a whole group of identical question-trials out.
+  Posterior predictive draws give every row of ``events`` a fresh winner set drawn from
+  P(U | S_e) of its comparison set, exactly (:func:`sample_winner_sets`: the size from
+  delta_t e_t / Z, then the members by conditional Poisson sampling); a row stands for
+  ``count_e`` identical question-trials, so replicated totals weight each row by its
+  count.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -95,11 +66,218 @@ from scipy.special import gammaln
 
 from bayesrank.data import ResponseData
 
-from ._common import binary_only, coords_of, positive_scale, response_data
+from ._common import binary_only, coords_of, log_strengths, positive_scale, response_data
 from .transforms import tie_sizes
 
-__all__ = ["build", "davidson_luce", "log_tie_normalisers", "sample_winner_sets"]
+__all__ = ["build", "davidson_luce", "SetwiseEvents", "log_tie_normalisers",
+           "sample_winner_sets"]
 
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SetwiseEvents:
+    """The distinct setwise events as the model reads them, prepared once (:meth:`of`).
+
+    Per-event arrays enter the graph by index (``set_index``, :attr:`size_index`), not as
+    (E, G) or (E, D) one-hot matrices: Numba refuses to cache a compiled function holding
+    a constant array above 1 MB.
+    """
+
+    winners: np.ndarray  # U_e, (E, L) bool
+    weights: np.ndarray  # count_e: the question-trials event e stands for, (E,) float
+    sets: np.ndarray  # the distinct comparison sets S_g, (G, L) of 0.0 / 1.0
+    set_index: np.ndarray  # g of each event's comparison set, (E,) int64
+    max_order: int  # D, the largest tie order in Z
+    coords: dict[str, list]  # llm, event, tie_order (2..D)
+
+    @classmethod
+    def of(cls, data: ResponseData, max_tie_order: int | None = None) -> SetwiseEvents:
+        """The events of binary ``data`` (``data.reductions.setwise``); D default L - 1."""
+        ev = data.reductions.setwise
+        n_events, n_models = ev.winners.shape
+        if n_events == 0:
+            raise ValueError(
+                "no informative setwise event: every question-trial was won by all or by "
+                "none of the models"
+            )
+        largest = int(ev.winners.sum(axis=1).max())
+        D = n_models - 1 if max_tie_order is None else int(max_tie_order)
+        if D < largest:
+            raise ValueError(f"max_tie_order={D} but an event has {largest} tied winners; "
+                             f"use max_tie_order >= {largest}")
+        sets, set_of_event = np.unique(ev.winners | ev.losers, axis=0, return_inverse=True)
+        coords = {"llm": coords_of(data)["llm"], "event": list(range(n_events)),
+                  "tie_order": [int(t) for t in np.arange(2, D + 1)]}
+        return cls(ev.winners, ev.counts.astype(float), sets.astype(float),
+                   set_of_event.ravel().astype(np.int64), D, coords)
+
+    @property
+    def n_models(self) -> int:
+        """L."""
+        return self.winners.shape[1]
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """|U_e| of each event, (E,)."""
+        return self.winners.sum(axis=1)
+
+    @property
+    def size_index(self) -> np.ndarray:
+        """|U_e| - 1 of each event, (E,) int64."""
+        return (self.sizes - 1).astype(np.int64)
+
+    @property
+    def log_binom(self) -> np.ndarray:
+        """log C(L, t), t = 2..D."""
+        L, t = self.n_models, np.arange(2, self.max_order + 1)
+        return gammaln(L + 1) - gammaln(t + 1) - gammaln(L - t + 1)
+
+    @property
+    def reference(self) -> int:
+        """The comparison set of most question-trials (:func:`_size_log_odds`)."""
+        return int(np.bincount(self.set_index, weights=self.weights).argmax())
+
+    @property
+    def size_counts(self) -> np.ndarray:
+        """The question-trials with a winner set of each size t = 1..D on :attr:`reference`."""
+        on = self.set_index == self.reference
+        return np.bincount(self.size_index[on], weights=self.weights[on],
+                           minlength=self.max_order)
+
+    def __repr__(self) -> str:
+        return (f"SetwiseEvents({self.winners.shape[0]} events of {self.n_models} models in "
+                f"{self.sets.shape[0]} comparison sets, D = {self.max_order})")
+
+    def logp(self, value, theta, log_delta):
+        """count_e log P(U_e > V_e | S_e) for the winner indicators ``value`` (E, L)."""
+        # CustomDist hands the parameters over with a leading broadcast batch axis
+        D = self.max_order
+        theta = pt.reshape(theta, (self.n_models,))
+        log_delta = pt.specify_shape(pt.reshape(log_delta, (D,)), (D,))
+        log_z = log_tie_normalisers(theta, log_delta, self.sets, D)
+        log_g = (value @ theta) * (1.0 / self.sizes.astype(float))
+        return self.weights * (log_delta[self.size_index] + log_g - log_z[self.set_index])
+
+    def random(self, theta, log_delta, rng=None, size=None) -> np.ndarray:
+        """One winner set per event from P(U | S_e) (:func:`sample_winner_sets`)."""
+        theta = np.reshape(theta, (self.n_models,))
+        event_sets = self.sets[self.set_index].astype(bool)
+        log_delta = np.reshape(log_delta, (self.max_order,))
+        winners = sample_winner_sets(rng, theta, log_delta, event_sets)
+        return winners.astype(float).reshape(size + (self.n_models,) if size else winners.shape)
+
+
+def davidson_luce(events: SetwiseEvents, scale: float = 1.0,
+                  hierarchical: bool = False) -> pm.Model:
+    """The Davidson-Luce model, line by line (module docstring)::
+
+        theta       ~ ZeroSumNormal(scale)  (hierarchical: sigma ~ HalfNormal(scale))
+        eta_t       ~ Normal(0, 3), log delta_t = log L - log C(L, t) + eta_t  (t = 2..D)
+        U_e | S_e   ~ P(U > V | S) = delta_|U| g_|U|(U) / Z(S), count_e times
+    """
+    with pm.Model(coords=events.coords) as model:
+        theta = log_strengths(scale, hierarchical)
+        log_delta = tie_prevalences(theta, events)
+        winners = pm.Data("event_winners", events.winners.astype(float), dims=("event", "llm"))
+        pm.CustomDist("events", theta, log_delta, logp=events.logp, random=events.random,
+                      signature="(l),(d)->(l)", observed=winners, dims=("event", "llm"))
+    return model
+
+
+def tie_prevalences(theta, events: SetwiseEvents):
+    """log delta_t, t = 1..D: log delta_1 = 0 and, for t >= 2, the deterministic
+    ``log_delta`` = log L - log C(L, t) + eta_t (tie_order); no tie effect when D = 1."""
+    log_delta = pt.zeros(1)
+    if events.max_order >= 2:
+        eta = _size_log_odds(theta, events)
+        log_delta_ties = pm.Deterministic(
+            "log_delta", np.log(events.n_models) - events.log_binom + eta, dims="tie_order")
+        log_delta = pt.concatenate([log_delta, log_delta_ties])
+    return pt.specify_shape(log_delta, (events.max_order,))
+
+
+def _size_log_odds(theta, events: SetwiseEvents, scale: float = 3.0):
+    """eta_t ~ Normal(0, scale) i.i.d., sampled as the log-odds of a winner set's size.
+
+    In a comparison set S the size of the winner set has P(t | S) = delta_t e_t(pi^(1/t))
+    / Z(S), so log P(t | S) / P(1 | S) = eta_t + h_t(theta) with
+
+        h_t(theta) = log e_t(pi^(1/t)) - log e_1(pi) - log C(L, t) + log L
+
+    (0 when every strength is equal).  The coordinate is omega_t = eta_t + h_t(theta) on
+    ``events.reference`` (the comparison set of most question-trials; h_t = 0 for orders
+    that set cannot hold): what the counts of each winner-set size pin down, whatever
+    theta is.  eta_t itself moves with every theta through h_t, so with eta free each
+    step in theta had to move all D - 1 tie effects along.  For fixed theta eta -> omega
+    is a translation, so the prior on eta and the posterior are unchanged: eta is
+    declared with its Normal(0, scale) prior and sampled in these coordinates
+    (:class:`models.transforms.TieSizes`).
+
+    Orders that the reference set holds but none of its events has (``size_counts`` 0,
+    counted per size t = 1..D on that set) are bounded by the data from one side only:
+    with n events and n_1 of size 1 in the reference set, omega_t above the wall w = -log
+    n_1 would make size t expected at least once.  Below it only the prior acts,
+    ``scale`` wide; above it the likelihood falls like -n e^(omega_t - w), one logit
+    wide, and the step size suited to the open side overshoots the wall now and then.
+    Such an order's free coordinate v is mapped as the IRT models map their one-sided
+    intercepts (:func:`models.transforms.wall_map`),
+
+        omega_t = w + v - scale softplus(-v),   d omega_t / dv = 1 + scale logistic(-v)
+
+    about v past the wall and (1 + scale) v on the open side.  The map is strictly
+    increasing onto the real line, and its log derivative enters the density, so the
+    posterior is the same whatever w is; w only decides where the scales meet.
+    """
+    sets, reference, max_order = events.sets, events.reference, events.max_order
+    L = events.n_models
+    # theta reshaped as the events' log-density reshapes it: the same graph, computed once
+    _, diagonal = tie_size_terms(pt.reshape(theta, (L,)), sets, max_order)
+    proper = np.arange(2, max_order + 1) < sets[reference].sum()
+    e = diagonal[:, reference]  # e_t(x^(t)) e^(-shift), t = 1..D
+    # the inner where keeps log(0) of the orders the set cannot hold out of the gradient
+    log_odds_equal = events.log_binom - np.log(L)  # log e_t / e_1 at equal strengths
+    h = pt.where(proper, pt.log(pt.where(proper, e[1:], 1.0)) - pt.log(e[0]) - log_odds_equal,
+                 0.0)
+    size_counts = events.size_counts
+    unseen = proper & (size_counts[1:] == 0)
+    wall = -np.log(max(float(size_counts[0]), 1.0))
+    eta = tie_sizes("eta", scale, h, unseen.astype(float), wall)
+    pm.Deterministic("tie_size_log_odds", eta + h, dims="tie_order")
+    return eta
+
+
+def build(
+    data: ResponseData | Any,
+    *,
+    max_tie_order: int | None = None,
+    scale: float = 1.0,
+    hierarchical: bool = False,
+) -> pm.Model:
+    """Build the Bayesian Davidson-Luce model of binary ``data``: check the options.
+
+    Parameters
+    ----------
+    data : ResponseData or array_like (L, M, N), binary
+    max_tie_order : int, optional
+        Largest tie order D (default L - 1, the largest winner set of a non-degenerate
+        event).  Must be at least the largest observed |U|.
+    scale : float
+        Prior sd of the log-strengths (of their spread when ``hierarchical``).
+    hierarchical : bool
+        Learn the spread of the log-strengths.
+
+    Returns
+    -------
+    pymc.Model
+        Ranking quantity ``theta`` = log-strengths (llm), zero-sum; tie
+        parameters ``log_delta`` (tie_order = 2..D); observed ``events``.
+    """
+    d = response_data(data)
+    binary_only(d, "davidson_luce")
+    scale = positive_scale("scale", scale)
+    return davidson_luce(SetwiseEvents.of(d, max_tie_order), scale, bool(hierarchical))
+
+
+# -- the normaliser Z and the winner-set sampler --------------------------------------------
 
 def _convolution(degree: int, max_order: int) -> np.ndarray:
     """C[(a, b), c] = 1{a + b = c}: multiplies two polynomials of ``degree`` (truncated)."""
@@ -247,196 +425,3 @@ def sample_winner_sets(
         winners[:, i] = joins
         remaining -= joins
     return winners
-
-
-def _size_log_odds(theta, sets: np.ndarray, reference: int, max_order: int,
-                   log_binom: np.ndarray, n_models: int, size_counts: np.ndarray,
-                   scale: float = 3.0):
-    """eta_t ~ Normal(0, scale) i.i.d., sampled as the log-odds of a winner set's size.
-
-    In a comparison set S the size of the winner set has P(t | S) = delta_t e_t(pi^(1/t))
-    / Z(S), so log P(t | S) / P(1 | S) = eta_t + h_t(theta) with
-
-        h_t(theta) = log e_t(pi^(1/t)) - log e_1(pi) - log C(L, t) + log L
-
-    (0 when every strength is equal).  The coordinate is omega_t = eta_t +
-    h_t(theta) on ``sets[reference]`` (the comparison set of most question-trials;
-    h_t = 0 for orders that set cannot hold): what
-    the counts of each winner-set size pin down, whatever theta is.  eta_t itself
-    moves with every theta through h_t, so with eta free each step in theta had to
-    move all D - 1 tie effects along (AlpacaEval 2.0's wins, 52 models, 50 tie
-    orders: min bulk ESS 318 of eta at the default 4 x 1,000 draws).  For fixed
-    theta eta -> omega is a translation, so the prior on eta and the posterior are
-    unchanged: eta is declared with its Normal(0, scale) prior and sampled in these
-    coordinates (:class:`models.transforms.TieSizes`).
-
-    Orders that the reference set holds but none of its events has (``size_counts``
-    0, counted per size t = 1..D on that set; 13 of AlpacaEval's 50) are bounded by the
-    data from one side only: with n events and n_1 of size 1 in the reference
-    set, omega_t above the wall w = -log n_1 would make size t expected at least once.
-    Below it only the prior acts, ``scale`` wide; above it the likelihood falls like
-    -n e^(omega_t - w), one logit wide.  Sampled as omega_t itself, the step size suited
-    to the open side overshot the wall now and then: AlpacaEval's wins, seed 0, had one
-    divergence in 4,000 draws (energy error 1,193 on order 49, never observed).  Such an
-    order's free coordinate v is mapped as the IRT models map their one-sided intercepts
-    (:func:`models.transforms.wall_map`),
-
-        omega_t = w + v - scale softplus(-v),   d omega_t / dv = 1 + scale logistic(-v)
-
-    about v past the wall and (1 + scale) v on the open side.  The map is strictly
-    increasing onto the real line, and its log derivative enters the density, so the
-    posterior is the same whatever w is; w only decides where the scales meet.
-    """
-    # theta reshaped as the events' log-density reshapes it: the same graph, computed once
-    _, diagonal = tie_size_terms(pt.reshape(theta, (n_models,)), sets, max_order)
-    proper = np.arange(2, max_order + 1) < sets[reference].sum()
-    e = diagonal[:, reference]  # e_t(x^(t)) e^(-shift), t = 1..D
-    # the inner where keeps log(0) of the orders the set cannot hold out of the gradient
-    log_odds_equal = log_binom - np.log(n_models)  # log e_t / e_1 at equal strengths
-    h = pt.where(proper, pt.log(pt.where(proper, e[1:], 1.0)) - pt.log(e[0]) - log_odds_equal,
-                 0.0)
-    unseen = proper & (size_counts[1:] == 0)
-    wall = -np.log(max(float(size_counts[0]), 1.0))
-    eta = tie_sizes("eta", scale, h, unseen.astype(float), wall)
-    pm.Deterministic("tie_size_log_odds", eta + h, dims="tie_order")
-    return eta
-
-
-def davidson_luce(
-    winners: np.ndarray,
-    losers: np.ndarray,
-    counts: np.ndarray,
-    *,
-    coords: dict[str, list],
-    max_tie_order: int | None = None,
-    scale: float = 1.0,
-    hierarchical: bool = False,
-) -> pm.Model:
-    """Davidson-Luce model on grouped setwise events.
-
-    Parameters
-    ----------
-    winners, losers : ndarray (E, L) of bool
-        Winner and loser sets of each distinct event.
-    counts : ndarray (E,)
-        Multiplicity of each event.
-    coords : dict
-        Must hold ``llm``; ``event`` and ``tie_order`` are added here.
-    max_tie_order : int, optional
-        D, the largest tie order in Z; default L - 1 (the largest winner set of
-        a non-degenerate event).  Must be at least the largest observed |U|.
-    scale : float
-        Prior sd of the log-strengths (of their spread when ``hierarchical``).
-    hierarchical : bool
-        Learn the spread of the log-strengths.
-    """
-    n_events, n_models = winners.shape
-    if n_events == 0:
-        raise ValueError(
-            "no informative setwise event: every question-trial was won by all or by none "
-            "of the models"
-        )
-    sizes = winners.sum(axis=1)
-    D = n_models - 1 if max_tie_order is None else int(max_tie_order)
-    if D < int(sizes.max()):
-        raise ValueError(
-            f"max_tie_order={D} but an event has {int(sizes.max())} tied winners; "
-            f"use max_tie_order >= {int(sizes.max())}"
-        )
-    sets, set_of_event = np.unique(winners | losers, axis=0, return_inverse=True)
-    set_of_event = set_of_event.ravel()
-    ties = np.arange(2, D + 1)
-    log_binom = gammaln(n_models + 1) - gammaln(ties + 1) - gammaln(n_models - ties + 1)
-    coords = {
-        **coords,
-        "event": list(range(n_events)),
-        "tie_order": [int(t) for t in ties],
-    }
-    # per-event arrays enter by index, not as (E, D) or (E, G) one-hot matrices: Numba
-    # refuses to cache a compiled function holding a constant array above 1 MB
-    weights = counts.astype(float)
-    inverse_size = 1.0 / sizes.astype(float)
-    size_index = (sizes - 1).astype(np.int64)
-    set_index = set_of_event.astype(np.int64)
-
-    def event_logp(value, theta, log_delta):
-        # CustomDist hands the parameters over with a leading broadcast batch axis
-        theta = pt.reshape(theta, (n_models,))
-        log_delta = pt.specify_shape(pt.reshape(log_delta, (D,)), (D,))
-        log_z = log_tie_normalisers(theta, log_delta, sets.astype(float), D)
-        log_g = (value @ theta) * inverse_size
-        return weights * (log_delta[size_index] + log_g - log_z[set_index])
-
-    event_sets = sets[set_of_event].astype(bool)
-
-    def event_random(theta, log_delta, rng=None, size=None):
-        theta = np.reshape(theta, (n_models,))
-        winners_ = sample_winner_sets(rng, theta, np.reshape(log_delta, (D,)), event_sets)
-        return winners_.astype(float).reshape(size + (n_models,) if size else winners_.shape)
-
-    with pm.Model(coords=coords) as model:
-        sigma = pm.HalfNormal("sigma", scale) if hierarchical else scale
-        theta = pm.ZeroSumNormal("theta", sigma=sigma, dims="llm")
-        log_delta = pt.zeros(1)
-        if D >= 2:
-            reference = int(np.bincount(set_index, weights=weights).argmax())
-            on_reference = set_index == reference
-            size_counts = np.bincount(size_index[on_reference], weights=weights[on_reference],
-                                      minlength=D)  # t = 1..D
-            eta = _size_log_odds(theta, sets.astype(float), reference, D, log_binom, n_models,
-                                 size_counts)
-            log_delta_ties = pm.Deterministic(
-                "log_delta", np.log(n_models) - log_binom + eta, dims="tie_order"
-            )
-            log_delta = pt.concatenate([log_delta, log_delta_ties])
-        log_delta = pt.specify_shape(log_delta, (D,))
-        pm.CustomDist(
-            "events",
-            theta,
-            log_delta,
-            logp=event_logp,
-            random=event_random,
-            signature="(l),(d)->(l)",
-            observed=pm.Data("event_winners", winners.astype(float), dims=("event", "llm")),
-            dims=("event", "llm"),
-        )
-    return model
-
-
-def build(
-    data: ResponseData | Any,
-    *,
-    max_tie_order: int | None = None,
-    scale: float = 1.0,
-    hierarchical: bool = False,
-) -> pm.Model:
-    """Build the Bayesian Davidson-Luce model of binary ``data``.
-
-    Parameters
-    ----------
-    data : ResponseData or array_like (L, M, N), binary
-    max_tie_order : int, optional
-        Largest tie order D (default L - 1).
-    scale : float
-        Prior sd of the log-strengths (of their spread when ``hierarchical``).
-    hierarchical : bool
-        Learn the spread of the log-strengths.
-
-    Returns
-    -------
-    pymc.Model
-        Ranking quantity ``theta`` = log-strengths (llm), zero-sum; tie
-        parameters ``log_delta`` (tie_order = 2..D); observed ``events``.
-    """
-    d = response_data(data)
-    binary_only(d, "davidson_luce")
-    ev = d.reductions.setwise
-    return davidson_luce(
-        ev.winners,
-        ev.losers,
-        ev.counts,
-        coords={"llm": coords_of(d)["llm"]},
-        max_tie_order=max_tie_order,
-        scale=positive_scale("scale", scale),
-        hierarchical=bool(hierarchical),
-    )
