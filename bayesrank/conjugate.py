@@ -24,6 +24,7 @@ outcomes (Bayes_R0@N, identifier ``bayes_greedy``); an array replaces them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -363,6 +364,58 @@ class ExactDraws:
             out["log_likelihood"] = loglik.reshape(
                 L, M, self.chains, self.draws).transpose(2, 3, 0, 1)
         return out
+
+    def log_likelihood_blocks(self, counts: np.ndarray, max_values: int
+                              ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The pointwise log-likelihood of :meth:`sample`, a few cells at a time.
+
+        Yields ``(cells, values)``: flat indices of (llm, question) cells and their
+        log-likelihood (chain, draw, cells) at the very draws :meth:`sample` makes,
+        blocks of draws grouped to about ``max_values`` values each (at least one block),
+        so that no more than that is held at once.
+        """
+        K = self.shape[-1]
+        n = np.asarray(counts, dtype=float).reshape(-1, K)
+        coefficient = multinomial_coefficient(n)
+        group: list[int] = []
+        for j in range(len(self._blocks)):
+            group.append(j)
+            last = j == len(self._blocks) - 1
+            size = sum(self._blocks[i].cells.size for i in group) * self.n_samples
+            if not last and size + self._blocks[j + 1].cells.size * self.n_samples <= max_values:
+                continue
+            cells = np.concatenate([self._blocks[i].cells for i in group])
+            values = np.concatenate([
+                _block_log_likelihood(*self._draw(i, whole=False), n[self._blocks[i].cells],
+                                      coefficient[self._blocks[i].cells]) for i in group])
+            group = []
+            yield cells, values.reshape(-1, self.chains, self.draws).transpose(1, 2, 0)
+
+    def replicated_scores(self, trials: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Per draw, each model's summed weighted score of replicated trials (chain, draw, llm).
+
+        ``k~_lm ~ Multinomial(n_lm, p_lm)`` at every draw of ``p``, with ``trials`` n_lm
+        (L, M), scored ``sum_m w . k~_lm``: one block of cells at a time (the draws of
+        ``p`` are made again block by block, never all at once), the blocks in order
+        from ``rng``.
+        """
+        L, M, K = self.shape
+        n = np.asarray(trials).reshape(-1)
+        out = np.zeros((L, self.n_samples))
+        for j, block in enumerate(self._blocks):
+            p = self._draw(j, whole=K > 2)[0]
+            trials = n[block.cells, None]
+            if K == 2:  # the binomial: one variate per cell and draw
+                small = next(iter(p))  # the category drawn (the smaller one for products)
+                k = rng.binomial(trials, np.clip(p[small], 0.0, 1.0))
+                scores = self.weights[1 - small] * trials + (
+                    self.weights[small] - self.weights[1 - small]) * k
+            else:
+                pvals = np.stack([p[k] for k in range(K)], axis=-1)  # (cells, samples, K)
+                pvals /= pvals.sum(axis=-1, keepdims=True)
+                scores = rng.multinomial(trials, pvals) @ self.weights
+            out[block.cells[0] // M] += scores.sum(axis=0)
+        return out.reshape(L, self.chains, self.draws).transpose(1, 2, 0)
 
     def deferred_p(self) -> DeferredArray:
         """:meth:`p`, made when first asked for (what a fit stores: most uses never read it)."""

@@ -52,7 +52,8 @@ def test_log_likelihood_equals_pymc_on_the_same_draws(case):
     """The closed-form pointwise log-likelihood is what pm.compute_log_likelihood returns."""
     make, R0 = CASES[case]
     data = make()
-    post = fit(data, "bayes", R0=R0, draws=60, chains=2, random_seed=3, progressbar=False)
+    post = fit(data, "bayes", R0=R0, draws=60, chains=2, random_seed=3, progressbar=False,
+               log_likelihood=True)
     ours = post.idata["log_likelihood"]["counts"]
     oracle = pm.compute_log_likelihood(
         post.idata, var_names=["counts"], model=post.pymc_model,
@@ -83,7 +84,8 @@ def test_variables_dims_and_coords_a_user_sees():
 
 def test_same_seed_same_draws_other_seed_other_draws():
     data = mixed_binary()
-    a, b, c = (fit(data, "bayes", draws=20, chains=2, random_seed=s, progressbar=False)
+    a, b, c = (fit(data, "bayes", draws=20, chains=2, random_seed=s, progressbar=False,
+                   log_likelihood=True)
                for s in (7, 7, 8))
     for group, var in (("posterior", "p"), ("posterior", "theta"), ("log_likelihood", "counts")):
         np.testing.assert_array_equal(a.idata[group][var].values, b.idata[group][var].values)

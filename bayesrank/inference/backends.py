@@ -284,6 +284,11 @@ class _MadeOnFirstRead(BackendArray):
         return self._array[key]
 
 
+def deferred_variable(deferred: DeferredArray, dims: tuple[str, ...]) -> xr.Variable:
+    """``deferred`` as an xarray variable on ``dims`` whose values are made when read."""
+    return xr.Variable(dims, indexing.LazilyIndexedArray(_MadeOnFirstRead(deferred)))
+
+
 def _exact_group(values: dict[str, Any], coords: dict, dims: dict, name: str) -> xr.Dataset:
     """One group of an exact sampler's draws; deferred arrays stay lazy until read."""
     eager = {k: v for k, v in values.items() if not isinstance(v, DeferredArray)}
@@ -292,8 +297,7 @@ def _exact_group(values: dict[str, Any], coords: dict, dims: dict, name: str) ->
         if isinstance(value, DeferredArray):
             var_dims = ("chain", "draw", *dims[var])
             labels = {d: coords[d] for d in dims[var] if d in coords and d not in ds.coords}
-            ds = ds.assign_coords(labels).assign(
-                {var: xr.Variable(var_dims, indexing.LazilyIndexedArray(_MadeOnFirstRead(value)))})
+            ds = ds.assign_coords(labels).assign({var: deferred_variable(value, var_dims)})
     return ds[list(values)].assign_attrs(ds.attrs)
 
 
