@@ -221,3 +221,21 @@ def test_log_likelihood_at_a_zero_probability_is_scipys():
             probs = [p0[cell, s], 1.0 - p0[cell, s]]
             expected = stats.multinomial.logpmf(counts[cell], counts[cell].sum(), probs)
             assert got[cell, s] == pytest.approx(expected, rel=1e-12)
+
+
+def test_leaderboard_and_loo_never_make_every_cells_p(monkeypatch):
+    """The leaderboard's expected score is theta and its predictive interval is replicated
+    block by block; PSIS-LOO draws the log-likelihood block by block: none makes all of p."""
+    from bayesrank import conjugate
+
+    made = []
+    original = conjugate.ExactDraws.p
+    monkeypatch.setattr(conjugate.ExactDraws, "p", lambda self: made.append(1) or original(self))
+    data = ResponseData(np.random.default_rng(5).integers(0, 2, (5, 9, 3)))  # every cell seen
+    post = fit(data, "bayes", draws=40, chains=2, random_seed=5, progressbar=False)
+    board = post.leaderboard()
+    post.loo()
+    assert made == []
+    theta = post.idata["posterior"]["theta"].mean(("chain", "draw")).to_series()
+    np.testing.assert_allclose(board["accuracy"], theta.loc[board.index], rtol=1e-12)
+    assert (board["accuracy_lower"] <= board["accuracy_upper"]).all()
