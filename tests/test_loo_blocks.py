@@ -107,3 +107,42 @@ def test_reloaded_fit_gives_the_same_loo(stored, model, tmp_path):
                                       post.idata["posterior"]["p"].values)
         np.testing.assert_allclose(back.leaderboard()["accuracy"],
                                    post.leaderboard()["accuracy"], rtol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def masked() -> dict[str, Posterior]:
+    """Fits of data with about half of the cells missing (no trials)."""
+    rng = np.random.default_rng(3)
+    R = (rng.random((L, M, N)) < rng.random((1, M, 1))).astype(int)
+    mask = np.broadcast_to(rng.random((L, M, 1)) > 0.5, R.shape)
+    data = ResponseData(R, mask=mask)
+    return {m: bayesrank.fit(data, m, draws=DRAWS, chains=CHAINS, random_seed=1,
+                             progressbar=False, log_likelihood=True) for m in ("bayes", "rasch")}
+
+
+@pytest.mark.parametrize("model", ["bayes", "rasch"])
+def test_cells_without_trials_are_left_out(masked, model):
+    """Cells nobody observed score 0 at every draw; ArviZ cannot smooth them, so LOO runs
+    over the observed cells (equal to arviz.loo on those alone)."""
+    post = masked[model]
+    seen = post.data.reductions.trials > 0
+    stored = post.idata["log_likelihood"][post.observed_var]
+    dense = stored.stack(observed=("llm", "question")).isel(
+        observed=np.flatnonzero(seen.ravel()))
+    tree = xr.DataTree.from_dict({"posterior": post.idata["posterior"].to_dataset()[["theta"]],
+                                  "log_likelihood": dense.to_dataset(name="obs")})
+    oracle = az.loo(tree, pointwise=True, var_name="obs", reff=relative_efficiency(post))
+    got = loo(_on_demand(post), max_values=10 * CHAINS * DRAWS)
+    assert got.n_data_points == int(seen.sum()) == oracle.n_data_points
+    np.testing.assert_allclose(got.elpd_i.values, oracle.elpd_i.values, rtol=1e-12)
+    np.testing.assert_allclose(got.pareto_k.values, oracle.pareto_k.values, rtol=1e-12)
+    assert (got.elpd, got.se, got.p) == pytest.approx((oracle.elpd, oracle.se, oracle.p),
+                                                      rel=1e-12)
+
+
+def test_compare_on_masked_data(masked):
+    table = bayesrank.compare({m: _on_demand(p) for m, p in masked.items()})
+    seen = int((masked["bayes"].data.reductions.trials > 0).sum())
+    assert (table["n_observations"] == seen).all() and seen < L * M
+    assert table.attrs["observation_unit"] == "observed unit"
+    assert np.isclose(table["elpd_loo"].sum(), sum(p.loo().elpd for p in masked.values()))

@@ -40,7 +40,7 @@ __all__ = ["compare", "log_likelihood_blocks", "loo", "pointwise_log_likelihood"
            "observation_unit", "relative_efficiency"]
 
 PARETO_K_THRESHOLD = 0.7
-_UNIT_NAMES = {("llm", "question"): "model-question cell"}
+_UNIT_NAMES = {("llm", "question"): "model-question cell", ("observed",): "observed unit"}
 
 
 def observation_unit(dims: tuple[str, ...]) -> str:
@@ -136,11 +136,16 @@ def loo(posterior: Posterior, *, max_values: int = MAX_BLOCK_VALUES):
     ``reff`` (:func:`relative_efficiency`; tested), summed as :func:`arviz.loo` sums
     them.  Memory: one block, plus a few numbers per unit.
 
+    A unit whose log-likelihood is 0 at every draw observed nothing (a model-question
+    cell without trials, a pair that never met): it is left out, as :func:`arviz.loo`
+    could not smooth it, and the pointwise results are then on one dim ``observed``
+    (the observed units, their labels stacked).
+
     Returns
     -------
     arviz_stats.utils.ELPDDataLOO
-        Pointwise (``elpd_i``, ``pareto_k`` on the unit's dims), without ``log_weights``
-        (those are draws per unit).
+        Pointwise (``elpd_i``, ``pareto_k`` on the unit's dims, or ``observed``), without
+        ``log_weights`` (those are draws per unit).
     """
     from arviz_stats.utils import ELPDDataLOO
 
@@ -148,24 +153,33 @@ def loo(posterior: Posterior, *, max_values: int = MAX_BLOCK_VALUES):
     reff = relative_efficiency(posterior)
     size = int(np.prod(made.shape))
     elpd_i, pareto_k, p_loo_i = (np.empty(size) for _ in range(3))
+    observed = np.empty(size, dtype=bool)
     n_samples = None
     for cells, values in made.blocks:
         n_samples = values.shape[0] * values.shape[1]
-        block = xr.DataArray(values, dims=("chain", "draw", "unit"))
+        seen = np.any(values != 0.0, axis=(0, 1))
+        observed[cells] = seen
+        block = xr.DataArray(values[:, :, seen], dims=("chain", "draw", "unit"))
         e, k, p = block.azstats.loo(sample_dims=["chain", "draw"], r_eff=reff)
-        elpd_i[cells], pareto_k[cells], p_loo_i[cells] = e.values, k.values, p.values
+        index = np.arange(size)[cells][seen]
+        elpd_i[index], pareto_k[index], p_loo_i[index] = e.values, k.values, p.values
 
     def unit(values: np.ndarray, name: str) -> xr.DataArray:
-        return xr.DataArray(values.reshape(made.shape), dims=made.dims,
+        full = xr.DataArray(values.reshape(made.shape), dims=made.dims,
                             coords={d: c for d, c in made.coords.items() if d in made.dims},
                             name=name)
+        if observed.all():
+            return full
+        return full.stack(observed=made.dims).isel(observed=np.flatnonzero(observed))
 
     elpd_da, p_da = unit(elpd_i, "elpd_i"), unit(p_loo_i, "p_loo_i")
     elpd, se, p_loo, _ = elpd_da.azstats.loo_summary(p_da)
     good_k = min(1.0 - 1.0 / np.log10(n_samples), 0.7)  # arviz's threshold for S draws
-    return ELPDDataLOO(elpd=elpd, se=se, p=p_loo, n_samples=n_samples, n_data_points=size,
-                       scale="log", warning=bool(np.any(pareto_k > good_k)), good_k=good_k,
-                       elpd_i=elpd_da, pareto_k=unit(pareto_k, "pareto_k"))
+    k_da = unit(pareto_k, "pareto_k")
+    return ELPDDataLOO(elpd=elpd, se=se, p=p_loo, n_samples=n_samples,
+                       n_data_points=int(observed.sum()), scale="log",
+                       warning=bool(np.any(k_da.values > good_k)), good_k=good_k,
+                       elpd_i=elpd_da, pareto_k=k_da)
 
 
 def _same_data(a, b) -> bool:
@@ -264,7 +278,7 @@ def compare(
             "n_pareto_k_high": [high_k[n][0] for n in arviz_table.index],
             "max_pareto_k": [high_k[n][1] for n in arviz_table.index],
             "observation_unit": observation_unit(unit_dims),
-            "n_observations": int(np.prod(unit_shape)),
+            "n_observations": int(np.prod(unit_shape)),  # the observed units
         },
         index=pd.Index([str(n) for n in arviz_table.index], name="model"),
     )
