@@ -275,11 +275,14 @@ def _block_log_likelihood(
 
 @dataclass(frozen=True)
 class DeferredArray:
-    """An array made only when first asked for: its ``shape``, ``dtype`` and ``make()``."""
+    """An array made only when first asked for: its ``shape``, ``dtype`` and ``make()``;
+    ``make_draws(chains, draws)``, if given, makes only those (index arrays) of its first
+    two axes (chain, draw)."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
     make: Any
+    make_draws: Any = None
 
 
 class ExactDraws:
@@ -420,20 +423,36 @@ class ExactDraws:
     def deferred_p(self) -> DeferredArray:
         """:meth:`p`, made when first asked for (what a fit stores: most uses never read it)."""
         L, M, K = self.shape
-        return DeferredArray((self.chains, self.draws, L, M, K), np.dtype(float), self.p)
+
+        def make_draws(chains: np.ndarray, draws: np.ndarray) -> np.ndarray:
+            flat = (chains[:, None] * self.draws + draws[None, :]).ravel()
+            return self.p_at(flat).reshape(chains.size, draws.size, L, M, K)
+
+        return DeferredArray((self.chains, self.draws, L, M, K), np.dtype(float), self.p,
+                             make_draws)
 
     def p(self) -> np.ndarray:
         """The draws of ``p`` (chain, draw, llm, question, category) that :meth:`sample` used."""
         L, M, K = self.shape
-        p = np.empty((K, L * M, self.n_samples))
+        return self.p_at(np.arange(self.n_samples)).reshape(
+            self.chains, self.draws, L, M, K)
+
+    def p_at(self, samples: np.ndarray) -> np.ndarray:
+        """Those draws of ``p`` only, (samples, llm, question, category), ``samples`` flat
+        indices ``chain * draws + draw``: each block's draws are made and the rest
+        dropped, so a thinned set (a predictive check's) costs its own size in memory."""
+        L, M, K = self.shape
+        samples = np.asarray(samples, dtype=int)
+        every = samples.size == self.n_samples and np.array_equal(samples, np.arange(samples.size))
+        p = np.empty((K, L * M, samples.size))
 
         def fill(j: int) -> None:
             cells = self._blocks[j].cells
             for k, values in self._draw(j, whole=True)[0].items():
-                p[k, cells] = values
+                p[k, cells] = values if every else values[:, samples]
 
         self._map(fill)
-        return p.reshape(K, L, M, self.chains, self.draws).transpose(3, 4, 1, 2, 0)
+        return p.reshape(K, L, M, samples.size).transpose(3, 1, 2, 0)
 
 
 def exact_draws(

@@ -11,9 +11,10 @@ points (least squares on log-log).
 
 Tasks: ``closed_form`` (closed-form Bayes@N and its leaderboard), ``rules`` (the
 paper's 72 ranking rules, each by ``bayesrank.rank``), ``report_closed_form`` (the HTML
-report of the closed form), ``fit_<model>`` (``bayesrank.fit`` with its defaults, then
-``leaderboard()``), ``loo_<model>`` (the fit, then ``post.loo()`` block by block); a task
-named with ``+sparse`` (``fit_rasch+sparse``) runs on data with 90% of the cells missing.
+report of the closed form), ``report_bayes`` (``fit(d, "bayes")`` and its report),
+``fit_<model>`` (``bayesrank.fit`` with its defaults, then ``leaderboard()``),
+``loo_<model>`` (the fit, then ``post.loo()`` block by block); a task named with
+``+sparse`` (``fit_rasch+sparse``) runs on data with 90% of the cells missing.
 
 Run: ``python benchmarks/bench_scale.py`` (the short grid of ``make bench``) or
 ``python benchmarks/bench_scale.py --grid full`` (10 x 1,000 up to 50 x 14,000; one point
@@ -85,6 +86,9 @@ def run_point(task: str, L: int, M: int) -> dict:
                 refused += 1  # pass@k with k > 1 trial, the 3PL's joint ML (no estimate)
     elif task == "report_closed_form":
         bayesrank.write_report(bayesrank.closed_form(data), OUT / "bench_scale_report.html")
+    elif task == "report_bayes":  # the fit, then its report (leaderboard, PPC, figures)
+        post = bayesrank.fit(data, "bayes", random_seed=0, progressbar=False)
+        bayesrank.write_report(post, OUT / "bench_scale_report.html")
     elif task.startswith(("fit_", "loo_")):
         post = bayesrank.fit(data, task[4:], random_seed=0, progressbar=False)
         post.leaderboard()

@@ -239,3 +239,23 @@ def test_leaderboard_and_loo_never_make_every_cells_p(monkeypatch):
     theta = post.idata["posterior"]["theta"].mean(("chain", "draw")).to_series()
     np.testing.assert_allclose(board["accuracy"], theta.loc[board.index], rtol=1e-12)
     assert (board["accuracy_lower"] <= board["accuracy_upper"]).all()
+
+
+def test_thinned_p_is_made_alone_and_equals_the_whole(monkeypatch):
+    """A predictive check reads every k-th draw of p: only those are made (not all of p),
+    and they are the very draws of the whole array."""
+    from bayesrank import conjugate
+
+    made = []
+    original = conjugate.ExactDraws.p
+    monkeypatch.setattr(conjugate.ExactDraws, "p", lambda self: made.append(1) or original(self))
+    post = fit(mixed_binary(), "bayes", draws=40, chains=2, random_seed=5, progressbar=False)
+    p = post.idata["posterior"]["p"]
+    thinned = p.isel(draw=slice(None, None, 7), llm=[2, 0], category=1).values
+    one = p.isel(chain=1, draw=3).values
+    post.ppc(num_draws=20)  # replicates from thinned draws of p
+    assert made == []
+    whole = p.values
+    assert made == [1]
+    np.testing.assert_array_equal(thinned, whole[:, ::7][:, :, [2, 0]][..., 1])
+    np.testing.assert_array_equal(one, whole[1, 3])
