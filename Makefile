@@ -11,7 +11,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-real test-slow bench lint clean
+.PHONY: demo test test-real test-slow bench bench-scale lint clean
 
 $(STAMP): pyproject.toml
 	@test -n "$(PYTHON)" || { echo "bayesrank needs Python >= 3.12 (python3.12 or newer)" >&2; exit 1; }
@@ -43,6 +43,11 @@ test-real: $(STAMP)
 test-slow: $(STAMP)
 	BAYESRANK_SLOW=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 \
 		--dist loadgroup -m slow tests/test_sbc.py
+
+## bench-scale: time and peak memory against L x M, 10 x 1,000 up to 200 x 14,000, one point at a
+## time in a subprocess, each stopped above 8 GB resident (docs/scale.md; hours)
+bench-scale: $(STAMP)
+	$(BIN)/python benchmarks/bench_scale.py --grid full
 
 ## bench: speed and memory benchmarks (ratios against peers measured in the same run)
 bench: $(STAMP)

@@ -24,6 +24,7 @@ outcomes (Bayes_R0@N, identifier ``bayes_greedy``); an array replaces them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -274,11 +275,14 @@ def _block_log_likelihood(
 
 @dataclass(frozen=True)
 class DeferredArray:
-    """An array made only when first asked for: its ``shape``, ``dtype`` and ``make()``."""
+    """An array made only when first asked for: its ``shape``, ``dtype`` and ``make()``;
+    ``make_draws(chains, draws)``, if given, makes only those (index arrays) of its first
+    two axes (chain, draw)."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
     make: Any
+    make_draws: Any = None
 
 
 class ExactDraws:
@@ -364,23 +368,91 @@ class ExactDraws:
                 L, M, self.chains, self.draws).transpose(2, 3, 0, 1)
         return out
 
+    def log_likelihood_blocks(self, counts: np.ndarray, max_values: int
+                              ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The pointwise log-likelihood of :meth:`sample`, a few cells at a time.
+
+        Yields ``(cells, values)``: flat indices of (llm, question) cells and their
+        log-likelihood (chain, draw, cells) at the very draws :meth:`sample` makes,
+        blocks of draws grouped to about ``max_values`` values each (at least one block),
+        so that no more than that is held at once.
+        """
+        K = self.shape[-1]
+        n = np.asarray(counts, dtype=float).reshape(-1, K)
+        coefficient = multinomial_coefficient(n)
+        group: list[int] = []
+        for j in range(len(self._blocks)):
+            group.append(j)
+            last = j == len(self._blocks) - 1
+            size = sum(self._blocks[i].cells.size for i in group) * self.n_samples
+            if not last and size + self._blocks[j + 1].cells.size * self.n_samples <= max_values:
+                continue
+            cells = np.concatenate([self._blocks[i].cells for i in group])
+            values = np.concatenate([
+                _block_log_likelihood(*self._draw(i, whole=False), n[self._blocks[i].cells],
+                                      coefficient[self._blocks[i].cells]) for i in group])
+            group = []
+            yield cells, values.reshape(-1, self.chains, self.draws).transpose(1, 2, 0)
+
+    def replicated_scores(self, trials: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Per draw, each model's summed weighted score of replicated trials (chain, draw, llm).
+
+        ``k~_lm ~ Multinomial(n_lm, p_lm)`` at every draw of ``p``, with ``trials`` n_lm
+        (L, M), scored ``sum_m w . k~_lm``: one block of cells at a time (the draws of
+        ``p`` are made again block by block, never all at once), the blocks in order
+        from ``rng``.
+        """
+        L, M, K = self.shape
+        n = np.asarray(trials).reshape(-1)
+        out = np.zeros((L, self.n_samples))
+        for j, block in enumerate(self._blocks):
+            p = self._draw(j, whole=K > 2)[0]
+            trials = n[block.cells, None]
+            if K == 2:  # the binomial: one variate per cell and draw
+                small = next(iter(p))  # the category drawn (the smaller one for products)
+                k = rng.binomial(trials, np.clip(p[small], 0.0, 1.0))
+                scores = self.weights[1 - small] * trials + (
+                    self.weights[small] - self.weights[1 - small]) * k
+            else:
+                pvals = np.stack([p[k] for k in range(K)], axis=-1)  # (cells, samples, K)
+                pvals /= pvals.sum(axis=-1, keepdims=True)
+                scores = rng.multinomial(trials, pvals) @ self.weights
+            out[block.cells[0] // M] += scores.sum(axis=0)
+        return out.reshape(L, self.chains, self.draws).transpose(1, 2, 0)
+
     def deferred_p(self) -> DeferredArray:
         """:meth:`p`, made when first asked for (what a fit stores: most uses never read it)."""
         L, M, K = self.shape
-        return DeferredArray((self.chains, self.draws, L, M, K), np.dtype(float), self.p)
+
+        def make_draws(chains: np.ndarray, draws: np.ndarray) -> np.ndarray:
+            flat = (chains[:, None] * self.draws + draws[None, :]).ravel()
+            return self.p_at(flat).reshape(chains.size, draws.size, L, M, K)
+
+        return DeferredArray((self.chains, self.draws, L, M, K), np.dtype(float), self.p,
+                             make_draws)
 
     def p(self) -> np.ndarray:
         """The draws of ``p`` (chain, draw, llm, question, category) that :meth:`sample` used."""
         L, M, K = self.shape
-        p = np.empty((K, L * M, self.n_samples))
+        return self.p_at(np.arange(self.n_samples)).reshape(
+            self.chains, self.draws, L, M, K)
+
+    def p_at(self, samples: np.ndarray) -> np.ndarray:
+        """Those draws of ``p`` only, (samples, llm, question, category), ``samples`` flat
+        indices ``chain * draws + draw``: each block's draws are made and the rest
+        dropped, so a thinned set (a predictive check's) costs its own size in memory."""
+        L, M, K = self.shape
+        samples = np.asarray(samples, dtype=int)
+        every = samples.size == self.n_samples and np.array_equal(samples, np.arange(samples.size))
+        p = np.empty((K, L * M, samples.size))
 
         def fill(j: int) -> None:
             cells = self._blocks[j].cells
             for k, values in self._draw(j, whole=True)[0].items():
-                p[k, cells] = values
+                p[k, cells] = values if every else values[:, samples]
 
         self._map(fill)
-        return p.reshape(K, L, M, self.chains, self.draws).transpose(3, 4, 1, 2, 0)
+        return p.reshape(K, L, M, samples.size).transpose(3, 1, 2, 0)
 
 
 def exact_draws(

@@ -77,11 +77,11 @@ def fit_previous(data: bayesrank.ResponseData) -> bayesrank.Posterior:
     """``fit(d, "bayes")`` with the previous sampler: fit() then runs pm.compute_log_likelihood."""
     spec = dataclasses.replace(get_model("bayes"), exact_draws=previous_exact_draws)
     with mock.patch.object(fitting, "get_model", lambda name: spec):
-        return bayesrank.fit(data, "bayes", random_seed=0, progressbar=False)
+        return bayesrank.fit(data, "bayes", random_seed=0, progressbar=False, log_likelihood=True)
 
 
 def fit_new(data: bayesrank.ResponseData) -> bayesrank.Posterior:
-    return bayesrank.fit(data, "bayes", random_seed=0, progressbar=False)
+    return bayesrank.fit(data, "bayes", random_seed=0, progressbar=False, log_likelihood=True)
 
 
 def best_of(fn, data, repeats: int) -> tuple[float, float, bayesrank.Posterior]:

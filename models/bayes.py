@@ -39,7 +39,7 @@ from bayesrank.data import ResponseData
 
 from ._common import coords_of, response_data
 
-__all__ = ["build", "bayes_at_n", "CategoryCounts", "conjugate_draws"]
+__all__ = ["build", "bayes_at_n", "CategoryCounts", "conjugate_draws", "exact_sampler"]
 
 CELL = ("llm", "question", "category")
 
@@ -112,6 +112,20 @@ def build(
     return bayes_at_n(CategoryCounts.of(response_data(data), R0, weights))
 
 
+def exact_sampler(model: pm.Model, *, draws: int, chains: int, seed: int
+                  ) -> conjugate.ExactDraws:
+    """The exact sampler of a model built by :func:`build`: Dirichlet(alpha + counts) per cell.
+
+    Same seed, same draws: a fit's draws of ``p`` and of its pointwise log-likelihood can be
+    made again from its seed at any time (:meth:`~bayesrank.conjugate.ExactDraws.p`,
+    :meth:`~bayesrank.conjugate.ExactDraws.log_likelihood_blocks`).
+    """
+    counts = np.asarray(model["category_counts"].get_value())
+    nu = np.asarray(model["alpha"].get_value()) + counts
+    weights = np.asarray(model["weights"].get_value())
+    return conjugate.ExactDraws(nu, weights, draws=draws, chains=chains, seed=seed)
+
+
 def conjugate_draws(
     model: pm.Model, *, draws: int, chains: int, seed: int, log_likelihood: bool = True
 ) -> dict[str, dict[str, np.ndarray]]:
@@ -134,9 +148,7 @@ def conjugate_draws(
         them once; keeping them would cost more time than drawing them).
     """
     counts = np.asarray(model["category_counts"].get_value())
-    nu = np.asarray(model["alpha"].get_value()) + counts
-    weights = np.asarray(model["weights"].get_value())
-    sampler = conjugate.ExactDraws(nu, weights, draws=draws, chains=chains, seed=seed)
+    sampler = exact_sampler(model, draws=draws, chains=chains, seed=seed)
     drawn = sampler.sample(counts if log_likelihood else None)
     groups = {"posterior": {"p": sampler.deferred_p(), "theta": drawn["theta"]}}
     if log_likelihood:

@@ -169,21 +169,23 @@ def test_coverage_banner_when_the_predictive_interval_misses_the_observed_accura
     assert "None of the models tried" in text
 
 
-def test_bayes_predictive_accuracy_has_the_dirichlet_multinomial_moments():
+@pytest.mark.parametrize("w", [[0.0, 0.3, 1.0], [0.0, 1.0]])
+def test_bayes_predictive_accuracy_has_the_dirichlet_multinomial_moments(w):
     """Fitted Bayes@N (exact Dirichlet draws): the replicated weighted score of n trials per
     cell has mean n E[w] and variance n Var(w) (a0 + n) / (a0 + 1) per cell, the
-    Dirichlet-multinomial's, with alpha = 1 + the cell's category counts."""
+    Dirichlet-multinomial's, with alpha = 1 + the cell's category counts (three categories:
+    multinomial replicates; two: binomial ones)."""
     import warnings
 
     rng = np.random.default_rng(1)
-    R = rng.integers(0, 3, (3, 12, 4))
-    w = np.array([0.0, 0.3, 1.0])
-    data = ResponseData(R, weights=w)
+    w = np.array(w)
+    R = rng.integers(0, w.size, (3, 12, 4))
+    data = ResponseData(R, weights=w) if w.size > 2 else ResponseData(R)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         post = bayesrank.fit(data, "bayes", random_seed=0, progressbar=False, draws=2500)
     rep = post.predictive_accuracy().values.reshape(-1, 3)
-    alpha = 1 + np.stack([(R == k).sum(axis=2) for k in range(3)], axis=-1)
+    alpha = 1 + np.stack([(R == k).sum(axis=2) for k in range(w.size)], axis=-1)
     a0 = alpha.sum(-1)
     mean_w = (alpha @ w) / a0
     var_w = (alpha @ w**2) / a0 - mean_w**2

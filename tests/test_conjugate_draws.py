@@ -52,7 +52,8 @@ def test_log_likelihood_equals_pymc_on_the_same_draws(case):
     """The closed-form pointwise log-likelihood is what pm.compute_log_likelihood returns."""
     make, R0 = CASES[case]
     data = make()
-    post = fit(data, "bayes", R0=R0, draws=60, chains=2, random_seed=3, progressbar=False)
+    post = fit(data, "bayes", R0=R0, draws=60, chains=2, random_seed=3, progressbar=False,
+               log_likelihood=True)
     ours = post.idata["log_likelihood"]["counts"]
     oracle = pm.compute_log_likelihood(
         post.idata, var_names=["counts"], model=post.pymc_model,
@@ -83,7 +84,8 @@ def test_variables_dims_and_coords_a_user_sees():
 
 def test_same_seed_same_draws_other_seed_other_draws():
     data = mixed_binary()
-    a, b, c = (fit(data, "bayes", draws=20, chains=2, random_seed=s, progressbar=False)
+    a, b, c = (fit(data, "bayes", draws=20, chains=2, random_seed=s, progressbar=False,
+                   log_likelihood=True)
                for s in (7, 7, 8))
     for group, var in (("posterior", "p"), ("posterior", "theta"), ("log_likelihood", "counts")):
         np.testing.assert_array_equal(a.idata[group][var].values, b.idata[group][var].values)
@@ -219,3 +221,41 @@ def test_log_likelihood_at_a_zero_probability_is_scipys():
             probs = [p0[cell, s], 1.0 - p0[cell, s]]
             expected = stats.multinomial.logpmf(counts[cell], counts[cell].sum(), probs)
             assert got[cell, s] == pytest.approx(expected, rel=1e-12)
+
+
+def test_leaderboard_and_loo_never_make_every_cells_p(monkeypatch):
+    """The leaderboard's expected score is theta and its predictive interval is replicated
+    block by block; PSIS-LOO draws the log-likelihood block by block: none makes all of p."""
+    from bayesrank import conjugate
+
+    made = []
+    original = conjugate.ExactDraws.p
+    monkeypatch.setattr(conjugate.ExactDraws, "p", lambda self: made.append(1) or original(self))
+    data = ResponseData(np.random.default_rng(5).integers(0, 2, (5, 9, 3)))  # every cell seen
+    post = fit(data, "bayes", draws=40, chains=2, random_seed=5, progressbar=False)
+    board = post.leaderboard()
+    post.loo()
+    assert made == []
+    theta = post.idata["posterior"]["theta"].mean(("chain", "draw")).to_series()
+    np.testing.assert_allclose(board["accuracy"], theta.loc[board.index], rtol=1e-12)
+    assert (board["accuracy_lower"] <= board["accuracy_upper"]).all()
+
+
+def test_thinned_p_is_made_alone_and_equals_the_whole(monkeypatch):
+    """A predictive check reads every k-th draw of p: only those are made (not all of p),
+    and they are the very draws of the whole array."""
+    from bayesrank import conjugate
+
+    made = []
+    original = conjugate.ExactDraws.p
+    monkeypatch.setattr(conjugate.ExactDraws, "p", lambda self: made.append(1) or original(self))
+    post = fit(mixed_binary(), "bayes", draws=40, chains=2, random_seed=5, progressbar=False)
+    p = post.idata["posterior"]["p"]
+    thinned = p.isel(draw=slice(None, None, 7), llm=[2, 0], category=1).values
+    one = p.isel(chain=1, draw=3).values
+    post.ppc(num_draws=20)  # replicates from thinned draws of p
+    assert made == []
+    whole = p.values
+    assert made == [1]
+    np.testing.assert_array_equal(thinned, whole[:, ::7][:, :, [2, 0]][..., 1])
+    np.testing.assert_array_equal(one, whole[1, 3])

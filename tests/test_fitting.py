@@ -70,7 +70,7 @@ def test_samplers_agree_on_the_posterior(by_sampler):
 
 def test_inference_data_holds_every_group_with_coords():
     data = small_data(seed=3)
-    post = fit(data, "rasch", draws=400, chains=2, random_seed=3)
+    post = fit(data, "rasch", draws=400, chains=2, random_seed=3, log_likelihood=True)
     idata = post.idata
     assert {"posterior", "sample_stats", "observed_data", "log_likelihood"} <= set(idata.children)
     assert list(idata.posterior["llm"].values) == list(data.models)
@@ -135,7 +135,8 @@ def test_summarize_reads_an_inference_data():
 @pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 def test_fit_many_fits_each_dataset_in_one_batch():
     datasets = [small_data(seed=s) for s in range(3)]
-    posts = fit_many(datasets, "rasch", sampler="numpyro", random_seed=5, **QUICK)
+    posts = fit_many(datasets, "rasch", sampler="numpyro", random_seed=5, log_likelihood=True,
+                     **QUICK)
     assert len(posts) == 3
     assert all(p.sampler == "numpyro" and p.timings["batch_size"] == 3 for p in posts)
     means = [p.theta.mean(("chain", "draw")).values for p in posts]

@@ -115,7 +115,7 @@ def test_model_density_is_dirichlet_times_multinomial(numpy_graphs):
 @pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 def test_log_likelihood_is_multinomial_per_cell():
     data = binary_data(prior="per_model")
-    post = fit(data, "bayes", draws=50, chains=2, random_seed=2)
+    post = fit(data, "bayes", draws=50, chains=2, random_seed=2, log_likelihood=True)
     loglik = post.idata.log_likelihood["counts"]
     assert loglik.dims == ("chain", "draw", "llm", "question")
     p = post.idata.posterior["p"].values[1, 7]

@@ -97,7 +97,7 @@ def test_davidson_mode_matches_the_davidson_map(paired):
 
 def test_davidson_posterior_recovers_strengths_and_tie_parameter(paired):
     data, theta, _, _ = paired
-    post = fit(data, "davidson", random_seed=6)
+    post = fit(data, "davidson", random_seed=6, log_likelihood=True)
     assert post.diagnostics["passed"].all() and post.diagnostics.attrs["divergences"] == 0
     draws = np.column_stack([post.theta_draws(), post.idata.posterior["log_nu"].values.ravel()])
     lo, hi = np.quantile(draws, [0.0005, 0.9995], axis=0)  # 6 parameters: Bonferroni
@@ -116,7 +116,7 @@ def test_davidson_posterior_recovers_strengths_and_tie_parameter(paired):
 
 def test_bradley_terry_posterior_mean_near_map(paired):
     data = paired[0]
-    post = fit(data, "bradley_terry", random_seed=2)
+    post = fit(data, "bradley_terry", random_seed=2, log_likelihood=True)
     mean = post.theta.mean(("chain", "draw")).values
     sd = post.theta.std(("chain", "draw")).values
     mode = baseline_log_strengths(data, "bradley_terry_map")

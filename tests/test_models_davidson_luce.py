@@ -186,7 +186,7 @@ def simulated():
 
 def test_posterior_recovers_strengths_and_tie_prevalences(simulated):
     data, theta, eta = simulated
-    post = fit(data, "davidson_luce", random_seed=4)
+    post = fit(data, "davidson_luce", random_seed=4, log_likelihood=True)
     assert post.diagnostics["passed"].all() and post.diagnostics.attrs["divergences"] == 0
     draws = np.column_stack([post.theta_draws(), post.idata.posterior["eta"].values.reshape(-1, 3)])
     lo, hi = np.quantile(draws, [0.0005, 0.9995], axis=0)  # 8 parameters: Bonferroni

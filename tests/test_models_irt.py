@@ -86,7 +86,7 @@ def rasch_fixed():
     b = zero_sum_normal(rng, 1.5, 20)
     R, _ = simulate_irt(rng, theta, b, 10)
     data = ResponseData(R)
-    return data, theta, b, fit(data, "rasch", random_seed=1)
+    return data, theta, b, fit(data, "rasch", random_seed=1, log_likelihood=True)
 
 
 def test_rasch_recovers_known_abilities(rasch_fixed):
@@ -197,7 +197,7 @@ def test_2pl_ppc_with_one_sided_questions_raises_no_potential_warning():
 def test_beta_binomial_log_likelihood_is_scipys_pmf():
     rng = np.random.default_rng(3)
     R, _ = simulate_irt(rng, np.linspace(-1, 1, 4), zero_sum_normal(rng, 1.0, 6), 7, phi=4.0)
-    post = fit(R, "3pl", draws=50, tune=50, chains=1, random_seed=0)
+    post = fit(R, "3pl", draws=50, tune=50, chains=1, random_seed=0, log_likelihood=True)
     draw = {v: post.idata.posterior[v].values[0, 10] for v in ("theta", "a", "beta", "c", "phi")}
     p = draw["c"] + (1 - draw["c"]) * logistic(draw["a"] * draw["theta"][:, None] + draw["beta"])
     k = post.data.reductions.successes
@@ -246,7 +246,7 @@ def test_greedy_prior_adds_information_about_abilities():
     greedy = (rng.random((L, M, 1)) < logistic(theta[:, None] + 0.3 - b)[..., None]).astype(int)
     data = ResponseData(R, R0=greedy)
     plain = fit(data, "rasch", chains=2, random_seed=2)
-    informed = fit(data, "rasch", use_R0=True, chains=2, random_seed=2)
+    informed = fit(data, "rasch", use_R0=True, chains=2, random_seed=2, log_likelihood=True)
     assert "delta" in informed.idata.posterior and "k0" in informed.idata.observed_data
     assert list(informed.idata.log_likelihood.data_vars) == ["k"]
     sd_plain = plain.theta.std(("chain", "draw")).values
@@ -537,7 +537,7 @@ def test_collapsed_rasch_fit_is_the_full_rasch_posterior_end_to_end():
     k = R.sum(-1)
     fits = {
         collapse: fit(R, "rasch", draws=1000, tune=600, chains=2, random_seed=5,
-                      collapse_uninformed=collapse)
+                      collapse_uninformed=collapse, log_likelihood=True)
         for collapse in (False, True)
     }
     for post in fits.values():
@@ -691,7 +691,7 @@ def test_collapsed_rasch_log_likelihood_in_batched_jax_fits():
     other = R.copy()
     other[0, 1, 0] = 1  # question 1 is now informed in the second dataset
     posts = fit_many([R, other], "rasch", sampler="numpyro", draws=200, tune=200, chains=2,
-                     random_seed=1, collapse_uninformed=True)
+                     random_seed=1, collapse_uninformed=True, log_likelihood=True)
     for post, data in zip(posts, (R, other), strict=True):
         k = data.sum(-1)
         theta, b = draws_of(post, "theta"), draws_of(post, "b")

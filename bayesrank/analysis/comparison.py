@@ -26,15 +26,21 @@ import xarray as xr
 
 from bayesrank.datatree import group, has_group
 from bayesrank.errors import DataError
+from bayesrank.inference.log_likelihood import (
+    MAX_BLOCK_VALUES,
+    Blocks,
+    pointwise_log_likelihood_blocks,
+)
 from bayesrank.models import scoring_model
 
 if TYPE_CHECKING:
     from bayesrank.analysis.posterior import Posterior
 
-__all__ = ["compare", "pointwise_log_likelihood", "observation_unit"]
+__all__ = ["compare", "log_likelihood_blocks", "loo", "pointwise_log_likelihood",
+           "observation_unit", "relative_efficiency"]
 
 PARETO_K_THRESHOLD = 0.7
-_UNIT_NAMES = {("llm", "question"): "model-question cell"}
+_UNIT_NAMES = {("llm", "question"): "model-question cell", ("observed",): "observed unit"}
 
 
 def observation_unit(dims: tuple[str, ...]) -> str:
@@ -42,33 +48,138 @@ def observation_unit(dims: tuple[str, ...]) -> str:
     return _UNIT_NAMES.get(tuple(dims), " x ".join(dims))
 
 
-def pointwise_log_likelihood(posterior: Posterior) -> xr.DataArray:
-    """Pointwise log-likelihood of the observed variable, dims (chain, draw, *unit).
+def log_likelihood_blocks(posterior: Posterior,
+                          max_values: int = MAX_BLOCK_VALUES) -> Blocks:
+    """The posterior's pointwise log-likelihood in blocks of at most ``max_values`` values.
 
-    Read from the ``log_likelihood`` group when present, otherwise computed
-    with :func:`pymc.compute_log_likelihood` from the posterior's ``pymc_model``
-    (the posterior itself is not changed).
+    Read from the ``log_likelihood`` group when the fit stored it (one block); otherwise
+    made on demand, block by block, so that a fit never holds all L x M x draws values:
+    the exact Bayes@N draws again from their seed
+    (:meth:`~bayesrank.conjugate.ExactDraws.log_likelihood_blocks`), any other model with
+    its own compiled log-density
+    (:func:`~bayesrank.inference.log_likelihood.pointwise_log_likelihood_blocks`).
+    The posterior itself is not changed.
     """
     var = posterior.observed_var
     idata = posterior.idata
     if var is None:
         raise ValueError(f"posterior of {posterior.model!r} has no observed_var")
     if has_group(idata, "log_likelihood") and var in idata["log_likelihood"]:
-        return idata["log_likelihood"][var]
-    else:
-        if posterior.pymc_model is None:
-            raise ValueError(
-                f"posterior of {posterior.model!r} has no log_likelihood[{var!r}] and no "
-                "pymc_model to compute it from"
-            )
-        import pymc as pm
-
-        loglik = pm.compute_log_likelihood(
-            idata, model=scoring_model(posterior.pymc_model), var_names=[var],
-            extend_inferencedata=False,
-            progressbar=False,
+        stored = idata["log_likelihood"][var]
+        dims = tuple(d for d in stored.dims if d not in ("chain", "draw"))
+        values = stored.transpose("chain", "draw", *dims).values
+        coords = {d: stored[d].values for d in dims if d in stored.coords}
+        shape = values.shape[2:]
+        return Blocks(dims, coords, shape, iter([(slice(None), values.reshape(
+            *values.shape[:2], -1))]))
+    if posterior.pymc_model is None:
+        raise ValueError(
+            f"posterior of {posterior.model!r} has no log_likelihood[{var!r}] and no "
+            "pymc_model to compute it from"
         )
-        return loglik[var]
+    draws = group(idata, "posterior")
+    if posterior.sampler == "conjugate":
+        from bayesrank.models.bayes import exact_sampler
+
+        model = posterior.pymc_model
+        sampler = exact_sampler(model, draws=draws.sizes["draw"], chains=draws.sizes["chain"],
+                                seed=int(draws.attrs["random_seed"]))
+        L, M = sampler.shape[:2]
+        counts = np.asarray(model["category_counts"].get_value())
+        return Blocks(("llm", "question"), {"llm": list(model.coords["llm"]),
+                                            "question": list(model.coords["question"])},
+                      (L, M), sampler.log_likelihood_blocks(counts, max_values))
+    return pointwise_log_likelihood_blocks(draws, scoring_model(posterior.pymc_model), var,
+                                           max_values=max_values)
+
+
+def pointwise_log_likelihood(posterior: Posterior) -> xr.DataArray:
+    """Pointwise log-likelihood of the observed variable, dims (chain, draw, *unit).
+
+    Every value at once (L x M x draws for the cell models): read from the
+    ``log_likelihood`` group when present, otherwise made by :func:`log_likelihood_blocks`
+    (the posterior itself is not changed).  :func:`loo` and :func:`compare` need only a
+    block at a time.
+    """
+    made = log_likelihood_blocks(posterior)
+    theta = posterior.theta
+    values = np.empty((theta.sizes["chain"], theta.sizes["draw"], int(np.prod(made.shape))))
+    for cells, block in made.blocks:
+        values[:, :, cells] = block
+    coords = {**made.coords, "chain": posterior.theta["chain"].values,
+              "draw": posterior.theta["draw"].values}
+    return xr.DataArray(values.reshape(*values.shape[:2], *made.shape),
+                        dims=("chain", "draw", *made.dims), coords=coords,
+                        name=posterior.observed_var)
+
+
+def relative_efficiency(posterior: Posterior) -> float:
+    """PSIS's relative efficiency ``r_eff``: mean bulk ESS / draws over the posterior's
+    variables, as :func:`arviz.loo` computes it by default; 1 for exact i.i.d. draws
+    (the conjugate sampler: there is nothing to estimate, and its cell probabilities
+    ``p`` are not held) and for one chain."""
+    draws = group(posterior.idata, "posterior")
+    n = draws.sizes["chain"] * draws.sizes["draw"]
+    if posterior.sampler == "conjugate" or draws.sizes["chain"] == 1:
+        return 1.0
+    ess = az.ess(draws, method="mean")
+    return float(np.hstack([ess[v].values.ravel() for v in ess.data_vars]).mean() / n)
+
+
+def loo(posterior: Posterior, *, max_values: int = MAX_BLOCK_VALUES):
+    """PSIS-LOO of a fit over its observation units, one block of units at a time.
+
+    PSIS smooths each unit's importance ratios over that unit's draws alone, so the
+    pointwise results of blocks of units (:func:`log_likelihood_blocks`, at most
+    ``max_values`` values each) are those of the whole: the same ``elpd_i``, Pareto k and
+    ``p_loo_i`` as :func:`arviz.loo` on the dense log-likelihood with the same
+    ``reff`` (:func:`relative_efficiency`; tested), summed as :func:`arviz.loo` sums
+    them.  Memory: one block, plus a few numbers per unit.
+
+    A unit whose log-likelihood is 0 at every draw observed nothing (a model-question
+    cell without trials, a pair that never met): it is left out, as :func:`arviz.loo`
+    could not smooth it, and the pointwise results are then on one dim ``observed``
+    (the observed units, their labels stacked).
+
+    Returns
+    -------
+    arviz_stats.utils.ELPDDataLOO
+        Pointwise (``elpd_i``, ``pareto_k`` on the unit's dims, or ``observed``), without
+        ``log_weights`` (those are draws per unit).
+    """
+    from arviz_stats.utils import ELPDDataLOO
+
+    made = log_likelihood_blocks(posterior, max_values)
+    reff = relative_efficiency(posterior)
+    size = int(np.prod(made.shape))
+    elpd_i, pareto_k, p_loo_i = (np.empty(size) for _ in range(3))
+    observed = np.empty(size, dtype=bool)
+    n_samples = None
+    for cells, values in made.blocks:
+        n_samples = values.shape[0] * values.shape[1]
+        seen = np.any(values != 0.0, axis=(0, 1))
+        observed[cells] = seen
+        block = xr.DataArray(values[:, :, seen], dims=("chain", "draw", "unit"))
+        e, k, p = block.azstats.loo(sample_dims=["chain", "draw"], r_eff=reff)
+        index = np.arange(size)[cells][seen]
+        elpd_i[index], pareto_k[index], p_loo_i[index] = e.values, k.values, p.values
+
+    def unit(values: np.ndarray, name: str) -> xr.DataArray:
+        full = xr.DataArray(values.reshape(made.shape), dims=made.dims,
+                            coords={d: c for d, c in made.coords.items() if d in made.dims},
+                            name=name)
+        if observed.all():
+            return full
+        return full.stack(observed=made.dims).isel(observed=np.flatnonzero(observed))
+
+    elpd_da, p_da = unit(elpd_i, "elpd_i"), unit(p_loo_i, "p_loo_i")
+    elpd, se, p_loo, _ = elpd_da.azstats.loo_summary(p_da)
+    good_k = min(1.0 - 1.0 / np.log10(n_samples), 0.7)  # arviz's threshold for S draws
+    k_da = unit(pareto_k, "pareto_k")
+    return ELPDDataLOO(elpd=elpd, se=se, p=p_loo, n_samples=n_samples,
+                       n_data_points=int(observed.sum()), scale="log",
+                       warning=bool(np.any(k_da.values > good_k)), good_k=good_k,
+                       elpd_i=elpd_da, pareto_k=k_da)
 
 
 def _same_data(a, b) -> bool:
@@ -135,16 +246,11 @@ def compare(
                 f"posterior {name!r} was fitted to different data than {items[0][0]!r}; "
                 "LOO comparison needs the same observations"
             )
-        loglik = pointwise_log_likelihood(post)
-        unit_dims = tuple(d for d in loglik.dims if d not in ("chain", "draw"))
-        units[name] = (unit_dims, tuple(loglik.sizes[d] for d in unit_dims))
-        single = xr.DataTree.from_dict(
-            {"posterior": group(post.idata, "posterior"),
-             "log_likelihood": loglik.to_dataset(name="obs")}
-        )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # re-raised below, with a count
-            elpd = az.loo(single, pointwise=True, var_name="obs")
+            elpd = loo(post)
+        unit_dims = tuple(elpd.elpd_i.dims)
+        units[name] = (unit_dims, tuple(elpd.elpd_i.shape))
         k = np.asarray(elpd.pareto_k).ravel()
         high_k[name] = (int((k > pareto_k_threshold).sum()), float(np.nanmax(k)))
         elpds[name] = elpd
@@ -172,7 +278,7 @@ def compare(
             "n_pareto_k_high": [high_k[n][0] for n in arviz_table.index],
             "max_pareto_k": [high_k[n][1] for n in arviz_table.index],
             "observation_unit": observation_unit(unit_dims),
-            "n_observations": int(np.prod(unit_shape)),
+            "n_observations": int(np.prod(unit_shape)),  # the observed units
         },
         index=pd.Index([str(n) for n in arviz_table.index], name="model"),
     )

@@ -69,6 +69,24 @@ def _rebuild(model: str, data: ResponseData, options_json: str) -> tuple[Any, st
     return pymc_model, spec.observed_var(pymc_model)
 
 
+def _with_exact_p(idata: xr.DataTree, model: Any) -> xr.DataTree:
+    """The exact Bayes@N draws of ``p``, which a file does not hold, made again from the
+    fit's seed when first read (the same draws: :meth:`~bayesrank.conjugate.ExactDraws.p`)."""
+    from bayesrank.inference.backends import deferred_variable
+    from bayesrank.models.bayes import exact_sampler
+
+    posterior = idata["posterior"].to_dataset()
+    if "p" in posterior:
+        return idata
+    sampler = exact_sampler(model, draws=posterior.sizes["draw"], chains=posterior.sizes["chain"],
+                            seed=int(posterior.attrs["random_seed"]))
+    p = deferred_variable(sampler.deferred_p(), ("chain", "draw", "llm", "question", "category"))
+    posterior = posterior.assign_coords(category=list(model.coords["category"])).assign(p=p)
+    out = idata.copy()
+    out["posterior"] = xr.DataTree(posterior)
+    return out
+
+
 def load_posterior(path: str | os.PathLike) -> Posterior | NormalPosterior:
     """Read a posterior written by :meth:`Posterior.save` / :func:`save_posterior`.
 
@@ -95,6 +113,8 @@ def load_posterior(path: str | os.PathLike) -> Posterior | NormalPosterior:
     pymc_model, observed_var = None, str(attrs.get("observed_var") or "") or None
     if int(attrs.get("has_pymc_model", 0)) and data is not None:
         pymc_model, observed_var = _rebuild(model, data, str(attrs.get("model_options", "{}")))
+    if pymc_model is not None and attrs.get("sampler") == "conjugate":
+        idata = _with_exact_p(idata, pymc_model)
     diagnostics = (_diagnostics(tree[DIAGNOSTICS_GROUP].to_dataset())
                    if DIAGNOSTICS_GROUP in tree.children else None)
     return Posterior(

@@ -468,7 +468,22 @@ class Posterior(RankAnalytics):
 
     @cached_property
     def _accuracy_draws(self) -> xr.DataArray | None:
+        exact = self._exact_sampler()
+        if exact is not None and np.array_equal(exact.weights, self.data.weights):
+            # theta is (1/M) sum_m w . p_lm, the expected score, from the same draws: reading
+            # p would make every cell's draws at once (45 GB at 50 x 14,000 x 4,000 draws)
+            return self.theta.rename("expected_accuracy")
         return expected_accuracy_draws(self.idata, self.data)
+
+    def _exact_sampler(self) -> conjugate.ExactDraws | None:
+        """The exact Bayes@N sampler that made these draws (None for any other fit)."""
+        if self.sampler != "conjugate" or self.pymc_model is None or self.data is None:
+            return None
+        from bayesrank.models.bayes import exact_sampler
+
+        post = self.idata["posterior"]
+        return exact_sampler(self.pymc_model, draws=post.sizes["draw"],
+                             chains=post.sizes["chain"], seed=int(post.attrs["random_seed"]))
 
     @property
     def predictive_interval(self) -> bool:
@@ -487,6 +502,13 @@ class Posterior(RankAnalytics):
 
     @cached_property
     def _predictive_draws(self) -> xr.DataArray | None:
+        exact = self._exact_sampler()
+        if exact is not None and np.array_equal(exact.weights, self.data.weights):
+            # block by block from the exact draws of p (seed 0), never all cells at once
+            scores = exact.replicated_scores(self.data.reductions.trials,
+                                             np.random.default_rng(0))
+            total = self.data.reductions.trials.sum(axis=1)
+            return (self.theta * 0 + scores / total).rename("predictive_accuracy")
         return None if self.data is None else predictive_accuracy_draws(self.idata, self.data)
 
     def _accuracy_summary(self, prob: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -505,6 +527,16 @@ class Posterior(RankAnalytics):
         return x.mean(axis=0), lower, upper
 
     # -- model checking -------------------------------------------------------------
+    def loo(self) -> Any:
+        """PSIS-LOO over the fit's observation units (model-question cells for the cell
+        models), computed block by block from draws the fit keeps
+        (:func:`bayesrank.analysis.comparison.loo`): the same numbers as
+        :func:`arviz.loo` on the whole pointwise log-likelihood, without holding it.
+        """
+        from bayesrank.analysis.comparison import loo
+
+        return loo(self)
+
     def ppc(self, *, num_draws: int | None = 500, random_seed: int | None = 0,
             alpha: float = 0.05) -> PPCResult:
         """Posterior-predictive check on the observed scale (counts per model-question cell).

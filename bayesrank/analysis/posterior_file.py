@@ -67,6 +67,10 @@ def _tree(post: Any) -> xr.DataTree:
                      timings=json.dumps(post.timings),
                      model_options=post.idata["posterior"].attrs.get("model_options", "{}"))
         groups.update({name: post.idata[name].to_dataset() for name in post.idata.children})
+        if post.sampler == "conjugate" and "p" in groups["posterior"]:
+            # exact draws made again from the seed on loading (persist.load_posterior):
+            # writing them would make all L x M x categories x draws at once
+            groups["posterior"] = groups["posterior"].drop_vars("p")
         diagnostics = _diagnostics_dataset(post.diagnostics)
         if diagnostics is not None:
             groups[DIAGNOSTICS_GROUP] = diagnostics

@@ -272,6 +272,7 @@ class _MadeOnFirstRead(BackendArray):
         self.shape = tuple(deferred.shape)
         self.dtype = np.dtype(deferred.dtype)
         self._make = deferred.make
+        self._make_draws = deferred.make_draws
         self._array: np.ndarray | None = None
 
     def __getitem__(self, key):
@@ -279,9 +280,25 @@ class _MadeOnFirstRead(BackendArray):
             key, self.shape, indexing.IndexingSupport.OUTER, self._read)
 
     def _read(self, key):
+        """The whole array is made, and kept, when read whole; a part of the draws (a
+        thinned posterior) is made alone, and not kept, when ``make_draws`` can."""
+        if self._array is None and self._make_draws is not None:
+            chains, draws = (np.atleast_1d(np.arange(n)[k]) for n, k in zip(
+                self.shape[:2], key[:2], strict=True))
+            if chains.size * draws.size < self.shape[0] * self.shape[1]:
+                part = np.asarray(self._make_draws(chains, draws))
+                rest = [0 if isinstance(k, int | np.integer) else slice(None) for k in key[:2]]
+                for axis, k in reversed(list(enumerate([*rest, *key[2:]]))):
+                    part = part[(slice(None),) * axis + (k,)]  # outer: one axis at a time
+                return part
         if self._array is None:
             self._array = np.asarray(self._make())
         return self._array[key]
+
+
+def deferred_variable(deferred: DeferredArray, dims: tuple[str, ...]) -> xr.Variable:
+    """``deferred`` as an xarray variable on ``dims`` whose values are made when read."""
+    return xr.Variable(dims, indexing.LazilyIndexedArray(_MadeOnFirstRead(deferred)))
 
 
 def _exact_group(values: dict[str, Any], coords: dict, dims: dict, name: str) -> xr.Dataset:
@@ -292,8 +309,7 @@ def _exact_group(values: dict[str, Any], coords: dict, dims: dict, name: str) ->
         if isinstance(value, DeferredArray):
             var_dims = ("chain", "draw", *dims[var])
             labels = {d: coords[d] for d in dims[var] if d in coords and d not in ds.coords}
-            ds = ds.assign_coords(labels).assign(
-                {var: xr.Variable(var_dims, indexing.LazilyIndexedArray(_MadeOnFirstRead(value)))})
+            ds = ds.assign_coords(labels).assign({var: deferred_variable(value, var_dims)})
     return ds[list(values)].assign_attrs(ds.attrs)
 
 

@@ -4,8 +4,9 @@
 >>> post.theta.mean(("chain", "draw"))                        # doctest: +SKIP
 
 Every fit returns a :class:`~bayesrank.Posterior` whose InferenceData holds
-``posterior``, ``sample_stats``, ``observed_data`` and ``log_likelihood``
-(pointwise, e.g. per model-question cell for the Bayes@N and IRT models), and
+``posterior``, ``sample_stats`` and ``observed_data`` (and ``log_likelihood``, pointwise
+per model-question cell for the Bayes@N and IRT models, when asked: ``log_likelihood=True``;
+otherwise PSIS-LOO makes it block by block on demand), and
 whose ``diagnostics`` frame holds R-hat, bulk/tail ESS, divergences and E-BFMI;
 a :class:`~bayesrank.inference.diagnostics.SamplingWarning` names whatever failed.
 """
