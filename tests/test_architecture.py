@@ -22,7 +22,11 @@ LAYERS = [
     ("bayesrank.errors", "bayesrank.checks", "bayesrank.datatree", "bayesrank.threads"),
     ("bayesrank.data", "bayesrank.datasets"),
     ("bayesrank.ranking", "bayesrank.conjugate"),
-    ("bayesrank.baselines", "bayesrank.registry", "bayesrank.models"),
+    ("bayesrank.baselines", "bayesrank.registry", "bayesrank.models",
+     # compiled functions of a model, stored across processes, and its pointwise
+     # log-likelihood: read by fits and by the analyses (PSIS-LOO block by block)
+     "bayesrank.inference.cache", "bayesrank.inference.function_store",
+     "bayesrank.inference.log_likelihood"),
     ("bayesrank.analysis",),
     ("bayesrank.inference",),
     ("bayesrank.schemes", "bayesrank.adaptive", "bayesrank.study", "bayesrank.report"),

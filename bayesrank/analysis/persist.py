@@ -72,7 +72,7 @@ def _rebuild(model: str, data: ResponseData, options_json: str) -> tuple[Any, st
 def _with_exact_p(idata: xr.DataTree, model: Any) -> xr.DataTree:
     """The exact Bayes@N draws of ``p``, which a file does not hold, made again from the
     fit's seed when first read (the same draws: :meth:`~bayesrank.conjugate.ExactDraws.p`)."""
-    from bayesrank.inference.backends import deferred_variable
+    from bayesrank.conjugate import deferred_variable
     from bayesrank.models.bayes import exact_sampler
 
     posterior = idata["posterior"].to_dataset()

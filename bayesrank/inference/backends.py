@@ -26,10 +26,8 @@ import xarray as xr
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
-from xarray.backends import BackendArray
-from xarray.core import indexing
 
-from bayesrank.conjugate import DeferredArray
+from bayesrank.conjugate import DeferredArray, deferred_variable
 from bayesrank.datatree import from_arrays, group, with_groups, without_groups
 from bayesrank.errors import DataError, MissingDependencyError
 from bayesrank.inference.cache import cached
@@ -263,42 +261,6 @@ def _sample_pymc(model: pm.Model, run: SamplerOptions):
     t2 = time.perf_counter()
     idata = without_groups(idata, "observed_data", "constant_data")
     return _keep_model_vars(idata, model), {"compile": t1 - t0, "sample": t2 - t1}
-
-
-class _MadeOnFirstRead(BackendArray):
-    """A :class:`~bayesrank.conjugate.DeferredArray` as a lazily indexed xarray variable."""
-
-    def __init__(self, deferred: DeferredArray) -> None:
-        self.shape = tuple(deferred.shape)
-        self.dtype = np.dtype(deferred.dtype)
-        self._make = deferred.make
-        self._make_draws = deferred.make_draws
-        self._array: np.ndarray | None = None
-
-    def __getitem__(self, key):
-        return indexing.explicit_indexing_adapter(
-            key, self.shape, indexing.IndexingSupport.OUTER, self._read)
-
-    def _read(self, key):
-        """The whole array is made, and kept, when read whole; a part of the draws (a
-        thinned posterior) is made alone, and not kept, when ``make_draws`` can."""
-        if self._array is None and self._make_draws is not None:
-            chains, draws = (np.atleast_1d(np.arange(n)[k]) for n, k in zip(
-                self.shape[:2], key[:2], strict=True))
-            if chains.size * draws.size < self.shape[0] * self.shape[1]:
-                part = np.asarray(self._make_draws(chains, draws))
-                rest = [0 if isinstance(k, int | np.integer) else slice(None) for k in key[:2]]
-                for axis, k in reversed(list(enumerate([*rest, *key[2:]]))):
-                    part = part[(slice(None),) * axis + (k,)]  # outer: one axis at a time
-                return part
-        if self._array is None:
-            self._array = np.asarray(self._make())
-        return self._array[key]
-
-
-def deferred_variable(deferred: DeferredArray, dims: tuple[str, ...]) -> xr.Variable:
-    """``deferred`` as an xarray variable on ``dims`` whose values are made when read."""
-    return xr.Variable(dims, indexing.LazilyIndexedArray(_MadeOnFirstRead(deferred)))
 
 
 def _exact_group(values: dict[str, Any], coords: dict, dims: dict, name: str) -> xr.Dataset:
