@@ -28,10 +28,12 @@ __version__ = "0.1.0"
 _LAZY = {
     "load": "bayesrank.data.io",
     "save": "bayesrank.data.io",
+    "load_benchmarks": "bayesrank.data.io",
     "from_counts": "bayesrank.data.counts",
     "datasets": "bayesrank.datasets",
     "fit": "bayesrank.inference.fitting",
     "fit_many": "bayesrank.inference.fitting",
+    "fit_benchmarks": "bayesrank.inference.suite",
     "SamplerOptions": "bayesrank.inference.options",
     "Posterior": "bayesrank.analysis.posterior",
     "NormalPosterior": "bayesrank.analysis.posterior",
