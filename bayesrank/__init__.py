@@ -33,6 +33,7 @@ _LAZY = {
     "datasets": "bayesrank.datasets",
     "fit": "bayesrank.inference.fitting",
     "fit_many": "bayesrank.inference.fitting",
+    "fit_benchmarks": "bayesrank.inference.suite",
     "SamplerOptions": "bayesrank.inference.options",
     "Posterior": "bayesrank.analysis.posterior",
     "NormalPosterior": "bayesrank.analysis.posterior",

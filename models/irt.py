@@ -229,8 +229,8 @@ def question_split(k: np.ndarray, n: np.ndarray, centered: bool = True,
                          int((~informed).sum()) >= own_scale_min)
 
 
-def _reflected_zero_sum(name: str, size: int, pivot, free, direction, scale):
-    """scale * H y: z ~ N(0, I_{S-1}) placed around a pivot, reflected onto u's complement.
+def _reflected_zero_sum(name: str, size: int, pivot, free, direction, scale, sd=1.0):
+    """scale * H y: z ~ N(0, sd^2 I_{S-1}) placed around a pivot, reflected onto u's complement.
 
     ``y`` holds z at the ``free`` positions and 0 at the pivot p (one-hot
     ``pivot``); H = I - 2 w w^T / w^T w with w = e_p - u (``direction`` u, a
@@ -240,9 +240,10 @@ def _reflected_zero_sum(name: str, size: int, pivot, free, direction, scale):
     1 / sqrt(S).  Every coordinate other than the pivot's is mainly its own z
     (H e_j = e_j + O(1 / sqrt(S)) for j != p); the pivot's is a dense mixture
     of all z.  pivot, free and direction are data, so the graph's shapes do not
-    depend on where the pivot is.
+    depend on where the pivot is.  ``sd`` (with ``scale`` 1): the same prior with the
+    scale in z's own prior, the centred form (:func:`models.suite.skills_and_abilities`).
     """
-    z = pm.Normal(f"{name}_z", 0.0, 1.0, shape=size - 1)
+    z = pm.Normal(f"{name}_z", 0.0, sd, shape=size - 1)
     y = pt.set_subtensor(pt.zeros(size)[free], z)
     w = pivot - direction
     norm = pt.dot(w, w)

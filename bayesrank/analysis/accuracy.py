@@ -112,8 +112,9 @@ def _dispersion(post: xr.Dataset) -> np.ndarray | None:
     return np.transpose(values, (0, 1, *order)).reshape(shape)
 
 
-def predictive_accuracy_draws(idata: xr.DataTree, data: ResponseData, *,
-                              random_seed: int | None = 0) -> xr.DataArray | None:
+def predictive_accuracy_draws(idata: xr.DataTree, data: ResponseData | None, *,
+                              random_seed: int | None = 0,
+                              trials: np.ndarray | None = None) -> xr.DataArray | None:
     """Replicated benchmark accuracy: each model's score on new trials of these questions.
 
     For each posterior draw ``s``, ``k~_lm ~ Binomial(n_lm, p^s_lm)`` with the data's
@@ -122,14 +123,16 @@ def predictive_accuracy_draws(idata: xr.DataTree, data: ResponseData, *,
     Dirichlet Bayes@N), and ``acc~^s_l = sum_m w . k~_lm / sum_m n_lm``: the posterior
     predictive distribution of the number a benchmark reports (Gelman et al., *Bayesian
     Data Analysis*, 3rd ed., sec. 6.3).  Dims ``(chain, draw, llm)``; None for models
-    without per-question probabilities.
+    without per-question probabilities.  ``trials`` (L, M): the replicate's n_lm in place
+    of the data's (the item-response models; ``data`` may then be None), e.g. a suite's
+    trials for a model that did not run the benchmark (:mod:`bayesrank.analysis.suite`).
     """
     post = idata["posterior"]
     kind = _kind(post)
     if kind is None:
         return None
     rng = np.random.default_rng(random_seed)
-    n = data.reductions.trials  # (L, M)
+    n = data.reductions.trials if trials is None else np.asarray(trials)  # (L, M)
     total = n.sum(axis=1)
     out = np.empty((post.sizes["chain"], post.sizes["draw"], n.shape[0]))
     if kind == "dirichlet":

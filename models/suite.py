@@ -1,0 +1,327 @@
+"""A suite of benchmarks: per-benchmark abilities pooled into one skill per model.
+
+Models l = 1..L are the union of the benchmarks' models, matched by name; benchmark b
+has the questions Q_b and was run by the models L_b.  With k_lm successes of model l on
+question m of benchmark b out of n_lm trials (cells only for l in L_b, m in Q_b):
+
+    skill_l   ~ ZeroSumNormal(ability_scale) over the L models        common skill
+    sigma_b   = tau exp(0.5 eps_b),  tau ~ HalfNormal(1),  eps_b ~ Normal(0, 1)
+                                                                      spread of benchmark b
+    z_.b      ~ ZeroSumNormal(1) over L_b; z_lb ~ Normal(0, 1) for l not in L_b
+    theta_lb  = skill_l + sigma_b z_lb                                ability on b (non-centred)
+    Rasch:  mu_b ~ Normal(0, ability_scale),  s_b ~ HalfNormal(2.5)
+            b_m  ~ Normal(mu_b, s_b)            for m in Q_b          difficulties
+            eta_lm = theta_lb - b_m
+    2PL:    log a_m ~ ZeroSumNormal(0.5) over b's informed questions, Normal(0, 0.5) else
+            mu_beta_b ~ Normal(0, ability_scale),  s_b ~ HalfNormal(2.5)
+            beta_m  ~ Normal(mu_beta_b, s_b)    for m in Q_b          intercepts
+            eta_lm = a_m theta_lb + beta_m,   difficulty b_m = -beta_m / a_m
+    k_lm      ~ Binomial(n_lm, logistic(eta_lm))      l in L_b, m in Q_b
+
+(variables ``skill``, ``spread`` = sigma_b, ``deviation`` = sigma_b z, ``theta``
+(llm, benchmark); ``mu_b``, ``sigma_b``, ``b`` (Rasch) or ``log_a``, ``a``, ``mu_beta``,
+``sigma_beta``, ``beta``, ``b`` (2PL) over the suite's ``question`` axis, the
+benchmarks' questions one after the other; observed ``k_{name}`` per benchmark.)
+
+Identification, as in the single-benchmark models (:mod:`models.irt`): the likelihood
+of benchmark b is unchanged by theta_.b + t with b_m + t (beta_m - a_m t), so the
+location sits on the abilities.  The skills sum to zero over all models; each
+benchmark's deviations sum to zero over the models that ran it, so the mean ability of
+L_b on b is the skill's and the benchmark's own level is its items' location mu_b.  That
+location gets the abilities' scale, not the single model's ability_scale / sqrt(L): one
+suite holds easy and hard benchmarks (GSM8K's models solve 90% of it, MATH level 5's
+about a third), and a common prior on their levels would pull them together.  The 2PL's
+log-discriminations sum to zero over each benchmark's informed questions (solved by some
+but not all of its models), which fixes the abilities' scale on it.
+
+The spreads share a scale tau: the data inform sigma_b only through the models that ran b
+and other benchmarks too, and with two benchmarks only sigma_1^2 + sigma_2^2 (the spread
+of a model's difference between them); independent priors left the split between them
+to the prior's wide tails (on the shared ZeroEval suite: R-hat 1.08 and a bulk ESS of 38
+on the skills, whose draws follow that split), the common scale keeps the ratio of two
+spreads within a factor exp(0.5 sqrt(2) 1.96) = 4 a priori (95%).
+
+A model that did not run b has no cells there: its theta_lb is skill_l plus a deviation
+drawn from the spread, a prediction from the hierarchy, never imputed data.  Items are
+centred where the benchmark pins them down (:func:`models.irt.informative_items`, and
+only informed questions), non-centred elsewhere (:func:`models.transforms.item_effects`).
+The cells' likelihoods are the single-benchmark ones, one table per benchmark
+(:func:`models.likelihoods.binomial_rasch`, :func:`~models.likelihoods.binomial_2pl`).
+
+:class:`SuiteData` prepares the benchmarks once (and refuses a suite that does not hang
+together: a benchmark sharing no model with the others is a one-line DataError);
+:func:`rasch` and :func:`two_pl` build the variants, :func:`build` picks one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+from bayesrank.data import ResponseData
+from bayesrank.errors import DataError
+
+from ._common import binary_only, check_option, positive_scale, response_data
+from .irt import _reflected_zero_sum, informative_items, question_split
+from .item_effects import solve_rates
+from .likelihoods import binomial_2pl, binomial_rasch
+from .transforms import item_effects
+
+__all__ = ["SuiteData", "build", "rasch", "two_pl", "KINDS"]
+
+KINDS = ("rasch", "2pl")
+
+
+@dataclass(frozen=True, eq=False)
+class Benchmark:
+    """One benchmark of the suite: its cells and where they sit in the suite's axes."""
+
+    name: str
+    k: np.ndarray  # successes (L_b, M_b)
+    n: np.ndarray  # trials (L_b, M_b)
+    rows: np.ndarray  # the suite's model index of each of its models (L_b,)
+    questions: tuple[str, ...]
+    start: int  # its first question on the suite's question axis
+
+    @property
+    def columns(self) -> slice:
+        """Its questions on the suite's ``question`` axis."""
+        return slice(self.start, self.start + self.k.shape[1])
+
+    @property
+    def dims(self) -> tuple[str, str]:
+        return (f"llm_{self.name}", f"question_{self.name}")
+
+
+@dataclass(frozen=True, eq=False)
+class SuiteData:
+    """The benchmarks as the suite models read them, prepared and checked once (:meth:`of`)."""
+
+    models: tuple[str, ...]  # the union, in order of first appearance
+    benchmarks: tuple[Benchmark, ...]
+    data: Mapping[str, ResponseData]
+
+    @classmethod
+    def of(cls, benchmarks: Mapping[str, Any]) -> SuiteData:
+        """Validate ``{name: ResponseData}``: binary, two or more, one connected suite."""
+        if not isinstance(benchmarks, Mapping) or len(benchmarks) < 2:
+            raise DataError("a suite needs a mapping of at least two benchmarks "
+                            "{name: ResponseData}; fit a single benchmark with bayesrank.fit")
+        data = {str(name): response_data(d) for name, d in benchmarks.items()}
+        for name, d in data.items():
+            binary_only(d, f"suite benchmark {name}")
+            d.require_models(f"fit_benchmarks (benchmark {name!r})")
+        models = tuple(dict.fromkeys(m for d in data.values() for m in d.models))
+        _require_connected(data)
+        index = {m: i for i, m in enumerate(models)}
+        parts, start = [], 0
+        for name, d in data.items():
+            red = d.reductions
+            rows = np.array([index[m] for m in d.models])
+            parts.append(Benchmark(name, red.successes, red.trials, rows, d.questions, start))
+            start += d.M
+        return cls(models, tuple(parts), data)
+
+    @property
+    def names(self) -> list[str]:
+        return [b.name for b in self.benchmarks]
+
+    @property
+    def coords(self) -> dict[str, list]:
+        coords = {"llm": list(self.models), "benchmark": self.names,
+                  "question": [f"{b.name}/{q}" for b in self.benchmarks for q in b.questions]}
+        for b in self.benchmarks:
+            coords[b.dims[0]] = [self.models[i] for i in b.rows]
+            coords[b.dims[1]] = list(b.questions)
+        return coords
+
+    def ran(self) -> np.ndarray:
+        """(L, B) bool: which model ran which benchmark."""
+        out = np.zeros((len(self.models), len(self.benchmarks)), bool)
+        for j, b in enumerate(self.benchmarks):
+            out[b.rows, j] = True
+        return out
+
+    def question_benchmark(self) -> np.ndarray:
+        """The benchmark index of each question on the suite's axis."""
+        return np.concatenate([np.full(b.k.shape[1], j) for j, b in enumerate(self.benchmarks)])
+
+
+def _require_connected(data: Mapping[str, ResponseData]) -> None:
+    """A one-line DataError naming the benchmarks that share no model with the rest."""
+    names = list(data)
+    reached, frontier = {names[0]}, [names[0]]
+    while frontier:
+        models = set(data[frontier.pop()].models)
+        for other in names:
+            if other not in reached and models & set(data[other].models):
+                reached.add(other)
+                frontier.append(other)
+    apart = [n for n in names if n not in reached]
+    if apart:
+        raise DataError(
+            f"benchmark(s) {', '.join(map(repr, apart))} share no model with "
+            f"{', '.join(map(repr, sorted(reached)))}; a suite compares models through the "
+            "models its benchmarks have in common: match the model names, or fit the "
+            "benchmarks apart with bayesrank.fit")
+
+
+def _pivoted(weights: np.ndarray, among: np.ndarray) -> dict[str, np.ndarray]:
+    """The basis of a zero sum over ``among`` (bool) for :func:`models.irt._reflected_zero_sum`,
+    pivoted on the largest ``weights`` entry among them."""
+    size = among.size
+    pivot = int(np.argmax(np.where(among, weights, -np.inf)))
+    return {"pivot": (np.arange(size) == pivot).astype(float),
+            "free": np.delete(np.arange(size), pivot),
+            "direction": among / np.sqrt(among.sum())}
+
+
+def _information(suite: SuiteData) -> np.ndarray:
+    """Binomial information about each model's ability, summed over its benchmarks
+    (:func:`models.irt.ability_pivot`): where the abilities' bases pivot."""
+    info = np.zeros(len(suite.models))
+    for b in suite.benchmarks:
+        rate = solve_rates(b.k, b.n)
+        info[b.rows] += b.n.sum(axis=1) * rate * (1.0 - rate)
+    return info
+
+
+#: sd of a benchmark's log-spread around the suite's (module docstring)
+SPREAD_SD = 0.5
+
+
+def spreads(size: int):
+    """sigma_b = tau exp(SPREAD_SD eps_b): tau ~ HalfNormal(1), eps_b ~ Normal(0, 1)."""
+    tau = pm.HalfNormal("spread_scale", 1.0)
+    eps = pm.Normal("spread_z", 0.0, 1.0, shape=size)
+    return pm.Deterministic("spread", tau * pt.exp(SPREAD_SD * eps), dims="benchmark")
+
+
+def skills_and_abilities(suite: SuiteData, ability_scale: float):
+    """skill (llm), spread sigma_b (benchmark) and theta_lb = skill_l + sigma_b z_lb.
+
+    The deviations of the models that ran b are sampled centred (their free coordinates
+    carry sigma_b: the data pin theta_lb down, hundreds of questions a model), those of
+    the models that did not non-centred (nothing but the prior informs them).
+    """
+    L, info = len(suite.models), _information(suite)
+    basis = _pivoted(info, np.ones(L, bool))
+    skill = _reflected_zero_sum("skill", L, basis["pivot"], basis["free"], basis["direction"],
+                                ability_scale)
+    skill = pm.Deterministic("skill", skill, dims="llm")
+    spread = spreads(len(suite.benchmarks))
+    columns = []
+    for j, b in enumerate(suite.benchmarks):
+        rows, size = b.rows, b.rows.size
+        basis = _pivoted(info[rows], np.ones(size, bool))
+        ran = _reflected_zero_sum(f"deviation_{j}", size, basis["pivot"], basis["free"],
+                                  basis["direction"], 1.0, sd=spread[j])
+        column = pt.set_subtensor(pt.zeros(L)[rows], ran)
+        unrun = np.setdiff1d(np.arange(L), rows)
+        if unrun.size:
+            z = pm.Normal(f"deviation_{j}_unrun_z", 0.0, 1.0, shape=unrun.size)
+            column = pt.set_subtensor(column[unrun], spread[j] * z)
+        columns.append(column)
+    deviation = pm.Deterministic("deviation", pt.stack(columns, axis=1),
+                                 dims=("llm", "benchmark"))
+    theta = pm.Deterministic("theta", skill[:, None] + deviation, dims=("llm", "benchmark"))
+    return skill, theta
+
+
+def pooled_items(name: str, scale_name: str, suite: SuiteData, location_scale: float):
+    """e_m ~ Normal(location_b, scale_b) for m in Q_b: a location ~ Normal(0, location_scale)
+    and scale ~ HalfNormal(2.5) per benchmark; centred where the benchmark pins its
+    informed questions down (:func:`models.irt.informative_items`), non-centred elsewhere."""
+    location = pm.Normal(f"mu_{name}", 0.0, location_scale, dims="benchmark")
+    scale = pm.HalfNormal(scale_name, 2.5, dims="benchmark")
+    which = suite.question_benchmark()
+    centred = np.concatenate([question_split(b.k, b.n, informative_items(b.k, b.n)).centred
+                              for b in suite.benchmarks]).astype(float)
+    zeros = pt.zeros(which.size)
+    return item_effects(name, location[which], scale[which], scale[which], centred=centred,
+                        shift=zeros, wall=zeros, side=zeros, walls=False)
+
+
+def log_discriminations(suite: SuiteData, scale: float = 0.5):
+    """log a_m: zero sum over each benchmark's informed questions, Normal(0, scale) elsewhere
+    (:func:`models.irt.log_discriminations`, one benchmark at a time)."""
+    parts = []
+    for j, b in enumerate(suite.benchmarks):
+        split = question_split(b.k, b.n).arrays()
+        parts.append(_reflected_zero_sum(f"log_a_{j}", b.k.shape[1], split["log_a_pivot"],
+                                         split["log_a_free"], split["log_a_direction"], scale))
+    return pm.Deterministic("log_a", pt.concatenate(parts), dims="question")
+
+
+def _cells(b: Benchmark):
+    """A benchmark's successes and trials as data of the current model."""
+    return (pm.Data(f"successes_{b.name}", b.k, dims=b.dims),
+            pm.Data(f"trials_{b.name}", b.n, dims=b.dims))
+
+
+def rasch(suite: SuiteData, ability_scale: float = 3.0) -> pm.Model:
+    """The suite's Rasch, line by line (module docstring)::
+
+        skill, sigma_b, theta_lb = skill_l + sigma_b z_lb      (skills_and_abilities)
+        b_m     ~ Normal(mu_b, s_b)                             (pooled_items)
+        k_lm    ~ Binomial(n_lm, logistic(theta_lb - b_m))     per benchmark
+    """
+    with pm.Model(coords=suite.coords) as model:
+        _, theta = skills_and_abilities(suite, ability_scale)
+        b = pooled_items("b", "sigma_b", suite, ability_scale)
+        for j, bench in enumerate(suite.benchmarks):
+            k, n = _cells(bench)
+            binomial_rasch(f"k_{bench.name}", n, theta[bench.rows, j][:, None],
+                           b[bench.columns], k, bench.dims)
+    return model
+
+
+def two_pl(suite: SuiteData, ability_scale: float = 3.0) -> pm.Model:
+    """The suite's 2PL, line by line (module docstring)::
+
+        skill, sigma_b, theta_lb = skill_l + sigma_b z_lb      (skills_and_abilities)
+        log a_m ~ ZeroSumNormal(0.5) over b's informed questions (log_discriminations)
+        beta_m  ~ Normal(mu_beta_b, s_b)                        (pooled_items)
+        b_m     = -beta_m / a_m
+        k_lm    ~ Binomial(n_lm, logistic(a_m theta_lb + beta_m))   per benchmark
+    """
+    with pm.Model(coords=suite.coords) as model:
+        _, theta = skills_and_abilities(suite, ability_scale)
+        a = pm.Deterministic("a", pt.exp(log_discriminations(suite)), dims="question")
+        beta = pooled_items("beta", "sigma_beta", suite, ability_scale)
+        pm.Deterministic("b", -beta / a, dims="question")
+        for j, bench in enumerate(suite.benchmarks):
+            k, n = _cells(bench)
+            binomial_2pl(f"k_{bench.name}", n, theta[bench.rows, j][:, None],
+                         a[bench.columns], beta[bench.columns], k, bench.dims)
+    return model
+
+
+def build(benchmarks: Mapping[str, Any] | SuiteData, *, kind: str = "rasch",
+          ability_scale: float = 3.0) -> pm.Model:
+    """The suite model of ``benchmarks`` ({name: ResponseData}, binary): pick the variant.
+
+    Parameters
+    ----------
+    benchmarks : mapping of str to ResponseData (or array_like), or SuiteData
+        Two or more benchmarks, models matched by name; every benchmark must share a
+        model with the others (else DataError).
+    kind : {"rasch", "2pl"}
+    ability_scale : float
+        Prior sd of the skills and of the benchmarks' item locations (logit scale).
+
+    Returns
+    -------
+    pymc.Model
+        ``skill`` (llm), mean 0; ``theta`` (llm, benchmark); ``spread`` (benchmark);
+        observed ``k_{name}`` per benchmark.
+    """
+    check_option("kind", kind, KINDS)
+    scale = positive_scale("ability_scale", ability_scale)
+    suite = benchmarks if isinstance(benchmarks, SuiteData) else SuiteData.of(benchmarks)
+    return {"rasch": rasch, "2pl": two_pl}[kind](suite, scale)
