@@ -32,8 +32,8 @@ test: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup --durations=15
 
 ## test-real: every model fitted with defaults to every real set in ../shared (about 30 minutes),
-## the Chatbot Arena battles and the ZeroEval suite included, and the fast and plain builds of every model compared at
-## the real sets' full size
+## the Chatbot Arena battles and the ZeroEval suite included, and the fast and plain builds of
+## every model compared at the real sets' full size
 test-real: $(STAMP)
 	BAYESRANK_REAL_FITS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 \
 		tests/test_models_real.py tests/test_fast_path.py tests/test_pairwise_real.py \
