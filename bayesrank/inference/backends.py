@@ -215,12 +215,15 @@ _PYMC_NO_DRAWS = "Not enough samples to build a trace."
 
 
 @contextlib.contextmanager
-def _warmup_interrupt_raised(draws: int) -> Iterator[None]:
-    """Ctrl-C during PyMC's warm-up ends as an interrupt, as it does later on.
+def _interrupt_raised(draws: int) -> Iterator[None]:
+    """Ctrl-C or SIGTERM while PyMC samples ends as the interrupt it is.
 
     PyMC catches the KeyboardInterrupt and hands back the draws made so far (the fit then
     reports the interrupt); during warm-up there are none, and it raises a ValueError
-    instead, which would read as a fault in the model or the data.
+    instead.  A signal handled while the compiled log-density runs comes out of Numba's
+    dispatcher as a SystemError caused (through another SystemError, when it landed in
+Numba's unpickler) by the interrupt.  Either would read as a fault in
+    the model or the data.
     """
     try:
         yield
@@ -228,6 +231,13 @@ def _warmup_interrupt_raised(draws: int) -> Iterator[None]:
         if str(exc) != _PYMC_NO_DRAWS:
             raise
         raise KeyboardInterrupt(f"sampling interrupted after 0 of {draws} draws") from exc
+    except SystemError as exc:
+        cause = exc.__cause__
+        while isinstance(cause, SystemError):  # Numba's dispatcher, then its unpickler
+            cause = cause.__cause__
+        if not isinstance(cause, KeyboardInterrupt):
+            raise
+        raise cause from None
 
 
 def _sample_pymc(model: pm.Model, run: SamplerOptions):
@@ -242,7 +252,7 @@ def _sample_pymc(model: pm.Model, run: SamplerOptions):
     model.compile_logp()
     model.compile_dlogp()
     t1 = time.perf_counter()
-    with model, _warmup_interrupt_raised(run.draws):
+    with model, _interrupt_raised(run.draws):
         idata = pm.sample(
             nuts_sampler="pymc",
             draws=run.draws,
