@@ -10,9 +10,11 @@ window is too short to hit from outside).
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 import weakref
@@ -95,15 +97,27 @@ def _ending(stderr: str) -> list[str]:
 def _signal_during_fit(data_file: Path, how: str, signum: int) -> subprocess.CompletedProcess:
     out = data_file.parent / "r.html"
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-c", _HARNESS, str(data_file), str(out), how],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    # a signal sent at a fixed delay landed, on a loaded machine, while libraries imported
-    # or the model compiled, and was lost there (a half-imported jax; a fit that ran on)
-    assert proc.stdout.readline().strip() == "sampling"
-    time.sleep(0.5)  # 10 warm-up and 200000 draws: the fit is still sampling
-    proc.send_signal(signum)
-    stdout, stderr = proc.communicate(timeout=300)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    # stderr to a file, never a pipe that nobody reads; read back through its own handle
+    with tempfile.TemporaryDirectory() as scratch:
+        log = Path(scratch) / "stderr"
+        with log.open("w") as errors:
+            proc = subprocess.Popen([sys.executable, "-c", _HARNESS, str(data_file), str(out),
+                                     how], stdout=subprocess.PIPE, stderr=errors, text=True,
+                                    env=env)
+        try:
+            # a signal sent at a fixed delay landed, on a loaded machine, while libraries
+            # imported or the model compiled, and was lost there (a half-imported jax; a fit
+            # that ran on); the wait for the first draw has a deadline, as every wait here
+            ready, _, _ = select.select([proc.stdout], [], [], 300)
+            first = proc.stdout.readline() if ready else "(nothing within 300 s)"
+            assert first.strip() == "sampling", log.read_text()[-2000:]
+            time.sleep(0.5)  # 10 warm-up and 200000 draws: the fit is still sampling
+            proc.send_signal(signum)
+            stdout, _ = proc.communicate(timeout=300)
+        finally:
+            proc.kill()
+            proc.wait()
+        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, log.read_text())
 
 
 @pytest.mark.slow
