@@ -1,16 +1,17 @@
 """Which floating-point kernels this process computes with, for bit-for-bit snapshots.
 
-A result frozen bit for bit on one machine is reproducible only where the same kernels
-run: NumPy dispatches its exp, log, sums and divisions to SIMD code chosen by the CPU at
-run time (AVX-512 and AVX2 kernels round differently in the last bit), OpenBLAS picks a
-core-specific GEMM, and Numba compiles for the host CPU.  Measured on 2026-12-05 (AMD EPYC,
+A result frozen bit for bit on one machine is reproducible only where the same kernels run:
+NumPy dispatches its exp, log, sums and divisions to SIMD code chosen by the CPU at run
+time (AVX-512 and AVX2 kernels round differently in the last bit), OpenBLAS picks a core-
+specific GEMM, and Numba compiles for the host CPU. Measured on 2026-12-05 (AMD EPYC,
 AVX-512), with NumPy's AVX-512 dispatch switched off (``NPY_DISABLE_CPU_FEATURES``) and
-Numba targeting Haswell: the closed-form and convex rules of ``tests/rule_snapshot.npz``
-moved by at most 1.4e-14 relative, the 3PL joint ML by 2.9e-6 (its stopping tolerance),
-and the 2PL MAP on the LiveCodeBench case swapped two models' nearly equal abilities (a
-symmetric pair of optima).  The CI run of 2026-12-04 failed these bit-for-bit comparisons
-on a machine other than the one that wrote the snapshots (its CPU was not recorded); the
-same comparisons fail here with AVX-512 switched off as above.
+Numba targeting Haswell: the closed-form rules of ``tests/rule_snapshot.npz`` moved by at
+most 1.4e-14 relative, the IRT optimisers by up to their stopping test (the 3PL joint ML
+2.9e-6, the Rasch MAP 6.8e-8 on LiveCodeBench, measured again that evening), and the 2PL
+MAP on the LiveCodeBench case swapped two models' nearly equal abilities (a symmetric pair
+of optima). The CI run of 2026-12-04 failed these bit-for-bit comparisons on a machine
+other than the one that wrote the snapshots (its CPU was not recorded); the same
+comparisons fail here with AVX-512 switched off as above.
 
 The snapshots record the kernels they were written with (:data:`SNAPSHOT_KERNELS`); their
 bit-for-bit tests run where :func:`kernels` matches and skip, naming the difference,

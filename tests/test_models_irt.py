@@ -352,6 +352,12 @@ def test_a_model_solving_nothing_converges_on_real_data(shared_dir, kind):
     -14) moved every other ability: the Rasch's theta had bulk ESS below 400 with the
     defaults (seed 0).  The 2PL's intercepts of the questions only that model fails
     are one-sided tails; centred, their bulk ESS was 333 (seed 0).
+
+    The 2PL's defaults leave a divergence (of 4,000 transitions) in about a quarter of
+    seeds here, never more than one (seeds 0-11 on 2026-12-05: one in seeds 4, 8 and 11;
+    seed 0 has one with AVX2 kernels, none with AVX-512), at a question the data separate
+    perfectly; the model of 2026-12-02 had up to 44.  ``target_accept=0.9`` removes them
+    (12 of 12 seeds) for about 1.6x the leapfrog steps (docs/samplers.md): not the default.
     """
     real = np.load(shared_dir / "data" / "real_lcb_repair_2024_10" / "R.npz")
     R = real["repair"][:, ::6].copy()
@@ -359,7 +365,7 @@ def test_a_model_solving_nothing_converges_on_real_data(shared_dir, kind):
     post = fit(ResponseData(R), kind, random_seed=0, log_likelihood=False, progressbar=False)
     table = post.diagnostics
     assert table["passed"].all(), table
-    assert table.attrs["divergences"] == 0
+    assert table.attrs["divergences"] <= (0 if kind == "rasch" else 1)
     assert post.theta.mean(("chain", "draw")).values.argmin() == 0
 
 

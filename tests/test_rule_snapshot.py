@@ -3,15 +3,15 @@
 The oracle is ``tests/rule_snapshot.npz``, written by ``tests/_rule_snapshot.py`` from the
 code of main at commit 091c985 (before the per-draw and batched paths were merged into one
 implementation per rule), on the bundled example and LiveCodeBench sets and the real sets
-of ``/work/shared/data`` (cut to a few models and questions).  On the floating-point
-kernels it was written with (``tests/_float_kernels.py``) the comparison is exact: scores
-bit for bit (NaN where a draw was not scored), ranks, and every one-line reason a draw
-could not be ranked.  On other kernels the scores are compared to 1e-9 relative and the
-ranks up to the order within groups of scores that close, except for the three iterative
-xPL rules, whose optima are only determined to their stopping tolerance (see
-``_float_kernels``); on every machine each rule's per-draw and stacked scores must agree
-bit for bit in the same run (one implementation, issue 51).
-"""
+of ``/work/shared/data`` (cut to a few models and questions). On the floating-point kernels
+it was written with (``tests/_float_kernels.py``) the comparison is exact: scores bit for
+bit (NaN where a draw was not scored), ranks, and every one-line reason a draw could not be
+ranked. On other kernels the scores are compared to 1e-9 relative and the ranks up to the
+order within groups of scores that close, except for the IRT optimisers, whose optima are
+only determined to their stopping test (compared to 1e-5), and the 2PL MAP, whose symmetric
+optima other kernels may swap (see ``_float_kernels``); on every machine each rule's per-
+draw and stacked scores must agree bit for bit in the same run (one implementation, issue
+51). """
 
 from __future__ import annotations
 
@@ -32,9 +32,17 @@ def _absent(case: str) -> bool:
     return case not in snap.cases()
 
 
-#: Iterative optimisers whose optimum moves with the last bit of the kernels (measured in
-#: ``_float_kernels``): compared bit for bit on the snapshot's kernels only.
-ITERATIVE = ("rasch_3pl", "rasch_3pl_map", "rasch_2pl_map")
+#: Optimisers that stop on a relative reduction of their objective (1e-14 |f|, the paper's
+#: L-BFGS-B ftol): the optimum is determined to that test, not to the last bit, and moved
+#: by up to 9.2e-7 relative (3.6e-8 absolute) with AVX2 kernels in place of AVX-512
+#: (rasch_3pl_map on the example; rasch_map 6.8e-8 on LiveCodeBench, rasch_2pl 6.6e-9,
+#: measured 2026-12-05 with ``NPY_DISABLE_CPU_FEATURES`` and ``NUMBA_CPU_NAME=haswell``):
+#: compared to OPT_RTOL elsewhere.
+OPTIMISERS = ("rasch_map", "rasch_2pl", "rasch_3pl", "rasch_3pl_map")
+OPT_RTOL, OPT_ATOL = 1e-5, 1e-6
+#: The 2PL MAP has a symmetric pair of optima on LiveCodeBench, which other kernels swap
+#: (``_float_kernels``): compared bit for bit on the snapshot's kernels only.
+ITERATIVE = ("rasch_2pl_map",)
 RTOL = 1e-9
 
 
@@ -63,15 +71,15 @@ def test_every_identifier_reproduces_the_snapshot(case):
     assert differ == []
 
 
-def _same_ranks_up_to_near_ties(ref_scores, ref_ranks, got_ranks) -> bool:
-    """Ranks equal, except that within a group of scores closer than RTOL any order is."""
+def _same_ranks_up_to_near_ties(ref_scores, ref_ranks, got_ranks, rtol=RTOL) -> bool:
+    """Ranks equal, except that within a group of scores closer than ``rtol`` any order is."""
     for scores, want, have in zip(ref_scores, ref_ranks, got_ranks, strict=True):
         if np.isnan(want).all() or np.isnan(scores).any():
             if not np.array_equal(want, have, equal_nan=True):
                 return False
             continue
         order = np.argsort(scores, kind="stable")
-        gaps = np.diff(scores[order]) > RTOL * np.maximum(1.0, np.abs(scores[order][1:]))
+        gaps = np.diff(scores[order]) > rtol * np.maximum(1.0, np.abs(scores[order][1:]))
         for group in np.split(order, np.flatnonzero(gaps) + 1):
             if sorted(want[group]) != sorted(have[group]):
                 return False
@@ -86,16 +94,18 @@ def test_every_identifier_matches_the_snapshot_to_rounding(case):
         if m in ITERATIVE:
             continue
         key = f"{case}/{m}"
+        rtol, atol = (OPT_RTOL, OPT_ATOL) if m in OPTIMISERS else (RTOL, 1e-12)
         for field in ("perdraw", "stacked"):
             ref, value = SNAPSHOT[f"{key}/{field}"], got[f"{key}/{field}"]
-            if not np.allclose(value, ref, rtol=RTOL, atol=1e-12, equal_nan=True):
+            if not np.allclose(value, ref, rtol=rtol, atol=atol, equal_nan=True):
                 differ.append(f"{key}/{field}")
         for field in ("perdraw_reason", "reason", "pool_stack"):
             if not np.array_equal(SNAPSHOT[f"{key}/{field}"], got[f"{key}/{field}"]):
                 differ.append(f"{key}/{field}")
         scored = np.where(np.isnan(SNAPSHOT[f"{key}/stacked"]), SNAPSHOT[f"{key}/perdraw"],
                           SNAPSHOT[f"{key}/stacked"])
-        if not _same_ranks_up_to_near_ties(scored, SNAPSHOT[f"{key}/ranks"], got[f"{key}/ranks"]):
+        if not _same_ranks_up_to_near_ties(scored, SNAPSHOT[f"{key}/ranks"], got[f"{key}/ranks"],
+                                           rtol):
             differ.append(f"{key}/ranks")
     assert differ == []
 
