@@ -40,13 +40,14 @@ test: $(STAMP)
 test-real: $(STAMP)
 	BAYESRANK_REAL_FITS=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 \
 		tests/test_models_real.py tests/test_fast_path.py tests/test_pairwise_real.py \
-		tests/test_suite_real.py
+		tests/test_suite_real.py --timeout=1800 --timeout-method=signal
 
 ## test-slow: simulation-based calibration of every Bayesian model and likelihood
 ## (tests/test_sbc.py, BAYESRANK_SLOW=1; minutes per model on 2 cores, results in docs/sbc.md)
 test-slow: $(STAMP)
 	BAYESRANK_SLOW=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 \
-		--dist loadgroup -m slow tests/test_sbc.py
+		--dist loadgroup -m slow tests/test_sbc.py --timeout=1800 --timeout-method=signal \
+		--max-worker-restart=0
 
 ## bench-scale: time and peak memory against L x M, 10 x 1,000 up to 200 x 14,000, one point at a
 ## time in a subprocess, each stopped above 8 GB resident (docs/scale.md; hours)
