@@ -69,6 +69,8 @@ def rows_of(page: str, table_id: str) -> list[tuple[str, list[str]]]:
 def test_suite_report_opens_with_the_overall_leaderboard_then_each_benchmark(suite_report):
     page = suite_report.read_text(encoding="utf-8")
     assert re.findall(r'<h2 id="([^"]+)"', page) == SECTIONS
+    # 2 chains x 100 draws fail the convergence checks: said before the answer
+    assert page.index('id="convergence-warning"') < page.index('id="answer"')
     # the answer and the overall table come before any benchmark's table
     assert page.index('id="answer"') < page.index('id="skill-leaderboard"') < page.index(
         'id="leaderboard-alpha"')

@@ -63,7 +63,19 @@ def _overall_section(post: SuitePosterior, o: ReportOptions) -> str:
 
     forest = _plot(plot_forest, "forest", post.overall, "forest plot of the skills' credible "
                    "intervals", prob=o.prob, q=o.q)
-    return _answer(board, o.alpha) + intro + table + forest
+    return _convergence_warning(post) + _answer(board, o.alpha) + intro + table + forest
+
+
+def _convergence_warning(post: SuitePosterior) -> str:
+    """A warning above the answer when the sampler failed a convergence check."""
+    from bayesrank.inference import diagnostics as diag
+
+    if post.diagnostics is None or not diag.problems(post.diagnostics):
+        return ""
+    return ('<div class="warn" id="convergence-warning">The sampler did not pass every '
+            "convergence check (see Sampler diagnostics): the intervals, P(best) and top sets "
+            "below may be off. Rerun with more --draws / --tune (docs/suite.md: the default "
+            "fit of a two-benchmark suite may fall short on the skills).</div>")
 
 
 def _benchmark_section(post: SuitePosterior, name: str, o: ReportOptions) -> str:
