@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import inspect
 import math
 import os
@@ -19,9 +20,9 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bayesrank import __version__
 from bayesrank.checks import category_weights_argument
@@ -200,10 +201,15 @@ def check_input_file(path: str | os.PathLike, flag: str = "") -> None:
         raise UsageError(f"{flag}no such file: {path}")
 
 
-def _add_data_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", nargs="?", help="data file (.npz/.npy/.csv/.jsonl/.parquet/.nc), "
-                   "or an evaluation harness's logs (an Inspect .eval file or log folder, ...); "
-                   "omit to use the bundled simulated example")
+def _add_data_arguments(p: argparse.ArgumentParser, suite: str | None = None) -> None:
+    """The data arguments; ``suite``, where given, says what several DATA paths do."""
+    help_text = ("data file (.npz/.npy/.csv/.jsonl/.parquet/.nc), or an evaluation harness's "
+                 "logs (an Inspect .eval file or log folder, ...); omit to use the bundled "
+                 "simulated example")
+    if suite is None:
+        p.add_argument("data", nargs="?", help=help_text)
+    else:
+        p.add_argument("data", nargs="*", help=f"{help_text}. {suite}")
     p.add_argument("--metric", help="which score of a harness log to read where it has "
                    "several (an Inspect scorer's name, ...)")
     p.add_argument("--key", help="benchmark key inside a multi-benchmark .npz "
@@ -268,9 +274,43 @@ def _default(spec, name: str):
     return None if param.default is param.empty else param.default
 
 
+def suite_paths(args: argparse.Namespace) -> list[str] | None:
+    """The DATA paths when they are a suite of benchmarks, else None (one benchmark).
+
+    Several paths are a suite; so is one folder, given without ``--key``, that is not
+    a harness's logs (a folder of data files) or whose logs hold several tasks.  Sets
+    ``args.data`` to the one path (None for a suite or the bundled example), so one
+    benchmark goes on exactly as before.
+    """
+    from bayesrank.data.io import load_benchmarks
+    from bayesrank.data.suites import is_plain_folder
+
+    paths = list(args.data or [])
+    args.data = paths[0] if len(paths) == 1 else None
+    if len(paths) > 1:
+        for path in paths:
+            check_input_file(path)
+        args.data = None
+        return paths
+    if not paths or args.key is not None or not Path(paths[0]).is_dir():
+        return None
+    if is_plain_folder(paths[0]) or len(load_benchmarks(paths[0], metric=args.metric)) > 1:
+        args.data = None
+        return paths
+    return None
+
+
 def _cmd_rank(args: argparse.Namespace) -> int:
     from bayesrank import rank
 
+    paths = suite_paths(args)
+    if paths is not None:
+        raise UsageError(
+            f"bayesrank rank ranks one benchmark, and no deterministic rule ranks a suite "
+            f"({' '.join(paths)}) whose models need not have run every benchmark: fit the "
+            f"suite model with `bayesrank report {' '.join(paths)}` (its overall "
+            "leaderboard comes first; bayesrank.fit_benchmarks in Python), or rank one "
+            "benchmark (one file, or --key)")
     options = method_options(args.method, args.option)
     data, source = _load_data(args)
     _step(args, f"ranking {data.L} models with {args.method}")
@@ -336,7 +376,11 @@ def _check_report_arguments(args: argparse.Namespace) -> None:
 
 
 def _baselines(args: argparse.Namespace) -> list[str]:
-    return [b.strip() for b in (args.baselines or "").split(",") if b.strip()]
+    from bayesrank.report.html import DEFAULT_BASELINES
+
+    if args.baselines is None:
+        return list(DEFAULT_BASELINES)
+    return [b.strip() for b in args.baselines.split(",") if b.strip()]
 
 
 def _fit_for_report(args: argparse.Namespace, stages: Stages):
@@ -353,25 +397,38 @@ def _fit_for_report(args: argparse.Namespace, stages: Stages):
         stages(f"closed-form Bayes@N posterior of {data!r}")
         return closed_form(data), source
     from bayesrank.inference import fit
-    from bayesrank.inference.backends import draws_progress
 
     described = " ".join([model, *(f"{k}={v}" for k, v in options.items())])
+    post = _sample(args, stages, (described, repr(data)),
+                   functools.partial(fit, data, model, **options))
+    return post, source
+
+
+def _sample(args: argparse.Namespace, stages: Stages, what: tuple[str, str],
+            fitter: Callable[..., Any]) -> Any:
+    """``fitter`` called with the command line's sampler options, after the stage line
+    ``fitting {what[0]} (chains x draws after warm-up) to {what[1]}``, with the draws'
+    progress on the stage lines."""
+    from bayesrank.inference.backends import draws_progress
+
     draws = "the default draws" if args.draws is None else f"{args.draws} draws"
     tune = "the default" if args.tune is None else f"{args.tune}"
-    stages(f"fitting {described} ({args.chains} chains x {draws} after {tune} warm-up) to "
-           f"{data!r}")
+    stages(f"fitting {what[0]} ({args.chains} chains x {draws} after {tune} warm-up) to "
+           f"{what[1]}")
     token = draws_progress.set(stages.draws)
     try:
-        post = fit(data, model, sampler=args.sampler, draws=args.draws, tune=args.tune,
-                   chains=args.chains, random_seed=args.seed, progressbar=stages.bar, **options)
+        return fitter(sampler=args.sampler, draws=args.draws, tune=args.tune,
+                      chains=args.chains, random_seed=args.seed, progressbar=stages.bar)
     finally:
         draws_progress.reset(token)
-    return post, source
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from bayesrank.report import write_report
 
+    paths = suite_paths(args)
+    if paths is not None:
+        return _report_suite(args, paths)
     _check_report_arguments(args)
     stages = Stages(args)
     if args.posterior is not None:
@@ -387,6 +444,77 @@ def _cmd_report(args: argparse.Namespace) -> int:
             print(f"wrote {args.save_posterior}")
     path = write_report(post, args.output, baselines=_baselines(args), random_seed=args.seed,
                         source=source, progress=lambda stage: stages(f"report: {stage}"))
+    stages(f"wrote {path}")
+    print(f"wrote {path}")
+    return 0
+
+
+# -- report of a suite of benchmarks ---------------------------------------------------------
+#: report options that read one benchmark only, and what to do instead
+_SUITE_REFUSED = {
+    "--posterior": "a suite's posterior is not saved yet; fit it from the files",
+    "--save-posterior": "a suite's posterior is not saved yet; drop it",
+    "--prior": "the suite models take no prior outcomes (R0); drop it",
+    "--weights": "the suite models read binary outcomes only; reduce categories to 0/1 first",
+    "--key": "--key picks one benchmark of one file; give the suite's files, or one file "
+             "with --key for one benchmark's report",
+    "--baselines": "deterministic baselines rank one benchmark; drop it",
+}
+
+
+def _check_suite_arguments(args: argparse.Namespace) -> str:
+    """The suite model to fit; usage errors for the options a suite cannot take."""
+    from bayesrank.inference.backends import SAMPLERS
+    from bayesrank.models.suite import KINDS
+
+    values = {"--posterior": args.posterior, "--save-posterior": args.save_posterior,
+              "--prior": args.prior, "--weights": args.weights, "--key": args.key,
+              "--baselines": args.baselines}
+    for flag, value in values.items():
+        if value is not None:
+            raise UsageError(f"{flag} does not apply to a suite of benchmarks: "
+                             f"{_SUITE_REFUSED[flag]}")
+    model = args.model or SUITE_DEFAULT_MODEL
+    if model not in KINDS:
+        raise UsageError(f"--model {model!r} has no suite version; a suite of benchmarks is "
+                         f"fitted with --model {' or '.join(KINDS)} (default "
+                         f"{SUITE_DEFAULT_MODEL})")
+    if args.sampler is not None and args.sampler not in SAMPLERS:
+        raise UsageError(f"unknown --sampler {args.sampler!r}; choose one of "
+                         f"{', '.join(SAMPLERS)} (or leave it out for the model's default)")
+    check_output_file(args.output)
+    return model
+
+
+#: the suite's default model: the one fitted and timed on the real ZeroEval suite
+#: (docs/suite.md); the suite stores no pointwise log-likelihood, so no PSIS-LOO chose it
+SUITE_DEFAULT_MODEL = "rasch"
+
+
+def _report_suite(args: argparse.Namespace, paths: list[str]) -> int:
+    """``bayesrank report a b ...``: fit the suite model, write its report."""
+    from bayesrank.data.suites import SuiteReadOptions, describe, read_suite
+    from bayesrank.errors import DataError
+    from bayesrank.inference.suite import fit_benchmarks
+    from bayesrank.models.suite import SuiteData
+    from bayesrank.report import write_report
+
+    model = _check_suite_arguments(args)
+    stages = Stages(args)
+    source = " ".join(paths)
+    stages(f"loading the suite {source}")
+    suite = read_suite(paths, SuiteReadOptions(columns=args.columns, trials=args.trials,
+                                               metric=args.metric))
+    if len(suite) < 2:
+        raise DataError(f"{source} holds one benchmark ({', '.join(suite)}); a suite needs two "
+                        "or more: add the other benchmarks' files, or report this one alone "
+                        "(bayesrank report FILE)")
+    SuiteData.of(suite)  # one line before the fit for a benchmark apart or with categories
+    post = _sample(args, stages, (f"the suite {model}",
+                                  f"{len(suite)} benchmarks: {describe(suite)}"),
+                   functools.partial(fit_benchmarks, suite, model))
+    path = write_report(post, args.output, random_seed=args.seed, source=source,
+                        progress=lambda stage: stages(f"report: {stage}"))
     stages(f"wrote {path}")
     print(f"wrote {path}")
     return 0
@@ -457,7 +585,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("rank", help="rank models with a deterministic method; print a leaderboard")
-    _add_data_arguments(p)
+    _add_data_arguments(p, suite="Several files (a suite of benchmarks) are refused: "
+                        "`bayesrank report` fits them")
     p.add_argument("--method", default="avg", help="method identifier (see `bayesrank methods`)")
     p.add_argument("--ties", default="competition",
                    choices=["competition", "dense", "average", "ordinal"])
@@ -473,16 +602,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_methods)
 
     p = sub.add_parser("report", help="fit a Bayesian model and write a self-contained HTML report")
-    _add_data_arguments(p)
+    _add_data_arguments(p, suite="Several files, or a folder of them (or of logs with "
+                        "several tasks), are a suite of benchmarks: the suite model is fitted "
+                        "and the report opens with the overall leaderboard (docs/suite.md)")
     p.add_argument("--model", default=None,
                    help="bayes, rasch, 2pl, 3pl, bradley_terry, davidson, davidson_luce, or "
                    "closed_form (Bayes@N normal approximation: no MCMC, seconds); default: "
                    "the beta-binomial 2PL (binomial with one trial per cell; bayes for "
                    "categories), chosen by posterior-predictive checks and PSIS-LOO on real "
-                   "benchmarks (docs/report.md)")
+                   "benchmarks (docs/report.md). A suite: rasch (default) or 2pl")
     p.add_argument("--sampler", default=None, help="numpyro, nutpie or pymc (default: per model)")
-    p.add_argument("--baselines", default="avg,bradley_terry,elo_tie_draw",
-                   help="comma-separated deterministic methods to show beside the posterior")
+    p.add_argument("--baselines", default=None,
+                   help="comma-separated deterministic methods to show beside the posterior "
+                   "(default: avg,bradley_terry,elo_tie_draw; one benchmark only)")
     p.add_argument("--draws", type=_int_at_least(1), default=None,
                    help="kept draws per chain (default: 1000, more for models with hundreds "
                    "or thousands of parameters, so chance alone does not fail R-hat)")

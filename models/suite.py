@@ -66,7 +66,7 @@ import pytensor.tensor as pt
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
 
-from ._common import binary_only, check_option, positive_scale, response_data
+from ._common import check_option, positive_scale, response_data
 from .irt import _reflected_zero_sum, informative_items, question_split
 from .item_effects import solve_rates
 from .likelihoods import binomial_2pl, binomial_rasch
@@ -114,7 +114,7 @@ class SuiteData:
                             "{name: ResponseData}; fit a single benchmark with bayesrank.fit")
         data = {str(name): response_data(d) for name, d in benchmarks.items()}
         for name, d in data.items():
-            binary_only(d, f"suite benchmark {name}")
+            _binary_benchmark(name, d)
             d.require_models(f"fit_benchmarks (benchmark {name!r})")
         models = tuple(dict.fromkeys(m for d in data.values() for m in d.models))
         _require_connected(data)
@@ -152,6 +152,19 @@ class SuiteData:
         return np.concatenate([np.full(b.k.shape[1], j) for j, b in enumerate(self.benchmarks)])
 
 
+def _binary_benchmark(name: str, data: ResponseData) -> None:
+    """A one-line DataError for a categorical benchmark, with the way out."""
+    if data.is_binary:
+        return
+    what = (f"benchmark {name!r} has {data.n_categories} outcome categories (0..{data.C}), but "
+            "the suite models read binary outcomes (0/1)")
+    exc = DataError(f"{what}: reduce it first (data.binarize(), success = the top category) "
+                    "or fit it alone with bayesrank.fit(data, 'bayes')")
+    exc.cli_message = (f"{what}: store it as 0/1 (success = the top category), or report "  # type: ignore[attr-defined]
+                       "it alone (bayesrank report FILE)")
+    raise exc
+
+
 def _require_connected(data: Mapping[str, ResponseData]) -> None:
     """A one-line DataError naming the benchmarks that share no model with the rest."""
     names = list(data)
@@ -164,11 +177,12 @@ def _require_connected(data: Mapping[str, ResponseData]) -> None:
                 frontier.append(other)
     apart = [n for n in names if n not in reached]
     if apart:
-        raise DataError(
-            f"benchmark(s) {', '.join(map(repr, apart))} share no model with "
-            f"{', '.join(map(repr, sorted(reached)))}; a suite compares models through the "
-            "models its benchmarks have in common: match the model names, or fit the "
-            "benchmarks apart with bayesrank.fit")
+        what = (f"benchmark(s) {', '.join(map(repr, apart))} share no model with "
+                f"{', '.join(map(repr, sorted(reached)))}; a suite compares models through the "
+                "models its benchmarks have in common: match the model names")
+        exc = DataError(f"{what}, or fit the benchmarks apart with bayesrank.fit")
+        exc.cli_message = f"{what}, or report each benchmark alone (bayesrank report FILE)"  # type: ignore[attr-defined]
+        raise exc
 
 
 def _pivoted(weights: np.ndarray, among: np.ndarray) -> dict[str, np.ndarray]:

@@ -117,7 +117,7 @@ def test_one_benchmark_or_categorical_outcomes_are_refused(simulated):
         br.fit_benchmarks({"bench0": data["bench0"]})
     graded = ResponseData(np.full((3, 4, 1), 2, np.int8), models=["m0", "m1", "m2"],
                           weights=[0.0, 0.5, 1.0])
-    with pytest.raises(DataError, match="needs binary outcomes"):
+    with pytest.raises(DataError, match="suite models read binary outcomes"):
         suite.build({"bench0": data["bench0"], "graded": graded})
 
 

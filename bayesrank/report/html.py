@@ -13,6 +13,7 @@ directory, then :func:`os.replace`).
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import os
@@ -27,6 +28,7 @@ import pandas as pd
 from scipy import stats
 
 from bayesrank.analysis.posterior import NormalPosterior, Posterior, RankAnalytics
+from bayesrank.analysis.suite import SuitePosterior
 from bayesrank.data import ResponseData
 from bayesrank.data.pairwise import PairwiseData
 
@@ -79,6 +81,8 @@ overflow-x:auto}
 th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right;white-space:nowrap}
 th{background:#f3f5f8}td.name,th.name{text-align:left}
 tr.top td{background:#eef5ff}
+tr.predicted td{font-style:italic;color:#666;background:repeating-linear-gradient(
+135deg,#fff,#fff 6px,#f4f4f4 6px,#f4f4f4 12px)}tr.top.predicted td{background:#e4ecf7}
 .banner{background:#fff3cd;border:2px solid #e0a800;padding:.8em 1em;font-weight:600;margin:1em 0}
 .warn{background:#fdecea;border-left:4px solid #c0392b;padding:.5em 1em;margin:.4em 0}
 .ok{background:#eaf7ee;border-left:4px solid #2e8b57;padding:.5em 1em;margin:.4em 0}
@@ -310,10 +314,15 @@ def _model_label(post: RankAnalytics) -> str:
 
 def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: dict[str, Any],
                          prob: float, q: float, alpha: float, level: float,
-                         ppc: Any = None) -> str:
+                         ppc: Any = None, *, quantity: str = "theta",
+                         extra: dict[str, list[Any]] | None = None,
+                         table_id: str = "leaderboard") -> str:
+    """The full leaderboard: ``quantity`` (the ranked parameter's name) with its interval,
+    LCB rank, ranks, P(best), top set, separation and the baselines' ranks; ``extra``
+    columns (name to values in the board's order) follow the model's name."""
     from bayesrank.ranking import kendall_tau
 
-    accuracy: dict[str, list[str]] = {}
+    accuracy: dict[str, list[Any]] = dict(extra or {})
     if "observed" in board:
         accuracy[board.attrs["observed_label"]] = [_fmt(x) for x in board["observed"]]
     if "accuracy" in board:
@@ -327,8 +336,8 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
             "rank": board["rank"].to_numpy(),
             "model": board.index.to_numpy(),
             **accuracy,
-            "theta (posterior mean)": [_fmt(x) for x in board["mean"]],
-            f"theta {prob:.0%} CrI": [f"[{_fmt(a)}, {_fmt(b)}]"
+            f"{quantity} (posterior mean)": [_fmt(x) for x in board["mean"]],
+            f"{quantity} {prob:.0%} CrI": [f"[{_fmt(a)}, {_fmt(b)}]"
                                       for a, b in zip(board["lower"], board["upper"],
                                                       strict=True)],
             f"LCB (q={q:g})": [_fmt(x) for x in board["lcb"]],
@@ -356,7 +365,7 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
         tau = kendall_tau(bayes_scores, np.array([scores[m] for m in post.models]))
         taus.append((ident, _fmt(tau), ""))
     classes = ["top" if x else "" for x in board["in_top_set"]]
-    table = _table_html(rows, name_columns=("model",), row_classes=classes, table_id="leaderboard")
+    table = _table_html(rows, name_columns=("model",), row_classes=classes, table_id=table_id)
     top = ", ".join(_esc(m) for m in post.top_set(alpha))
     unseparated = int((board["separated_from_next"] == False).sum())  # noqa: E712
     groups = board.attrs.get("tie_groups", [])
@@ -380,13 +389,13 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
                   "interval")
         scale = (f"<p>The observed {quantity} is counted from the data. The estimate is each "
                  f"model's {per_question} of this benchmark, averaged over its "
-                 f"{len(post.data.questions)} questions, with {spread}. Theta is the ranking "
-                 "quantity on the model's own scale.</p>")
+                 f"{len(post.data.questions)} questions, with {spread}. {quantity.capitalize()} "
+                 "is the ranking quantity on the model's own scale.</p>")
     else:
         note = _esc(board.attrs.get("accuracy_note"))
         scale = f'<p class="note" id="accuracy-note">{note}</p>'
     text = (
-        f'<p>Ranked by posterior mean of theta. <b>Top set</b> (contains the best model with '
+        f'<p>Ranked by posterior mean of {quantity}. <b>Top set</b> (contains the best model with '
         f"posterior probability ≥ {1 - alpha:.0%}): {top}. {unseparated} of {len(board) - 1} "
         f"adjacent pairs are <i>not separated</i> (P(upper &gt; lower) &lt; {level:.0%}): their "
         "order is not established by these data. The LCB rank orders models by a lower "
@@ -406,12 +415,8 @@ def _leaderboard_section(post: RankAnalytics, board: pd.DataFrame, baselines: di
 TOP_SET_NAMED = 3
 
 
-def _decision_section(post: RankAnalytics, board: pd.DataFrame, o: ReportOptions,
-                      ppc: Any) -> str:
-    """The answer first: banners, who is best and how sure, the top set, and a compact
-    leaderboard (rank, model, observed accuracy, estimate with its interval, P(best), rank
-    interval, separated from the next) narrow enough for an 800 px window."""
-    prob, alpha = o.prob, o.alpha
+def _answer(board: pd.DataFrame, alpha: float) -> str:
+    """Who is best and how sure, and the top set, in one sentence (``id="answer"``)."""
     best = board.index[0]
     p_best = float(board["p_best"].iloc[0])
     top = [m for m in board.index if board.loc[m, "in_top_set"]]
@@ -421,9 +426,18 @@ def _decision_section(post: RankAnalytics, board: pd.DataFrame, o: ReportOptions
                f"P(best) = {_fmt(p_best, 2)}")
     shown = ", ".join(_esc(m) for m in top[:TOP_SET_NAMED])
     more = f" and {len(top) - TOP_SET_NAMED} more" if len(top) > TOP_SET_NAMED else ""
-    answer = (f'<p class="answer" id="answer">{verdict}. <b>Top set</b> ({1 - alpha:.0%}: the '
-              f"smallest set holding the best model with that probability): {shown}{more} "
-              f"({len(top)} of {len(board)} models, shaded below).</p>")
+    return (f'<p class="answer" id="answer">{verdict}. <b>Top set</b> ({1 - alpha:.0%}: the '
+            f"smallest set holding the best model with that probability): {shown}{more} "
+            f"({len(top)} of {len(board)} models, shaded below).</p>")
+
+
+def _decision_section(post: RankAnalytics, board: pd.DataFrame, o: ReportOptions,
+                      ppc: Any) -> str:
+    """The answer first: banners, who is best and how sure, the top set, and a compact
+    leaderboard (rank, model, observed accuracy, estimate with its interval, P(best), rank
+    interval, separated from the next) narrow enough for an 800 px window."""
+    prob = o.prob
+    answer = _answer(board, o.alpha)
     quantity = board.attrs["observed_label"]
     columns: dict[str, Any] = {"rank": board["rank"].to_numpy(), "model": board.index.to_numpy(),
                                quantity: [_fmt(x) for x in board["observed"]]}
@@ -452,8 +466,8 @@ def _decision_section(post: RankAnalytics, board: pd.DataFrame, o: ReportOptions
             "the diagnostics follow.</p>")
 
 
-def _diagnostics_section(post: RankAnalytics) -> str:
-    if not isinstance(post, Posterior):
+def _diagnostics_section(post: RankAnalytics | SuitePosterior) -> str:
+    if not isinstance(post, Posterior | SuitePosterior):
         return ('<p class="ok">Closed-form normal approximation: no sampling, so no sampler '
                 "diagnostics apply.</p>")
     from bayesrank.inference import diagnostics as diag
@@ -605,9 +619,13 @@ def _settings(post: RankAnalytics) -> dict[str, Any]:
     return settings
 
 
+@functools.singledispatch
 def render_report(post: RankAnalytics, options: ReportOptions | None = None) -> str:
-    """The report of a fitted posterior as one HTML string (see :func:`write_report`)."""
-    from bayesrank import __version__
+    """The report of a fitted posterior as one HTML string (see :func:`write_report`).
+
+    A :class:`~bayesrank.analysis.suite.SuitePosterior` is rendered by
+    :func:`bayesrank.report.suite.render_suite_report` (registered there).
+    """
     from bayesrank.report.plots import plot_forest, plot_rank_distribution, plot_superiority
 
     o = options or ReportOptions()
@@ -642,27 +660,40 @@ def render_report(post: RankAnalytics, options: ReportOptions | None = None) -> 
         ("Posterior-predictive checks", _ppc_section(ppc, ppc_reason)),
         ("Sampler diagnostics", _diagnostics_section(post)),
     ]
-    settings = _settings(post)
+    intro = (f"{len(post.models)} models, model <b>{_esc(post.model)}</b>, theta on the "
+             "model's own scale (larger is better).")
+    return page(f"bayesrank report: {_model_label(post)}", intro, sections, _settings(post),
+                post, started)
+
+
+def section_id(title: str) -> str:
+    """A section's ``id``: its title in lower case, spaces as hyphens."""
+    return title.lower().replace(" ", "-")
+
+
+def page(title: str, intro: str, sections: Sequence[tuple[str, str]], settings: dict[str, Any],
+         post: Any, started: float) -> str:
+    """The HTML page: title, ``intro`` (HTML) and the settings, the sections as ``<h2>`` and
+    their HTML, and the version and times (the fit's ``post.timings`` and the report's since
+    ``started``)."""
+    from bayesrank import __version__
+
     timings = dict(getattr(post, "timings", {}) or {})
     timings["report"] = time.perf_counter() - started
     settings_text = "; ".join(f"{_esc(k)}={_esc(v)}" for k, v in settings.items())
     timing_text = ", ".join(f"{_esc(k)} {v:.1f} s" for k, v in timings.items())
-    body = "".join(f'<h2 id="{_esc(t.lower().replace(" ", "-"))}">{_esc(t)}</h2>{s}'
-                   for t, s in sections)
-    title = f"bayesrank report: {_model_label(post)}"
+    body = "".join(f'<h2 id="{_esc(section_id(t))}">{_esc(t)}</h2>{s}' for t, s in sections)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{_esc(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{_esc(title)}</h1><p class=\"note\">{len(post.models)} models, "
-        f"model <b>{_esc(post.model)}</b>, theta on the model's own scale (larger is better). "
-        f"{settings_text}</p>{body}"
+        f"<h1>{_esc(title)}</h1><p class=\"note\">{intro} {settings_text}</p>{body}"
         f"<p class=\"note\">bayesrank {_esc(__version__)}. Time: {timing_text}.</p>"
         "</body></html>\n"
     )
 
 
 def write_report(
-    post: RankAnalytics,
+    post: RankAnalytics | SuitePosterior,
     output: str | os.PathLike[str],
     options: ReportOptions | None = None,
     **option_fields: Any,
@@ -671,9 +702,10 @@ def write_report(
 
     Parameters
     ----------
-    post : Posterior or NormalPosterior
-        From :func:`bayesrank.fit`, :func:`bayesrank.closed_form` or
-        :func:`bayesrank.load_posterior`; the report only renders it, it never fits.
+    post : Posterior, NormalPosterior or SuitePosterior
+        From :func:`bayesrank.fit`, :func:`bayesrank.closed_form`,
+        :func:`bayesrank.load_posterior` or :func:`bayesrank.fit_benchmarks` (a suite's
+        report: :mod:`bayesrank.report.suite`); the report only renders it, it never fits.
     output : path
         Destination ``.html``; written atomically (nothing is left behind on error).
     options : ReportOptions, optional
