@@ -32,7 +32,6 @@ Run: ``python benchmarks/bench_models_real.py [--sets lcb,aime] [--models rasch,
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import time
 import warnings
@@ -48,6 +47,7 @@ import pytensor.tensor as pt
 from bayesrank.models import MODELS, irt, likelihoods
 from bayesrank.models._common import coords_of
 from bayesrank.models.fast import beta_binomial
+from real_sets import DATA, alpaca_eval_wins, every_kth_question, load_real_sets  # noqa: F401
 
 import bayesrank
 from bayesrank.inference.backends import model_var_names, nutpie_backend
@@ -59,7 +59,6 @@ from bayesrank.inference.options import DEFAULT_TUNE
 #: Reads the real sets in ../shared/data: run_all.py skips it where they are absent.
 NEEDS_SHARED_DATA = True
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 OUT = Path(__file__).resolve().parents[1] / "bench-results"
 MODEL_NAMES = ("rasch", "2pl", "3pl", "bradley_terry", "davidson", "davidson_luce")
 CHANGED = ("rasch", "2pl", "3pl")
@@ -74,42 +73,6 @@ def write_table(rows: list[dict], name: str, float_format=None) -> pd.DataFrame:
     table.to_csv(OUT / f"{name}.csv", index=False)
     print(table.to_string(index=False, float_format=float_format))
     return table
-
-
-def load_real_sets(root: Path = DATA) -> dict[str, bayesrank.ResponseData]:
-    """The real binary data sets in ``root`` (``../shared/data``), by short name."""
-    sets = {}
-    z = np.load(root / "real_lcb_repair_2024_10" / "R.npz")
-    sets["lcb_repair"] = bayesrank.ResponseData(
-        z["repair"], models=list(z["models"]), questions=list(z["questions"])
-    )
-    z = np.load(root / "real_zeroeval_math_l5" / "R.npz")
-    sets["zeroeval_math_l5"] = bayesrank.ResponseData(
-        z["math_l5"], models=list(z["models"]), questions=list(z["questions"])
-    )
-    z = np.load(root / "real_reasoning_gym_hard" / "R.npz")
-    sets["reasoning_gym_hard"] = bayesrank.ResponseData(
-        z["rg_hard"], models=list(z["models"]), questions=list(z["questions"])
-    )
-    with open(root / "matharena_aime2025_I" / "counts_correct_of_4.csv", newline="") as fh:
-        rows = list(csv.reader(fh))
-    counts = np.array([[int(x) for x in row[1:]] for row in rows[1:]])
-    sets["matharena_aime2025_I"] = bayesrank.ResponseData(
-        (np.arange(4) < counts[..., None]).astype(np.int8),
-        models=[row[0] for row in rows[1:]],
-        questions=rows[0][1:],
-    )
-    sets["alpaca_eval_wins"] = alpaca_eval_wins(root)
-    return sets
-
-
-def alpaca_eval_wins(root: Path = DATA) -> bayesrank.ResponseData:
-    """AlpacaEval 2.0 (52 x 805 x 1): 1 where the judge preferred the model's output to
-    GPT-4 Turbo's (preference > 1.5), 0 for a loss or a tie (its SOURCE.md)."""
-    table = pd.read_csv(root / "alpaca_eval2_gpt4turbo_judge"
-                        / "preferences_model_by_instruction.csv")
-    wins = (table.drop(columns="model").to_numpy() > 1.5).astype(np.int8)
-    return bayesrank.ResponseData(wins[..., None], models=table["model"].tolist())
 
 
 # -- peer: the IRT parameterisation before issue 9 (copied from models/irt.py) -------------
@@ -169,16 +132,6 @@ def previous_irt(data: bayesrank.ResponseData, kind: str) -> pm.Model:
                 observed=successes, dims=cell,
             )
     return model
-
-
-def every_kth_question(data: bayesrank.ResponseData, k: int) -> bayesrank.ResponseData:
-    """Questions 0, k, 2k, ... in the data's order (the data themselves for k = 1)."""
-    if k == 1:
-        return data
-    keep = np.arange(0, data.M, k)
-    return bayesrank.ResponseData(
-        data.R[:, keep], models=list(data.models), questions=list(np.asarray(data.questions)[keep])
-    )
 
 
 # -- measurement ---------------------------------------------------------------------------
