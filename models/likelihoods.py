@@ -8,6 +8,7 @@ Every function here adds one observed variable to the current model:
     binomial_floor   k ~ Binomial(n, p),  p = c + (1 - c) logistic(eta)
     beta_binomial    k ~ BetaBinomial(n, p / delta, q / delta),  q = 1 - p,  delta = 1 / phi
     multinomial_logits  x ~ Multinomial(n, softmax(logits))   (pairs' outcome counts)
+    bernoulli_battles   y_k ~ Bernoulli(logistic(theta_a_k - theta_b_k + z_k . beta))
 
 With the fast path on (the default, ``models.build(..., fast=True)``) the cells are
 computed by the kernels of :mod:`models.fast` (one Op per table of cells: log-pmf and
@@ -36,7 +37,7 @@ from scipy.special import gammaln, log_expit
 
 from ._common import logistic_binomial_draws
 
-__all__ = ["beta_binomial", "binomial_2pl", "binomial_floor", "binomial_logit",
+__all__ = ["bernoulli_battles", "beta_binomial", "binomial_2pl", "binomial_floor", "binomial_logit",
            "binomial_rasch", "fast_enabled", "fast_kernels", "log_binomial",
            "multinomial_logits"]
 
@@ -217,3 +218,29 @@ def multinomial_logits(name: str, counts, logits, *, dims: tuple[str, str]):
 
     return pm.CustomDist(name, n, logits, log_coefficient, dist=draws, logp=logp,
                          signature="(),(k),()->(k)", observed=counts, dims=dims)
+
+
+def bernoulli_battles(name: str, theta, beta, a, b, z, observed, *, dims: str):
+    """y_k ~ Bernoulli(logistic(theta[a_k] - theta[b_k] + z_k . beta)), one per battle.
+
+    ``a``, ``b`` (battles,) the sides' model indices, ``z`` (battles, K) the covariate
+    differences, ``observed`` 1 where side a won.  Fast: :mod:`models.fast.battle_cells`
+    (the sum over battles and its gradient in one pass); plain: ``pm.Bernoulli``.
+    """
+    if not fast_enabled():
+        return pm.Bernoulli(name, logit_p=theta[a] - theta[b] + pt.dot(z, beta),
+                            observed=observed, dims=dims)
+    from .fast.battle_cells import battle_cells
+
+    def logp(value, theta, beta, a, b, z):
+        # PyMC hands the core parameters over with leading axes added to the battles' rank
+        return battle_cells(value, a, b, z, pt.flatten(theta), pt.flatten(beta))
+
+    def random(theta, beta, a, b, z, rng=None, size=None):
+        theta, beta = np.ravel(theta), np.ravel(beta)
+        eta = theta[a] - theta[b] + z @ beta
+        return (rng.random(size=size) < 1.0 / (1.0 + np.exp(-eta))).astype(np.int64)
+
+    return pm.CustomDist(name, theta, beta, a, b, z, logp=logp, random=random,
+                         signature="(l),(c),(),(),(c)->()", dtype="int64",
+                         observed=observed, dims=dims)
