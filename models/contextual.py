@@ -67,8 +67,9 @@ OUTCOMES = ("a_wins", "b_wins", "tie")
 class ContextualBattles:
     """The battles with covariates as the contextual models read them, prepared once.
 
-    ``a``, ``b`` (battle,) model indices; ``z`` (battle, covariate) the covariate
-    differences x_a - x_b divided by ``scale`` (covariate,), their root mean square;
+    ``a``, ``b`` (battle,) model indices; ``z`` (covariate, battle) the covariate
+    differences x_a - x_b divided by ``scale`` (covariate,), their root mean square,
+    covariate-major (each covariate's row contiguous, as the fast kernel reads them);
     ``outcome`` (battle,) 0 (a won), 1 (b won) or 2 (tie, both-bad ties included).
     ``coords``: ``llm``, ``covariate`` and ``battle`` (the battles' rows in the data).
     """
@@ -98,7 +99,7 @@ class ContextualBattles:
             raise DataError(f"covariate {name!r} is 0 in every battle fitted; drop it")
         coords = {"llm": list(data.models), "covariate": list(battles.covariate_names),
                   "battle": rows.tolist()}
-        return cls(battles.a[rows], battles.b[rows], x / scale,
+        return cls(battles.a[rows], battles.b[rows], np.ascontiguousarray((x / scale).T),
                    np.minimum(battles.outcome[rows], TIE).astype(np.int64), scale, coords)
 
     def __repr__(self) -> str:
@@ -113,7 +114,7 @@ def _style(battles: ContextualBattles, beta_scale: float):
     pm.Deterministic("beta_per_unit", beta / scale, dims="covariate")
     a = pm.Data("battle_a", battles.a, dims="battle")
     b = pm.Data("battle_b", battles.b, dims="battle")
-    z = pm.Data("battle_z", battles.z, dims=("battle", "covariate"))
+    z = pm.Data("battle_z", battles.z, dims=("covariate", "battle"))
     return beta, a, b, z
 
 
@@ -148,7 +149,7 @@ def contextual_davidson(battles: ContextualBattles, scale: float = 1.0,
         beta, a, b, z = _style(battles, beta_scale)
         log_nu = pm.Normal("log_nu", 0.0, 2.0)
         pm.Deterministic("nu", pt.exp(log_nu))
-        delta = theta[a] - theta[b] + pt.dot(z, beta)
+        delta = theta[a] - theta[b] + pt.dot(beta, z)
         logits = pt.stack([0.5 * delta, -0.5 * delta, pt.zeros_like(delta) + log_nu], axis=-1)
         o = pm.Data("battle_outcomes", battles.outcome, dims="battle")
         pm.Categorical("outcomes", logit_p=logits, observed=o, dims="battle")

@@ -223,24 +223,27 @@ def multinomial_logits(name: str, counts, logits, *, dims: tuple[str, str]):
 def bernoulli_battles(name: str, theta, beta, a, b, z, observed, *, dims: str):
     """y_k ~ Bernoulli(logistic(theta[a_k] - theta[b_k] + z_k . beta)), one per battle.
 
-    ``a``, ``b`` (battles,) the sides' model indices, ``z`` (battles, K) the covariate
-    differences, ``observed`` 1 where side a won.  Fast: :mod:`models.fast.battle_cells`
+    ``a``, ``b`` (battles,) the sides' model indices, ``z`` (K, battles) the covariate
+    differences (covariate-major: :mod:`models.fast.battle_cells`), ``observed`` 1 where
+    side a won.  Fast: :mod:`models.fast.battle_cells`
     (the sum over battles and its gradient in one pass); plain: ``pm.Bernoulli``.
     """
     if not fast_enabled():
-        return pm.Bernoulli(name, logit_p=theta[a] - theta[b] + pt.dot(z, beta),
+        return pm.Bernoulli(name, logit_p=theta[a] - theta[b] + pt.dot(beta, z),
                             observed=observed, dims=dims)
     from .fast.battle_cells import battle_cells
 
-    def logp(value, theta, beta, a, b, z):
-        # PyMC hands the core parameters over with leading axes added to the battles' rank
-        return battle_cells(value, a, b, z, pt.flatten(theta), pt.flatten(beta))
+    def logp(value, theta, beta, a, b, z_rows):
+        # PyMC hands the core parameters over with leading axes added to the battles' rank;
+        # z_rows.T is z itself (the two transposes cancel in the compiled graph)
+        return battle_cells(value, a, b, z_rows.T, pt.flatten(theta), pt.flatten(beta))
 
-    def random(theta, beta, a, b, z, rng=None, size=None):
+    def random(theta, beta, a, b, z_rows, rng=None, size=None):
         theta, beta = np.ravel(theta), np.ravel(beta)
-        eta = theta[a] - theta[b] + z @ beta
+        eta = theta[a] - theta[b] + z_rows @ beta
         return (rng.random(size=size) < 1.0 / (1.0 + np.exp(-eta))).astype(np.int64)
 
-    return pm.CustomDist(name, theta, beta, a, b, z, logp=logp, random=random,
+    # the battles are the batch: z enters battle-major, one (c) row per battle
+    return pm.CustomDist(name, theta, beta, a, b, z.T, logp=logp, random=random,
                          signature="(l),(c),(),(),(c)->()", dtype="int64",
                          observed=observed, dims=dims)

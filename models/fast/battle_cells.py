@@ -1,6 +1,7 @@
 """Contextual Bradley-Terry battles as PyTensor Ops: log-pmf and score in one pass.
 
-For battle k between models a_k and b_k with covariate differences z_k (K,) and outcome
+For battle k between models a_k and b_k with covariate differences z_k (column k of z,
+stored covariate-major, (K, battles)) and outcome
 y_k (1: a_k won, 0: b_k won), with strengths theta (L,) and coefficients beta (K,),
 
     eta_k      = theta_{a_k} - theta_{b_k} + z_k . beta
@@ -11,13 +12,17 @@ and, for the output gradient g, d/d theta_l = sum_{k: a_k = l} g_k r_k - sum_{k:
 g_k r_k and d/d beta = sum_k g_k r_k z_k.
 
 A fit reads only the sum over battles and its gradient: :class:`BattleCellsTotal`
-computes both in one pass over the battles, with no per-battle array written, and the
+computes both without the per-battle outputs, and the
 rewrite :func:`sum_of_battle_cells` puts it in place of the sum of :class:`BattleCells`
 (the elementwise Op stays for pointwise log-likelihoods), as
 :mod:`models.fast.slope_cells` does for the 2PL.  PyTensor's own graph of the same
 log-density gathers theta twice, writes eta, the softplus and the residual, and
 scatters the residual back with an indexed increment: about ten arrays of a million
-floats per gradient at arena scale (measurements: docs/pairwise.md).
+floats per gradient at arena scale (measurements: docs/pairwise.md).  The Numba loop
+works in passes that LLVM vectorises (eta, one covariate row at a time; softplus and
+residual; each covariate's score), with the one scatter into theta last: that is why z
+is covariate-major, each covariate's differences contiguous.  One fused loop over
+battles, scattering as it went, could not be vectorised and took 2.4 times as long.
 
 NumPy ``perform``, Numba (nutpie; the softplus and logistic of
 :mod:`models.fast._vector_math`) and JAX (NumPyro).
@@ -33,12 +38,12 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
 from ._backends import register_cells_backends
-from ._vector_math import SUM_OPTIONS, softplus_and_sigmoid
+from ._vector_math import KERNEL_OPTIONS, SUM_OPTIONS, softplus_and_sigmoid
 from .slope_cells import broadcast_scalar, register_sum_of_cells
 
 __all__ = ["BattleCells", "BattleCellsTotal", "battle_cells"]
 
-_USAGE = ("battle cells take y, a, b (battles,), z (battles, K), theta (L,) and beta (K,)")
+_USAGE = ("battle cells take y, a, b (battles,), z (K, battles), theta (L,) and beta (K,)")
 
 
 def _node_inputs(y, a, b, z, theta, beta):
@@ -52,7 +57,7 @@ def _node_inputs(y, a, b, z, theta, beta):
 
 
 def _cells_numpy(y, a, b, z, theta, beta):
-    eta = theta[a] - theta[b] + z @ beta
+    eta = theta[a] - theta[b] + beta @ z
     return y * eta - np.logaddexp(0.0, eta), y - 0.5 * (1.0 + np.tanh(0.5 * eta))
 
 
@@ -87,7 +92,7 @@ class BattleCells(Op):
             return [*undefined, weight * d_theta, weight * d_beta]
         weighted = g_cells * outputs[1]
         d_theta = pt.zeros_like(theta)[a].inc(weighted)[b].inc(-weighted)
-        return [*undefined, d_theta, pt.dot(weighted, z)]
+        return [*undefined, d_theta, pt.dot(z, weighted)]
 
 
 class BattleCellsTotal(Op):
@@ -105,7 +110,7 @@ class BattleCellsTotal(Op):
         y, a, b, z, theta, beta = inputs
         cells, residual = _cells_numpy(np.asarray(y, float), a, b, z, theta, beta)
         d_theta = (np.bincount(a, residual, theta.size) - np.bincount(b, residual, theta.size))
-        values = (np.asarray(cells.sum()), d_theta, residual @ z)
+        values = (np.asarray(cells.sum()), d_theta, z @ residual)
         for storage, value in zip(output_storage, values, strict=True):
             storage[0] = value
 
@@ -126,45 +131,55 @@ sum_of_battle_cells = register_sum_of_cells(
     "sum_of_battle_cells", BattleCells, lambda *inputs: BattleCellsTotal()(*inputs)[0])
 
 def battle_cells(y, a, b, z, theta, beta):
-    """y eta - softplus(eta), eta = theta[a] - theta[b] + z @ beta: the Bernoulli log-pmf
+    """y eta - softplus(eta), eta = theta[a] - theta[b] + beta @ z: the Bernoulli log-pmf
     of each battle."""
     return BattleCells()(y, a, b, z, theta, beta)[0]
 
 
+@njit(**KERNEL_OPTIONS)
+def _residuals(y, a, b, z, theta, beta, cells):
+    """eta in passes, then the cells (into ``cells``, when given) and the residuals."""
+    K, n = z.shape
+    eta = np.empty(n)
+    for k in range(n):
+        eta[k] = theta[a[k]] - theta[b[k]]
+    for c in range(K):
+        row, coefficient = z[c], beta[c]
+        for k in range(n):
+            eta[k] += row[k] * coefficient
+    for k in range(n):
+        softplus, sigmoid = softplus_and_sigmoid(eta[k])
+        cells[k] = y[k] * eta[k] - softplus
+        eta[k] = y[k] - sigmoid
+    return eta
+
+
 @njit(**SUM_OPTIONS)
 def _battle_total(y, a, b, z, theta, beta):
-    """The sum of the battles' cells and its gradient in theta and beta, one pass."""
-    n, K = z.shape
-    d_theta = np.zeros(theta.size)
-    d_beta = np.zeros(K)
+    """The sum of the battles' cells and its gradient in theta and beta."""
+    K, n = z.shape
+    cells = np.empty(n)
+    residual = _residuals(y, a, b, z, theta, beta, cells)
     total = 0.0
     for k in range(n):
-        eta = theta[a[k]] - theta[b[k]]
-        for j in range(K):
-            eta += z[k, j] * beta[j]
-        softplus, sigmoid = softplus_and_sigmoid(eta)
-        total += y[k] * eta - softplus
-        r = y[k] - sigmoid
-        d_theta[a[k]] += r
-        d_theta[b[k]] -= r
-        for j in range(K):
-            d_beta[j] += r * z[k, j]
+        total += cells[k]
+    d_beta = np.zeros(K)
+    for c in range(K):
+        row, score = z[c], 0.0
+        for k in range(n):
+            score += residual[k] * row[k]
+        d_beta[c] = score
+    d_theta = np.zeros(theta.size)
+    for k in range(n):
+        d_theta[a[k]] += residual[k]
+        d_theta[b[k]] -= residual[k]
     return total, d_theta, d_beta
 
 
 def _battle_cells_loop(y, a, b, z, theta, beta):
     """The cells and residuals (compiled by Numba for nutpie)."""
-    n, K = z.shape
-    cells = np.empty(n)
-    residual = np.empty(n)
-    for k in range(n):
-        eta = theta[a[k]] - theta[b[k]]
-        for j in range(K):
-            eta += z[k, j] * beta[j]
-        softplus, sigmoid = softplus_and_sigmoid(eta)
-        cells[k] = y[k] * eta - softplus
-        residual[k] = y[k] - sigmoid
-    return cells, residual
+    cells = np.empty(z.shape[1])
+    return cells, _residuals(y, a, b, z, theta, beta, cells)
 
 
 def _battle_total_loop(y, a, b, z, theta, beta):
@@ -176,7 +191,7 @@ def _battle_total_loop(y, a, b, z, theta, beta):
 def _battle_cells_jax(y, a, b, z, theta, beta):
     from jax.nn import sigmoid, softplus
 
-    eta = theta[a] - theta[b] + z @ beta
+    eta = theta[a] - theta[b] + beta @ z
     y = y.astype(eta.dtype)
     return y * eta - softplus(eta), y - sigmoid(eta)
 
@@ -184,7 +199,7 @@ def _battle_cells_jax(y, a, b, z, theta, beta):
 def _battle_total_jax(y, a, b, z, theta, beta):
     cells, residual = _battle_cells_jax(y, a, b, z, theta, beta)
     d_theta = (theta * 0).at[a].add(residual).at[b].add(-residual)
-    return cells.sum(), d_theta, residual @ z
+    return cells.sum(), d_theta, z @ residual
 
 
 register_cells_backends(BattleCells, _battle_cells_loop, _battle_cells_jax, __file__)
