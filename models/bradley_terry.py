@@ -57,6 +57,7 @@ from bayesrank.data import ResponseData
 from bayesrank.data.pairwise import PairwiseData
 
 from ._common import check_option, log_strengths, positive_scale, response_data
+from .contextual import ContextualBattles, contextual_bradley_terry, contextual_davidson
 from .likelihoods import multinomial_logits
 
 __all__ = ["build", "bradley_terry", "davidson", "PairCounts", "pairs_of"]
@@ -193,13 +194,10 @@ def build(
     d = data if isinstance(data, PairwiseData) else response_data(data)
     scale = positive_scale("scale", scale)
     if isinstance(d, PairwiseData) and d.covariate_names:
-        from . import contextual
-
-        variant = (contextual.contextual_bradley_terry if ties is None
-                   else contextual.contextual_davidson)
-        battles = contextual.ContextualBattles.of(d, ties=ties is not None)
+        styled = contextual_bradley_terry if ties is None else contextual_davidson
+        battles = ContextualBattles.of(d, ties=ties is not None)
         beta_scale = positive_scale("beta_scale", 1.0 if beta_scale is None else beta_scale)
-        return variant(battles, scale, beta_scale, bool(hierarchical))
+        return styled(battles, scale, beta_scale, bool(hierarchical))
     if beta_scale is not None:
         raise ValueError("beta_scale is the prior sd of covariate coefficients, but these data "
                          "have no covariates (bayesrank.from_battles(frame, covariates=[...]))")
