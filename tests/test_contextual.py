@@ -13,9 +13,13 @@ import numpy as np
 import pandas as pd
 import pymc as pm
 import pytensor
+import pytensor.tensor as pt
 import pytest
 from _battles import BETA, THETA, simulate_style_battles
+from _cells_ops import MODES
 from bayesrank.models import build
+from bayesrank.models.fast.battle_cells import BattleCells, BattleCellsTotal
+from scipy.special import expit, log_expit
 
 import bayesrank as br
 from bayesrank import DataError
@@ -123,6 +127,36 @@ def test_fast_and_plain_contextual_are_one_model(small, mode):
         assert float(lf) == pytest.approx(float(lp), rel=1e-10)
         for a, b in zip(gf, gp, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * np.max(np.abs(b)))
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_battle_kernels_match_a_stable_reference(mode):
+    """BattleCells and BattleCellsTotal in each back end (NumPy, Numba, JAX) against
+    log_expit, at ordinary points and at |eta| far beyond e^x's range."""
+    if mode == "jax":
+        pytest.importorskip("jax")
+    rng = np.random.default_rng(6)
+    L, K, n = 5, 3, 257
+    a = rng.integers(0, L, n)
+    b = (a + rng.integers(1, L, n)) % L
+    z, y = rng.normal(size=(K, n)), rng.integers(0, 2, n).astype(np.int8)
+    theta_v, beta_v = pt.vector("theta"), pt.vector("beta")
+    cells = BattleCells()(y, a, b, z, theta_v, beta_v)
+    total = BattleCellsTotal()(y, a, b, z, theta_v, beta_v)
+    fn = pytensor.function([theta_v, beta_v], [*cells, *total], mode=MODES[mode])
+    for theta, beta in ((rng.normal(0, 1.5, L), rng.normal(0, 1.0, K)),
+                        (np.array([700.0, -700.0, 0.0, 40.0, -3.0]), np.array([1.0, 0.0, -2.0]))):
+        eta = theta[a] - theta[b] + beta @ z
+        want = np.where(y == 1, log_expit(eta), log_expit(-eta))
+        residual = y - expit(eta)
+        got_cells, got_residual, got_total, d_theta, d_beta = fn(theta, beta)
+        # y eta - softplus(eta) is exact to an ulp of eta (|eta| <= 740 here), not relatively
+        np.testing.assert_allclose(got_cells, want, rtol=1e-12, atol=2e-13)
+        np.testing.assert_allclose(got_residual, residual, rtol=1e-12, atol=1e-15)
+        assert float(got_total) == pytest.approx(want.sum(), rel=1e-13)
+        scores = np.bincount(a, residual, L) - np.bincount(b, residual, L)
+        np.testing.assert_allclose(d_theta, scores, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(d_beta, z @ residual, rtol=1e-12, atol=1e-9)
 
 
 def test_davidson_fits_ties_with_covariates(small, tmp_path):
