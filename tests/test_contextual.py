@@ -103,6 +103,8 @@ def test_prior_predictive_draws(small, model):
     assert draws.shape[-1] == n
     assert set(np.unique(draws)) <= ({0, 1} if model == "bradley_terry" else {0, 1, 2})
     assert prior.prior["beta"].shape[-1] == 2
+    hierarchical = build(model, small, hierarchical=True, beta_scale=0.5)
+    assert {"sigma", "theta", "beta"} <= {v.name for v in hierarchical.free_RVs}
 
 
 @pytest.mark.parametrize("mode", ["FAST_COMPILE", "NUMBA"])
@@ -127,6 +129,11 @@ def test_fast_and_plain_contextual_are_one_model(small, mode):
         assert float(lf) == pytest.approx(float(lp), rel=1e-10)
         for a, b in zip(gf, gp, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * np.max(np.abs(b)))
+    # battle by battle too: what a pointwise log-likelihood (LOO) reads
+    pointwise = [m.compile_logp(vars=[m["a_wins"]], sum=False) for m in (fast, plain)]
+    cells = [np.asarray(f(start)[0]) for f in pointwise]
+    assert cells[0].shape == (int((small.battles.outcome < 2).sum()),)
+    np.testing.assert_allclose(cells[0], cells[1], rtol=1e-10, atol=1e-13)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
