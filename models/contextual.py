@@ -39,9 +39,11 @@ Why this form:
   the style term added to theta_i - theta_j: the same model when beta = 0.
 * The battles cannot be grouped into pair counts as Bradley-Terry's are (their
   covariates differ battle by battle), so the likelihood has one term per battle; at
-  arena scale that sum and its gradient are one pass of the fast kernel
+  arena scale that sum and its gradient are one call of the fast kernel
   (:mod:`models.fast.battle_cells`; Davidson's per-battle Categorical is PyMC's own).
-* The zero sum and the default scale of theta are Bradley-Terry's (:mod:`models.bradley_terry`).
+* The zero sum and default scale of theta, and the prior of log nu, are those of
+  :mod:`models.bradley_terry`, so a fit with and without covariates differ only by the
+  style term.
 """
 
 from __future__ import annotations

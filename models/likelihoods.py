@@ -37,8 +37,8 @@ from scipy.special import gammaln, log_expit
 
 from ._common import logistic_binomial_draws
 
-__all__ = ["bernoulli_battles", "beta_binomial", "binomial_2pl", "binomial_floor", "binomial_logit",
-           "binomial_rasch", "fast_enabled", "fast_kernels", "log_binomial",
+__all__ = ["bernoulli_battles", "beta_binomial", "binomial_2pl", "binomial_floor",
+           "binomial_logit", "binomial_rasch", "fast_enabled", "fast_kernels", "log_binomial",
            "multinomial_logits"]
 
 _FAST: ContextVar[bool] = ContextVar("bayesrank_fast_kernels", default=True)
@@ -225,8 +225,8 @@ def bernoulli_battles(name: str, theta, beta, a, b, z, observed, *, dims: str):
 
     ``a``, ``b`` (battles,) the sides' model indices, ``z`` (K, battles) the covariate
     differences (covariate-major: :mod:`models.fast.battle_cells`), ``observed`` 1 where
-    side a won.  Fast: :mod:`models.fast.battle_cells`
-    (the sum over battles and its gradient in one pass); plain: ``pm.Bernoulli``.
+    side a won.  Fast: :mod:`models.fast.battle_cells` (the sum over battles and its
+    gradient in one kernel call); plain: ``pm.Bernoulli``.
     """
     if not fast_enabled():
         return pm.Bernoulli(name, logit_p=theta[a] - theta[b] + pt.dot(beta, z),

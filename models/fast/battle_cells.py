@@ -1,8 +1,8 @@
-"""Contextual Bradley-Terry battles as PyTensor Ops: log-pmf and score in one pass.
+"""Contextual Bradley-Terry battles as PyTensor Ops: log-pmf and score together.
 
 For battle k between models a_k and b_k with covariate differences z_k (column k of z,
-stored covariate-major, (K, battles)) and outcome
-y_k (1: a_k won, 0: b_k won), with strengths theta (L,) and coefficients beta (K,),
+stored covariate-major, (K, battles)) and outcome y_k (1: a_k won, 0: b_k won), with
+strengths theta (L,) and coefficients beta (K,),
 
     eta_k      = theta_{a_k} - theta_{b_k} + z_k . beta
     cells_k    = y_k eta_k - log(1 + e^(eta_k))           (the Bernoulli log-pmf)
@@ -12,17 +12,17 @@ and, for the output gradient g, d/d theta_l = sum_{k: a_k = l} g_k r_k - sum_{k:
 g_k r_k and d/d beta = sum_k g_k r_k z_k.
 
 A fit reads only the sum over battles and its gradient: :class:`BattleCellsTotal`
-computes both without the per-battle outputs, and the
+computes both in one kernel call, returning no per-battle array, and the
 rewrite :func:`sum_of_battle_cells` puts it in place of the sum of :class:`BattleCells`
 (the elementwise Op stays for pointwise log-likelihoods), as
 :mod:`models.fast.slope_cells` does for the 2PL.  PyTensor's own graph of the same
 log-density gathers theta twice, writes eta, the softplus and the residual, and
-scatters the residual back with an indexed increment: about ten arrays of a million
-floats per gradient at arena scale (measurements: docs/pairwise.md).  The Numba loop
+scatters the residual back with an indexed increment, array by array.  The Numba loop
 works in passes that LLVM vectorises (eta, one covariate row at a time; softplus and
 residual; each covariate's score), with the one scatter into theta last: that is why z
 is covariate-major, each covariate's differences contiguous.  One fused loop over
-battles, scattering as it went, could not be vectorised and took 2.4 times as long.
+battles, scattering as it went, could not be vectorised (timings of both and of PyMC's
+graph: docs/pairwise.md, "Style control").
 
 NumPy ``perform``, Numba (nutpie; the softplus and logistic of
 :mod:`models.fast._vector_math`) and JAX (NumPyro).
