@@ -174,6 +174,9 @@ def test_davidson_fits_ties_with_covariates(small, tmp_path):
     assert again.data.covariate_names == tuple(COVARIATES)
     np.testing.assert_array_equal(again.data.battles.covariates, small.battles.covariates)
     assert again.pymc_model is not None and again.leaderboard().equals(post.leaderboard())
+    br.write_report(again, tmp_path / "style.html")
+    html = (tmp_path / "style.html").read_text()
+    assert "covariates held equal (style control)" in html and "length, markdown" in html
 
 
 def test_covariate_columns_conventions(tmp_path):
