@@ -17,6 +17,11 @@ identifier        model                                       observed variable
 ``davidson_luce`` Davidson-Luce on setwise events             ``events``
 ================  ==========================================  ====================
 
+On battles loaded with covariates (``bayesrank.from_battles(frame, covariates=[...])``)
+``bradley_terry`` and ``davidson`` are the contextual ("style control") models of
+:mod:`models.contextual`, observed per battle (``a_wins`` / ``outcomes``), with the
+covariates' coefficients ``beta``.
+
 Every model is generative with proper priors (``pm.sample_prior_predictive`` draws its
 prior): the reparameterisations sampling needs are PyMC transforms of declared
 variables (:mod:`models.transforms`), and the count likelihoods are one call each
@@ -37,7 +42,7 @@ import pymc as pm
 
 from bayesrank.errors import UnknownMethodError
 
-from . import bayes, bradley_terry, davidson_luce, irt
+from . import bayes, bradley_terry, contextual, davidson_luce, irt
 from ._common import scoring_model
 from .likelihoods import fast_kernels
 
@@ -48,6 +53,7 @@ __all__ = [
     "get_model",
     "bayes",
     "bradley_terry",
+    "contextual",
     "davidson_luce",
     "irt",
     "scoring_model",

@@ -22,7 +22,9 @@ multinomial with
 
 One function builds each variant, one line per line above: :func:`bradley_terry` and
 :func:`davidson`, from the counts as :class:`PairCounts` prepares them once; :func:`build`
-checks the options and picks the function by ``ties``.
+checks the options and picks the function by ``ties``.  Battles loaded with covariates
+(``bayesrank.from_battles(frame, covariates=[...])``) get the contextual ("style
+control") models of :mod:`models.contextual` instead, from the same two names.
 
 Why this form (the measurements behind each choice: docs/samplers.md, "The pairwise
 models' design record (moved from models/bradley_terry.py)"):
@@ -55,6 +57,7 @@ from bayesrank.data import ResponseData
 from bayesrank.data.pairwise import PairwiseData
 
 from ._common import check_option, log_strengths, positive_scale, response_data
+from .contextual import ContextualBattles, contextual_bradley_terry, contextual_davidson
 from .likelihoods import multinomial_logits
 
 __all__ = ["build", "bradley_terry", "davidson", "PairCounts", "pairs_of"]
@@ -156,8 +159,14 @@ def build(
     ties: str | None = None,
     scale: float = 1.0,
     hierarchical: bool = False,
+    beta_scale: float | None = None,
 ) -> pm.Model:
     """Build the Bayesian Bradley-Terry (or, ``ties="davidson"``, Davidson) model of ``data``.
+
+    Battles with covariates (:attr:`PairwiseData.covariate_names` not empty) get the
+    contextual models, :func:`models.contextual.contextual_bradley_terry` and
+    :func:`~models.contextual.contextual_davidson`: strengths with the covariates held
+    equal, and their coefficients ``beta`` (covariate).
 
     Parameters
     ----------
@@ -171,15 +180,26 @@ def build(
         Prior sd of the log-strengths (of their spread when ``hierarchical``).
     hierarchical : bool
         Learn the spread of the log-strengths (partial pooling).
+    beta_scale : float, optional
+        Prior sd of the covariates' coefficients (contextual models only; default 1).
 
     Returns
     -------
     pymc.Model
         Ranking quantity ``theta`` = log-strengths (llm), zero-sum; observed
-        ``wins`` (pair) without ties, ``outcomes`` (pair, outcome) with Davidson ties.
+        ``wins`` (pair) without ties, ``outcomes`` (pair, outcome) with Davidson ties;
+        with covariates ``a_wins`` or ``outcomes`` (battle).
     """
     check_option("ties", ties, (None, "davidson"))
     d = data if isinstance(data, PairwiseData) else response_data(data)
     scale = positive_scale("scale", scale)
+    if isinstance(d, PairwiseData) and d.covariate_names:
+        styled = contextual_bradley_terry if ties is None else contextual_davidson
+        battles = ContextualBattles.of(d, ties=ties is not None)
+        beta_scale = positive_scale("beta_scale", 1.0 if beta_scale is None else beta_scale)
+        return styled(battles, scale, beta_scale, bool(hierarchical))
+    if beta_scale is not None:
+        raise ValueError("beta_scale is the prior sd of covariate coefficients, but these data "
+                         "have no covariates (bayesrank.from_battles(frame, covariates=[...]))")
     variant = bradley_terry if ties is None else davidson
     return variant(PairCounts.of(d), scale, bool(hierarchical))

@@ -8,6 +8,7 @@ Every function here adds one observed variable to the current model:
     binomial_floor   k ~ Binomial(n, p),  p = c + (1 - c) logistic(eta)
     beta_binomial    k ~ BetaBinomial(n, p / delta, q / delta),  q = 1 - p,  delta = 1 / phi
     multinomial_logits  x ~ Multinomial(n, softmax(logits))   (pairs' outcome counts)
+    bernoulli_battles   y_k ~ Bernoulli(logistic(theta_a_k - theta_b_k + z_k . beta))
 
 With the fast path on (the default, ``models.build(..., fast=True)``) the cells are
 computed by the kernels of :mod:`models.fast` (one Op per table of cells: log-pmf and
@@ -36,8 +37,8 @@ from scipy.special import gammaln, log_expit
 
 from ._common import logistic_binomial_draws
 
-__all__ = ["beta_binomial", "binomial_2pl", "binomial_floor", "binomial_logit",
-           "binomial_rasch", "fast_enabled", "fast_kernels", "log_binomial",
+__all__ = ["bernoulli_battles", "beta_binomial", "binomial_2pl", "binomial_floor",
+           "binomial_logit", "binomial_rasch", "fast_enabled", "fast_kernels", "log_binomial",
            "multinomial_logits"]
 
 _FAST: ContextVar[bool] = ContextVar("bayesrank_fast_kernels", default=True)
@@ -217,3 +218,32 @@ def multinomial_logits(name: str, counts, logits, *, dims: tuple[str, str]):
 
     return pm.CustomDist(name, n, logits, log_coefficient, dist=draws, logp=logp,
                          signature="(),(k),()->(k)", observed=counts, dims=dims)
+
+
+def bernoulli_battles(name: str, theta, beta, a, b, z, observed, *, dims: str):
+    """y_k ~ Bernoulli(logistic(theta[a_k] - theta[b_k] + z_k . beta)), one per battle.
+
+    ``a``, ``b`` (battles,) the sides' model indices, ``z`` (K, battles) the covariate
+    differences (covariate-major: :mod:`models.fast.battle_cells`), ``observed`` 1 where
+    side a won.  Fast: :mod:`models.fast.battle_cells` (the sum over battles and its
+    gradient in one kernel call); plain: ``pm.Bernoulli``.
+    """
+    if not fast_enabled():
+        return pm.Bernoulli(name, logit_p=theta[a] - theta[b] + pt.dot(beta, z),
+                            observed=observed, dims=dims)
+    from .fast.battle_cells import battle_cells
+
+    def logp(value, theta, beta, a, b, z_rows):
+        # PyMC hands the core parameters over with leading axes added to the battles' rank;
+        # z_rows.T is z itself (the two transposes cancel in the compiled graph)
+        return battle_cells(value, a, b, z_rows.T, pt.flatten(theta), pt.flatten(beta))
+
+    def random(theta, beta, a, b, z_rows, rng=None, size=None):
+        theta, beta = np.ravel(theta), np.ravel(beta)
+        eta = theta[a] - theta[b] + z_rows @ beta
+        return (rng.random(size=size) < 1.0 / (1.0 + np.exp(-eta))).astype(np.int64)
+
+    # the battles are the batch: z enters battle-major, one (c) row per battle
+    return pm.CustomDist(name, theta, beta, a, b, z.T, logp=logp, random=random,
+                         signature="(l),(c),(),(),(c)->()", dtype="int64",
+                         observed=observed, dims=dims)

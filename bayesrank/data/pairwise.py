@@ -91,11 +91,25 @@ class Battles:
     """Battles in their order: model indices ``a``, ``b`` and the winner code of each.
 
     ``outcome`` is 0 (``a`` won), 1 (``b`` won), 2 (tie) or 3 (tie, both bad).
+    ``covariates`` (battles, K), when given: each battle's covariate differences
+    ``x_a - x_b`` (side ``a``'s value minus side ``b``'s, e.g. response lengths), named by
+    ``covariate_names``; what the contextual models of :mod:`models.contextual` read.
     """
 
     a: np.ndarray
     b: np.ndarray
     outcome: np.ndarray
+    covariates: np.ndarray | None = None
+    covariate_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        x = self.covariates
+        if x is None and not self.covariate_names:
+            return
+        if x is None or x.ndim != 2 or x.shape != (self.a.size, len(self.covariate_names)):
+            raise DataError(f"battle covariates must be (battles, covariates) = "
+                            f"({self.a.size}, {len(self.covariate_names)}), got "
+                            f"{None if x is None else x.shape}")
 
     def __len__(self) -> int:
         return int(self.a.size)
@@ -256,6 +270,12 @@ class PairwiseData:
         return self._battles
 
     @property
+    def covariate_names(self) -> tuple[str, ...]:
+        """Names of the battles' covariates (``from_battles(..., covariates=...)``); empty
+        without them.  With covariates ``bayesrank.fit`` fits the contextual models."""
+        return () if self._battles is None else self._battles.covariate_names
+
+    @property
     def n_battles(self) -> int:
         """Battles counted in W and T."""
         return int(self._wins.sum() + np.triu(self._ties, 1).sum())
@@ -267,8 +287,10 @@ class PairwiseData:
     def __repr__(self) -> str:
         ties = int(np.triu(self._ties, 1).sum())
         order = "" if self._battles is None else ", in order"
+        style = (f"; covariates {', '.join(self.covariate_names)}" if self.covariate_names
+                 else "")
         return (f"PairwiseData({self.L} models, {self.n_battles:,} battles{order}: "
-                f"{int(self._wins.sum()):,} decisive, {ties:,} ties)")
+                f"{int(self._wins.sum()):,} decisive, {ties:,} ties{style})")
 
     def to_frame(self) -> pd.DataFrame:
         """One row per unordered pair that met: ``model_a, model_b, wins_a, wins_b, ties``."""
@@ -281,23 +303,32 @@ class PairwiseData:
 
     def to_xarray(self) -> xr.Dataset:
         """``wins`` and ``ties`` on dims ``(llm, llm_other)`` and, when known, the battles
-        (``battle_a``, ``battle_b``, ``battle_outcome`` on dim ``battle``); what a saved
-        posterior keeps of its data (:meth:`from_xarray` reads it back)."""
+        (``battle_a``, ``battle_b``, ``battle_outcome`` on dim ``battle``, and
+        ``battle_covariates`` on ``(battle, covariate)`` when they have covariates); what a
+        saved posterior keeps of its data (:meth:`from_xarray` reads it back)."""
         pair = ("llm", "llm_other")
-        data = {"wins": (pair, self._wins), "ties": (pair, self._ties)}
-        if self._battles is not None:
-            data.update(battle_a=("battle", self._battles.a), battle_b=("battle", self._battles.b),
-                        battle_outcome=("battle", self._battles.outcome))
-        return xr.Dataset(data, coords={"llm": list(self._models),
-                                        "llm_other": list(self._models)},
+        data: dict[str, Any] = {"wins": (pair, self._wins), "ties": (pair, self._ties)}
+        coords: dict[str, list] = {"llm": list(self._models), "llm_other": list(self._models)}
+        battles = self._battles
+        if battles is not None:
+            data.update(battle_a=("battle", battles.a), battle_b=("battle", battles.b),
+                        battle_outcome=("battle", battles.outcome))
+        if battles is not None and battles.covariates is not None:
+            data["battle_covariates"] = (("battle", "covariate"), battles.covariates)
+            coords["covariate"] = list(battles.covariate_names)
+        return xr.Dataset(data, coords=coords,
                           attrs={"bayesrank_format": 1, "bayesrank_data": "pairwise"})
 
     @classmethod
     def from_xarray(cls, ds: xr.Dataset) -> PairwiseData:
         """The PairwiseData that :meth:`to_xarray` wrote."""
-        battles = (Battles(*(np.asarray(ds[f"battle_{k}"].values)
-                             for k in ("a", "b", "outcome")))
-                   if "battle_a" in ds else None)
+        battles = None
+        if "battle_a" in ds:
+            style = ((np.asarray(ds["battle_covariates"].values, dtype=np.float64),
+                      tuple(str(c) for c in ds["covariate"].values))
+                     if "battle_covariates" in ds else (None, ()))
+            battles = Battles(*(np.asarray(ds[f"battle_{k}"].values)
+                                for k in ("a", "b", "outcome")), *style)
         return cls(ds["wins"].values, ds["ties"].values,
                    models=[str(m) for m in ds["llm"].values], battles=battles)
 
@@ -389,6 +420,7 @@ def from_battles(
     ties: TieHandling = "keep",
     both_bad: BothBad = "tie",
     models: Sequence[Any] | None = None,
+    covariates: Sequence[str] | None = None,
     source: str = "the battles table",
 ) -> PairwiseData:
     """Pairwise data from a table of battles, one row per battle.
@@ -413,6 +445,17 @@ def from_battles(
     models : sequence of str, optional
         The models and their order; default: every model named in the table, sorted.
         A battle of a model not listed is an error.
+    covariates : sequence of str, optional
+        Per-battle covariates to control for ("style control": response length, markdown
+        counts, ...), by name.  Covariate ``length`` is read from the two columns
+        ``length_a`` and ``length_b`` (``length_left`` and ``length_right`` for evalica's
+        sides), each side's value, and enters as the difference ``x_a - x_b``; or, without
+        them, from one column ``length`` already holding that difference for the battle
+        (as arena-rank's ``feature_cols`` and LMArena's normalised style features do).
+        Every value must be a finite number, and each covariate must vary between battles
+        and not be a linear combination of the others.  With covariates,
+        ``bayesrank.fit(pairs, "bradley_terry" | "davidson")`` fits the contextual model
+        (:mod:`models.contextual`).
     source : str
         How errors name the table.
 
@@ -425,9 +468,12 @@ def from_battles(
     ------
     DataError
         Missing columns, an empty or missing model name, an unknown winner value, a
-        battle of a model with itself, or a disconnected comparison graph.
+        battle of a model with itself, or a disconnected comparison graph; for
+        covariates: missing or non-numeric columns, a NaN or infinite value, a covariate
+        that does not vary, or covariates that are linearly dependent.
     """
     _check_tie_options(ties, both_bad)
+    covariate_names = _covariate_names(covariates)
     if not isinstance(frame, pd.DataFrame):
         raise DataError(f"from_battles takes a pandas DataFrame, got {type(frame).__name__}")
     sides = battle_columns(frame.columns)
@@ -467,6 +513,8 @@ def from_battles(
         keep &= code < TIE
     elif both_bad == "drop":
         keep &= code != BOTH_BAD
+    x = (None if not covariate_names else
+         _battle_covariates(frame, covariate_names, sides, keep, source))
     a_names, b_names, code = a_names[keep], b_names[keep], code[keep]
     if not code.size:
         raise DataError(f"{source}: no battle is left after dropping ties (ties={ties!r}, "
@@ -489,7 +537,76 @@ def from_battles(
     np.add.at(W, (winner_idx, loser_idx), 1.0)
     np.add.at(T, (a[~decisive], b[~decisive]), 1.0)
     T = T + T.T
-    return PairwiseData(W, T, models=names, battles=Battles(a, b, code))
+    return PairwiseData(W, T, models=names, battles=Battles(a, b, code, x, covariate_names))
+
+
+def _covariate_names(covariates: Any) -> tuple[str, ...]:
+    """``covariates=`` as a tuple of unique names (empty for None)."""
+    if covariates is None:
+        return ()
+    if isinstance(covariates, str) or not isinstance(covariates, Sequence):
+        raise DataError(f"covariates must be a list of names, got {covariates!r}; write "
+                        f"covariates=[{covariates!r}] for one")
+    names = tuple(str(c) for c in covariates)
+    if not names:
+        raise DataError("covariates=[] names no covariate; leave it out (None) to rank "
+                        "without style control")
+    if len(set(names)) != len(names):
+        raise DataError(f"covariates names a covariate twice: {list(names)}")
+    return names
+
+
+#: The column suffixes of each side's covariate values, by the battles table's sides.
+SIDE_SUFFIXES = {("model_a", "model_b"): ("_a", "_b"), ("left", "right"): ("_left", "_right")}
+
+
+def _battle_covariates(frame: pd.DataFrame, names: tuple[str, ...], sides: tuple[str, str],
+                       keep: np.ndarray, source: str) -> np.ndarray:
+    """The kept battles' covariate differences x_a - x_b (battles, K), validated."""
+    suffix_a, suffix_b = SIDE_SUFFIXES[sides]
+    columns = set(map(str, frame.columns))
+    rows = np.flatnonzero(keep)
+    x = np.empty((rows.size, len(names)))
+    for k, name in enumerate(names):
+        pair = (f"{name}{suffix_a}", f"{name}{suffix_b}")
+        if set(pair) <= columns:
+            x[:, k] = (_numeric(frame, pair[0], rows, source)
+                       - _numeric(frame, pair[1], rows, source))
+        elif name in columns:
+            x[:, k] = _numeric(frame, name, rows, source)
+        else:
+            raise DataError(f"{source} has no column for covariate {name!r}: give each side's "
+                            f"value in {pair[0]} and {pair[1]}, or the difference (side "
+                            f"{sides[0]} minus side {sides[1]}) in {name}")
+    spread = x.std(axis=0)
+    flat = np.flatnonzero(spread == 0)
+    if flat.size:
+        name = names[int(flat[0])]
+        raise DataError(f"{source}: covariate {name!r} has the same difference x_a - x_b = "
+                        f"{x[0, flat[0]]:g} in every battle, so it cannot separate style "
+                        "from strength; drop it from covariates=")
+    if len(names) > 1 and np.linalg.matrix_rank(x / spread) < len(names):
+        raise DataError(f"{source}: the covariates {list(names)} are linearly dependent (one "
+                        "is a combination of the others), so their coefficients are not "
+                        "identified; drop one of them")
+    x.setflags(write=False)
+    return x
+
+
+def _numeric(frame: pd.DataFrame, column: str, rows: np.ndarray, source: str) -> np.ndarray:
+    """Column ``column`` at ``rows`` as finite floats, else a DataError naming the row."""
+    values = frame[column]
+    if not (pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values)):
+        raise DataError(f"{source}: covariate column {column!r} holds {values.dtype} values, "
+                        "not numbers; convert it (e.g. counts or lengths) before loading")
+    out = values.to_numpy(dtype=np.float64, na_value=np.nan)[rows]
+    bad = ~np.isfinite(out)
+    if bad.any():
+        row = int(rows[np.flatnonzero(bad)[0]])
+        raise DataError(f"{source}: row {row} has {out[bad][0]} in covariate column "
+                        f"{column!r}; drop or fill the battles with missing covariates first "
+                        f"({int(bad.sum())} of them)")
+    return out
 
 
 # -- files ---------------------------------------------------------------------------------
@@ -535,11 +652,14 @@ def _read_json(path: Path, forced: bool, **options: Any) -> PairwiseData | None:
 
 
 def _pair_counts(raw: dict, path: Path, ties: TieHandling = "keep",
-                 both_bad: BothBad = "tie") -> PairwiseData:
+                 both_bad: BothBad = "tie", covariates: Any = None) -> PairwiseData:
     """leaderbot's JSON of pair counts: ``models``, ``X`` (pairs i < j), ``Y`` (rows
     ``[wins_i, wins_j, ties]`` and optionally ``ties_both_bad``); ``ties`` and ``both_bad``
     as in :func:`from_battles`."""
     _check_tie_options(ties, both_bad)
+    if covariates is not None:
+        raise DataError(f"{path} holds pair counts, which have no per-battle covariates; "
+                        "style control needs the battles table with covariate columns")
     try:
         names, X, Y = raw["models"], np.asarray(raw["X"]), np.asarray(raw["Y"], dtype=float)
     except (ValueError, TypeError) as exc:
@@ -573,14 +693,17 @@ def _check_tie_options(ties: Any, both_bad: Any) -> None:
 
 
 def load_battles(source: Any, *, format: str | None = None, ties: TieHandling = "keep",
-                 both_bad: BothBad = "tie") -> PairwiseData:
-    """Read pairwise data with the tie options of :func:`from_battles`.
+                 both_bad: BothBad = "tie",
+                 covariates: Sequence[str] | None = None) -> PairwiseData:
+    """Read pairwise data with the tie and covariate options of :func:`from_battles`.
 
     ``source``: a battles table (DataFrame, ``.csv``, ``.jsonl``, ``.parquet``) or
-    leaderbot's ``.json`` pair counts; :func:`bayesrank.load` reads the same with the
-    default options (ties kept, both-bad ties counted as ties).
+    leaderbot's ``.json`` pair counts (which have no covariates); :func:`bayesrank.load`
+    reads the same with the default options (ties kept, both-bad ties counted as ties, no
+    covariates).
     """
-    pairs = load_pairwise(source, format, ties=ties, both_bad=both_bad)
+    style = {} if covariates is None else {"covariates": covariates}
+    pairs = load_pairwise(source, format, ties=ties, both_bad=both_bad, **style)
     if pairs is None:
         shown = "the DataFrame" if isinstance(source, pd.DataFrame) else str(source)
         raise LoadError(f"{shown} is not a battles table (columns model_a, model_b, winner or "

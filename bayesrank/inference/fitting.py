@@ -226,7 +226,9 @@ def fit(
     ----------
     data : ResponseData, PairwiseData or array_like (L, M, N)
         Pairwise data (battles, win and tie counts) fit ``"bradley_terry"`` and
-        ``"davidson"``, which read only the counts.
+        ``"davidson"``, which read only the counts; battles loaded with covariates
+        (``from_battles(frame, covariates=[...])``) fit their contextual ("style
+        control") forms, per battle, with coefficients ``beta`` (:mod:`models.contextual`).
     model : str
         ``"bayes"``, ``"rasch"``, ``"2pl"``, ``"3pl"``, ``"bradley_terry"``,
         ``"davidson"`` or ``"davidson_luce"`` (see :mod:`bayesrank.models`).

@@ -174,6 +174,9 @@ def _pairwise_data_section(data: PairwiseData, source: str | None) -> str:
                       "yes" if data.battles is not None else "no (counts)"],
         }
     )
+    if data.covariate_names:  # style control: theta is the strength with these held equal
+        rows.loc[len(rows)] = ["covariates held equal (style control)",
+                               ", ".join(data.covariate_names)]
     return _table_html(rows, name_columns=("quantity", "value"))
 
 

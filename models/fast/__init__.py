@@ -15,6 +15,8 @@ module                           what it computes
                                  (Ops and the graph rewrite that uses the sum)
 :mod:`.beta_binomial`            beta-binomial cells around a curve with a floor (Op)
 :mod:`.wall_map`                 the one-sided intercepts' wall map and density (Op)
+:mod:`.battle_cells`             the contextual Bradley-Terry's battles, log-pmf and
+                                 score, and their sum in one pass (Ops, rewrite)
 :mod:`._vector_math`             e^x, log1p and log that LLVM vectorises (Numba)
 :mod:`._backends`                the Ops' Numba and JAX registration, cache keys
 ===============================  ===================================================

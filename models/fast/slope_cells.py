@@ -172,21 +172,32 @@ def _uncast(value):
     return value
 
 
-@register_canonicalize
-@register_specialize
-@node_rewriter([Sum])
-def sum_of_slope_cells(fgraph, node):
-    """sum(SlopeCells(...).cells) -> SlopeCellsTotal(...).total: the sum without the table."""
-    (cells,) = node.inputs
-    owner = cells.owner
-    if owner is None or not isinstance(owner.op, SlopeCells) or cells is not owner.outputs[0]:
-        return None
-    if node.op.axis is not None and sorted(node.op.axis) != list(range(cells.ndim)):
-        return None
-    k, n, *params = owner.inputs
-    total = SlopeCellsTotal()(_uncast(k), _uncast(n), *params)[0]
-    return [total.astype(node.outputs[0].dtype)]
+def register_sum_of_cells(name: str, op_type: type, total_of):
+    """Register the rewrite ``sum(op_type(...).cells) -> total_of(*its inputs)`` (canonicalize
+    and specialize) under ``name``: a sum of every cell becomes the one-pass total."""
 
+    def rewrite(fgraph, node):
+        (cells,) = node.inputs
+        owner = cells.owner
+        if owner is None or not isinstance(owner.op, op_type) or cells is not owner.outputs[0]:
+            return None
+        if node.op.axis is not None and sorted(node.op.axis) != list(range(cells.ndim)):
+            return None
+        return [total_of(*owner.inputs).astype(node.outputs[0].dtype)]
+
+    rewrite.__name__ = name
+    rewriter = node_rewriter([Sum])(rewrite)
+    register_canonicalize(rewriter, name=name)
+    register_specialize(rewriter, name=name)
+    return rewriter
+
+
+def _slope_total(k, n, *params):
+    return SlopeCellsTotal()(_uncast(k), _uncast(n), *params)[0]
+
+
+#: sum(SlopeCells(...).cells) -> SlopeCellsTotal(...).total: the sum without the table.
+sum_of_slope_cells = register_sum_of_cells("sum_of_slope_cells", SlopeCells, _slope_total)
 
 def slope_cells(k, n, theta, a, beta, log_coef):
     """log C(n, k) + k x - n softplus(x), x = a_m theta_l + beta_m: the binomial log-pmf."""
