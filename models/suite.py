@@ -7,8 +7,8 @@ question m of benchmark b out of n_lm trials (cells only for l in L_b, m in Q_b)
     skill_l   ~ ZeroSumNormal(ability_scale) over the L models        common skill
     sigma_b   = tau exp(0.5 eps_b),  tau ~ HalfNormal(1),  eps_b ~ Normal(0, 1)
                                                                       spread of benchmark b
-    z_.b      ~ ZeroSumNormal(1) over L_b; z_lb ~ Normal(0, 1) for l not in L_b
-    theta_lb  = skill_l + sigma_b z_lb                                ability on b (non-centred)
+    d_.b      ~ ZeroSumNormal(sigma_b) over L_b; d_lb ~ Normal(0, sigma_b) for l not in L_b
+    theta_lb  = skill_l + d_lb                                        ability on b
     Rasch:  mu_b ~ Normal(0, ability_scale),  s_b ~ HalfNormal(2.5)
             b_m  ~ Normal(mu_b, s_b)            for m in Q_b          difficulties
             eta_lm = theta_lb - b_m
@@ -18,7 +18,7 @@ question m of benchmark b out of n_lm trials (cells only for l in L_b, m in Q_b)
             eta_lm = a_m theta_lb + beta_m,   difficulty b_m = -beta_m / a_m
     k_lm      ~ Binomial(n_lm, logistic(eta_lm))      l in L_b, m in Q_b
 
-(variables ``skill``, ``spread`` = sigma_b, ``deviation`` = sigma_b z, ``theta``
+(variables ``skill``, ``spread`` = sigma_b, ``deviation`` = d, ``theta``
 (llm, benchmark); ``mu_b``, ``sigma_b``, ``b`` (Rasch) or ``log_a``, ``a``, ``mu_beta``,
 ``sigma_beta``, ``beta``, ``b`` (2PL) over the suite's ``question`` axis, the
 benchmarks' questions one after the other; observed ``k_{name}`` per benchmark.)
@@ -40,6 +40,20 @@ of a model's difference between them); independent priors left the split between
 to the prior's wide tails (on the shared ZeroEval suite: R-hat 1.08 and a bulk ESS of 38
 on the skills, whose draws follow that split), the common scale keeps the ratio of two
 spreads within a factor exp(0.5 sqrt(2) 1.96) = 4 a priori (95%).
+
+Sampled as the data inform it (:mod:`models.pooling`): the abilities theta_lb of the cells
+run, centred, from their exact marginal given the spreads (skill and deviations integrated
+out), in each benchmark's level and contrasts; the skills and the abilities on benchmarks
+not run from their exact conditional given those, by pathwise conditioning on standard
+normals.  The data pin each theta_lb down
+(hundreds of questions), but with two benchmarks only sigma_1^2 + sigma_2^2 is identified:
+sampled as skills and deviations, every skill (the 1 / sigma_b^2-weighted average of a
+model's abilities) moved with the poorly identified split of the spread; sampled so, only
+the spreads move along it and the skills follow within each draw (docs/suite.md).  In the
+Rasch, a benchmark's location mu_b and its centred difficulties are sampled as differences
+from the mean ability of its models (shears, Jacobian 1): the direction the likelihood
+leaves to the priors, theta_.b + t with b_m + t, is then a move of the abilities alone,
+not of every difficulty with them, and mu_b's own coordinate is its offset from them.
 
 A model that did not run b has no cells there: its theta_lb is skill_l plus a deviation
 drawn from the spread, a prediction from the hierarchy, never imputed data.  Items are
@@ -68,8 +82,8 @@ from bayesrank.errors import DataError
 
 from ._common import check_option, positive_scale, response_data
 from .irt import _reflected_zero_sum, informative_items, question_split
-from .item_effects import solve_rates
 from .likelihoods import binomial_2pl, binomial_rasch
+from .pooling import pooled_abilities
 from .transforms import item_effects
 
 __all__ = ["SuiteData", "build", "rasch", "two_pl", "KINDS"]
@@ -185,26 +199,6 @@ def _require_connected(data: Mapping[str, ResponseData]) -> None:
         raise exc
 
 
-def _pivoted(weights: np.ndarray, among: np.ndarray) -> dict[str, np.ndarray]:
-    """The basis of a zero sum over ``among`` (bool) for :func:`models.irt._reflected_zero_sum`,
-    pivoted on the largest ``weights`` entry among them."""
-    size = among.size
-    pivot = int(np.argmax(np.where(among, weights, -np.inf)))
-    return {"pivot": (np.arange(size) == pivot).astype(float),
-            "free": np.delete(np.arange(size), pivot),
-            "direction": among / np.sqrt(among.sum())}
-
-
-def _information(suite: SuiteData) -> np.ndarray:
-    """Binomial information about each model's ability, summed over its benchmarks
-    (:func:`models.irt.ability_pivot`): where the abilities' bases pivot."""
-    info = np.zeros(len(suite.models))
-    for b in suite.benchmarks:
-        rate = solve_rates(b.k, b.n)
-        info[b.rows] += b.n.sum(axis=1) * rate * (1.0 - rate)
-    return info
-
-
 #: sd of a benchmark's log-spread around the suite's (module docstring)
 SPREAD_SD = 0.5
 
@@ -217,48 +211,42 @@ def spreads(size: int):
 
 
 def skills_and_abilities(suite: SuiteData, ability_scale: float):
-    """skill (llm), spread sigma_b (benchmark) and theta_lb = skill_l + sigma_b z_lb.
-
-    The deviations of the models that ran b are sampled centred (their free coordinates
-    carry sigma_b: the data pin theta_lb down, hundreds of questions a model), those of
-    the models that did not non-centred (nothing but the prior informs them).
-    """
-    L, info = len(suite.models), _information(suite)
-    basis = _pivoted(info, np.ones(L, bool))
-    skill = _reflected_zero_sum("skill", L, basis["pivot"], basis["free"], basis["direction"],
-                                ability_scale)
-    skill = pm.Deterministic("skill", skill, dims="llm")
+    """skill (llm), spread sigma_b (benchmark) and theta_lb = skill_l + d_lb, sampled as the
+    abilities of the cells run and the rest drawn given them (:mod:`models.pooling`); and
+    each benchmark's level, the mean ability of its models."""
     spread = spreads(len(suite.benchmarks))
-    columns = []
-    for j, b in enumerate(suite.benchmarks):
-        rows, size = b.rows, b.rows.size
-        basis = _pivoted(info[rows], np.ones(size, bool))
-        ran = _reflected_zero_sum(f"deviation_{j}", size, basis["pivot"], basis["free"],
-                                  basis["direction"], 1.0, sd=spread[j])
-        column = pt.set_subtensor(pt.zeros(L)[rows], ran)
-        unrun = np.setdiff1d(np.arange(L), rows)
-        if unrun.size:
-            z = pm.Normal(f"deviation_{j}_unrun_z", 0.0, 1.0, shape=unrun.size)
-            column = pt.set_subtensor(column[unrun], spread[j] * z)
-        columns.append(column)
-    deviation = pm.Deterministic("deviation", pt.stack(columns, axis=1),
-                                 dims=("llm", "benchmark"))
-    theta = pm.Deterministic("theta", skill[:, None] + deviation, dims=("llm", "benchmark"))
-    return skill, theta
+    skill, theta, level = pooled_abilities(suite.ran(), ability_scale, spread)
+    skill = pm.Deterministic("skill", skill, dims="llm")
+    theta = pm.Deterministic("theta", theta, dims=("llm", "benchmark"))
+    pm.Deterministic("deviation", theta - skill[:, None], dims=("llm", "benchmark"))
+    return skill, theta, level
 
 
-def pooled_items(name: str, scale_name: str, suite: SuiteData, location_scale: float):
+def pooled_items(name: str, scale_name: str, suite: SuiteData, location_scale: float,
+                 level=None):
     """e_m ~ Normal(location_b, scale_b) for m in Q_b: a location ~ Normal(0, location_scale)
     and scale ~ HalfNormal(2.5) per benchmark; centred where the benchmark pins its
-    informed questions down (:func:`models.irt.informative_items`), non-centred elsewhere."""
-    location = pm.Normal(f"mu_{name}", 0.0, location_scale, dims="benchmark")
-    scale = pm.HalfNormal(scale_name, 2.5, dims="benchmark")
+    informed questions down (:func:`models.irt.informative_items`), non-centred elsewhere.
+
+    With ``level`` (B,), the mean ability of each benchmark's models, the location and the
+    centred effects are sampled as their differences from level_b (shears, Jacobian 1):
+    a benchmark's abilities, location and effects then move together in one step, the
+    direction the likelihood leaves to the priors (module docstring), and the location's
+    free coordinate is its own (from the effects' mean, not with every effect)."""
     which = suite.question_benchmark()
+    size = len(suite.benchmarks)
+    no_walls = {"wall": pt.zeros(size), "side": pt.zeros(size), "walls": False}
+    location = item_effects(f"mu_{name}", pt.zeros(size), location_scale, location_scale,
+                            centred=np.ones(size),
+                            shift=pt.zeros(size) if level is None else -level,
+                            dims="benchmark", **no_walls)
+    scale = pm.HalfNormal(scale_name, 2.5, dims="benchmark")
     centred = np.concatenate([question_split(b.k, b.n, informative_items(b.k, b.n)).centred
                               for b in suite.benchmarks]).astype(float)
     zeros = pt.zeros(which.size)
+    shift = zeros if level is None else -level[which]
     return item_effects(name, location[which], scale[which], scale[which], centred=centred,
-                        shift=zeros, wall=zeros, side=zeros, walls=False)
+                        shift=shift, wall=zeros, side=zeros, walls=False)
 
 
 def log_discriminations(suite: SuiteData, scale: float = 0.5):
@@ -281,13 +269,13 @@ def _cells(b: Benchmark):
 def rasch(suite: SuiteData, ability_scale: float = 3.0) -> pm.Model:
     """The suite's Rasch, line by line (module docstring)::
 
-        skill, sigma_b, theta_lb = skill_l + sigma_b z_lb      (skills_and_abilities)
+        skill, sigma_b, theta_lb = skill_l + d_lb              (skills_and_abilities)
         b_m     ~ Normal(mu_b, s_b)                             (pooled_items)
         k_lm    ~ Binomial(n_lm, logistic(theta_lb - b_m))     per benchmark
     """
     with pm.Model(coords=suite.coords) as model:
-        _, theta = skills_and_abilities(suite, ability_scale)
-        b = pooled_items("b", "sigma_b", suite, ability_scale)
+        _, theta, level = skills_and_abilities(suite, ability_scale)
+        b = pooled_items("b", "sigma_b", suite, ability_scale, level=level)
         for j, bench in enumerate(suite.benchmarks):
             k, n = _cells(bench)
             binomial_rasch(f"k_{bench.name}", n, theta[bench.rows, j][:, None],
@@ -298,14 +286,14 @@ def rasch(suite: SuiteData, ability_scale: float = 3.0) -> pm.Model:
 def two_pl(suite: SuiteData, ability_scale: float = 3.0) -> pm.Model:
     """The suite's 2PL, line by line (module docstring)::
 
-        skill, sigma_b, theta_lb = skill_l + sigma_b z_lb      (skills_and_abilities)
+        skill, sigma_b, theta_lb = skill_l + d_lb              (skills_and_abilities)
         log a_m ~ ZeroSumNormal(0.5) over b's informed questions (log_discriminations)
         beta_m  ~ Normal(mu_beta_b, s_b)                        (pooled_items)
         b_m     = -beta_m / a_m
         k_lm    ~ Binomial(n_lm, logistic(a_m theta_lb + beta_m))   per benchmark
     """
     with pm.Model(coords=suite.coords) as model:
-        _, theta = skills_and_abilities(suite, ability_scale)
+        _, theta, _ = skills_and_abilities(suite, ability_scale)
         a = pm.Deterministic("a", pt.exp(log_discriminations(suite)), dims="question")
         beta = pooled_items("beta", "sigma_beta", suite, ability_scale)
         pm.Deterministic("b", -beta / a, dims="question")

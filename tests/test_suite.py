@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor
+import pytensor.tensor as pt
 import pytest
 from bayesrank.models import suite
 from bayesrank.models.irt import informed_questions
 from bayesrank.models.likelihoods import fast_kernels
-from scipy import special
+from bayesrank.models.pooling import Pooling, pooled_abilities
+from scipy import special, stats
 
 import bayesrank as br
 from bayesrank import DataError, ResponseData, kendall_tau
@@ -84,6 +87,61 @@ def test_prior_predictive_draws_every_benchmark_only_where_it_was_run(simulated,
         if (~ran[:, j]).any():
             assert np.abs(deviation[..., ~ran[:, j], j]).max() > 0.01
     assert float(prior.prior["spread"].min()) > 0
+
+
+def prior_covariance(ran, scale, spread):
+    """Cov of (skill, theta) given the spreads, from the module docstring's equations:
+    skill ~ ZeroSumNormal(scale) over the models, d_.b ~ ZeroSumNormal(sigma_b) over the
+    models that ran b and Normal(0, sigma_b) over the others, theta_lb = skill_l + d_lb."""
+    n_models, n_bench = ran.shape
+    skill = scale**2 * (np.eye(n_models) - 1.0 / n_models)
+    theta = np.kron(skill, np.ones((n_bench, n_bench)))  # (l, b) row-major
+    for j in range(n_bench):
+        r = ran[:, j].astype(float)
+        deviation = spread[j] ** 2 * (np.eye(n_models) - np.outer(r, r) / r.sum())
+        theta[j::n_bench, j::n_bench] += deviation
+    cross = np.repeat(skill, n_bench, axis=1)
+    return np.block([[skill, cross], [cross.T, theta]])
+
+
+@pytest.mark.parametrize("coverage", ["simulated", "one benchmark each missing"])
+def test_pooled_abilities_keep_the_prior_of_skill_and_theta(simulated, coverage):
+    """Sampling the abilities of the cells run and drawing the rest given them
+    (models/pooling.py) is the same prior: given the spreads, theta_run's density is the
+    equations' marginal and (skill, theta), linear in (theta_run, z), has the equations'
+    covariance, exactly (with a benchmark run by every model, whose abilities sum to 0,
+    and without)."""
+    ran = suite.SuiteData.of(simulated[0]).ran()
+    if coverage != "simulated":
+        ran = ran.copy()
+        ran[0, 0] = False  # now no benchmark was run by every model: no zero-sum constraint
+    scale, spread = 3.0, np.array([0.3, 0.8, 1.5])
+    with pm.Model() as model:
+        skill, theta, level = pooled_abilities(ran, scale, pt.as_tensor(spread))
+    pool = Pooling.of(ran)
+    assert pool.pivots.size == (1 if coverage == "simulated" else 0)
+    expected = prior_covariance(ran, scale, spread)
+    # theta_run: the cells run in levels and contrasts (x = E^-1 theta_r), the free ones
+    run = ran.shape[0] + pool.cells
+    to_x = np.linalg.inv(pool.basis)[pool.free]
+    sampled = to_x @ expected[np.ix_(run, run)] @ to_x.T
+    x = np.random.default_rng(0).multivariate_normal(np.zeros(pool.free.size), sampled)
+    np.testing.assert_allclose(pm.logp(model["theta_run"], x).eval(),
+                               stats.multivariate_normal(cov=sampled).logpdf(x), rtol=1e-10)
+    values = [model.rvs_to_values[model[name]] for name in ("theta_run", "theta_z")]
+    outputs = pt.concatenate([skill, theta.ravel()])
+    jacobian = pytensor.function(values, pytensor.gradient.jacobian(
+        model.replace_rvs_by_values([outputs])[0], values))
+    j_run, j_z = jacobian(x, np.zeros(model["theta_z"].type.shape[0]))
+    covariance = j_run @ sampled @ j_run.T + j_z @ j_z.T
+    np.testing.assert_allclose(covariance, expected, atol=1e-9)
+    # the levels are the mean abilities of the models that ran each benchmark
+    level_of = pytensor.function(values, model.replace_rvs_by_values([level])[0],
+                                 on_unused_input="ignore")
+    theta_of = pytensor.function(values, model.replace_rvs_by_values([theta])[0])
+    z = np.random.default_rng(1).standard_normal(model["theta_z"].type.shape[0])
+    drawn = np.where(ran, theta_of(x, z), np.nan)
+    np.testing.assert_allclose(level_of(x, z), np.nanmean(drawn, axis=0), atol=1e-12)
 
 
 @pytest.mark.parametrize("kind", suite.KINDS)

@@ -38,11 +38,6 @@ def zeroeval(shared_dir: Path) -> dict[str, bayesrank.ResponseData]:
     return load_suite(shared_dir / "data")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known shortfall (docs/suite.md): on 2026-12-05 the default fit had no divergence but "
-    "R-hat 1.012-1.04 and a bulk ESS of 106-133 (of 400) on skill, deviation and spread; "
-    "with two benchmarks only sigma_1^2 + sigma_2^2 is identified and every skill moves "
-    "with the split"))
 @pytest.mark.parametrize("model", ["rasch"])
 def test_default_suite_fit_converges_on_the_zeroeval_suite(zeroeval, model):
     post = bayesrank.fit_benchmarks(zeroeval, model, random_seed=0, progressbar=False)

@@ -12,6 +12,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from threadpoolctl import threadpool_limits
+
 from bayesrank.analysis.suite import SuitePosterior
 from bayesrank.data.interrupts import interrupts_not_dropped
 from bayesrank.datatree import group, with_groups
@@ -77,7 +79,9 @@ def fit_benchmarks(
         progressbar=default_progressbar() if opts.progressbar is None else opts.progressbar,
         target_accept=0.8 if opts.target_accept is None else opts.target_accept,
     )
-    with warnings.catch_warnings(), interrupts_not_dropped():
+    # one BLAS thread: the chains fill the cores, and BLAS threads on the abilities' small
+    # dense matrices (models.pooling) spin against them (docs/suite.md, Speed)
+    with warnings.catch_warnings(), interrupts_not_dropped(), threadpool_limits(1, "blas"):
         warnings.filterwarnings("ignore", message="Found chain dimension to be longer")
         idata, timings = sample(pymc_model, run)
     _require_all_draws(idata, run.draws)
