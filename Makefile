@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev,jax,nutpie,cluster]"
+	# the contextual Bradley-Terry's test oracle (tests/test_contextual.py); without its pins of
+	# jax==0.8.1 and numpy==2.3.3, which would move every test onto those versions
+	$(BIN)/python -m pip install --quiet --no-deps "arena-rank==0.1.1"
 	touch $(STAMP)
 
 ## demo: the main job on REAL data (the bundled LiveCodeBench set, 15 LLMs x 713 problems x 10
