@@ -36,6 +36,7 @@ sampled from their marginal, which is then full rank.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pymc as pm
@@ -108,6 +109,7 @@ class Pooling:
         from_free = -np.linalg.solve(constraints[pivots].T, constraints[free].T)
         return cls(ran, S, T, cells, E, free, pivots, from_free)
 
+    @cached_property
     def sampled_map(self) -> np.ndarray:
         """(n - K, L + L B): the sampled coordinates x[free] as a map of u."""
         return np.linalg.solve(self.basis, self.theta_map[self.cells])[self.free]
@@ -120,7 +122,7 @@ class Pooling:
     def covariance_parts(self) -> np.ndarray:
         """Cov x[free] = sum_k var_k parts[k]: one (n - K)^2 matrix per variance (g, then b)."""
         L, B = self.ran.shape
-        R = self.sampled_map()
+        R = self.sampled_map
         blocks = [R[:, :L]] + [R[:, L + b::B] for b in range(B)]
         return np.stack([block @ block.T for block in blocks])
 
@@ -138,7 +140,7 @@ def pooled_abilities(ran: np.ndarray, scale: float, spread, *, name: str = "thet
     z = pm.Normal(f"{name}_z", 0.0, 1.0, shape=L + L * B)
     var = pool.variance(scale, spread)
     u_star = pt.sqrt(var) * z
-    R = pool.sampled_map()
+    R = pool.sampled_map
     gap = solve_triangular(chol, x_free - pt.dot(R, u_star), lower=True)
     u = u_star + var * pt.dot(R.T, solve_triangular(chol.T, gap, lower=False))
     x = pt.zeros(pool.cells.size)
