@@ -15,13 +15,14 @@ Two benchmarks with one name are refused (a LoadError naming both files), never 
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bayesrank.data import harness
-from bayesrank.data.io import _read_npz, load, load_benchmarks
+from bayesrank.data.io import load, load_benchmarks
 from bayesrank.data.response import ResponseData
 from bayesrank.errors import LoadError
 
@@ -63,10 +64,20 @@ def is_plain_folder(path: str | Path) -> bool:
     return p.is_dir() and harness.format_of(p, None) is None
 
 
+def _npz_keys(path: Path) -> set[str]:
+    """The arrays' names in a ``.npz`` (its members' names: no array is read); {"R"} for a
+    file that is no zip archive, which :func:`~bayesrank.data.io.load` then refuses."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return {n.removesuffix(".npy") for n in archive.namelist() if n.endswith(".npy")}
+    except (zipfile.BadZipFile, OSError):
+        return {"R"}
+
+
 def _benchmarks_of(path: Path, options: SuiteReadOptions) -> dict[str, ResponseData]:
     if harness.format_of(path, None) is not None:
         return load_benchmarks(path, metric=options.metric)
-    if path.suffix.lower() == ".npz" and "R" not in _read_npz(path):
+    if path.suffix.lower() == ".npz" and "R" not in _npz_keys(path):
         return load_benchmarks(path)  # the paper's layout: one tensor per key
     return {path.stem: load(path, columns=options.columns, trials=options.trials,
                             metric=options.metric)}
