@@ -1,16 +1,20 @@
-"""Style control at arena scale: the contextual Bradley-Terry on 1 M battles, 4 covariates.
+"""Style control at arena scale: the contextual Bradley-Terry or Davidson on 1 M battles, 4
+covariates.
 
 Simulated battles (``--battles``, default 1,000,000; ``--models``, default 64) between
 models of known strengths, each side with four style features as LMArena's style
 control has them (response length in hundreds of tokens, markdown headers, lists and
 bold counts), the winner drawn from logistic(theta_a - theta_b + beta . (x_a - x_b))
-with known beta; no ties.
+with known beta; no ties (``--model davidson``: the outcome drawn from Davidson's
+softmax(delta / 2, -delta / 2, log nu) with nu = 0.5, about a fifth of them ties).
 
-* bayesrank: ``bayesrank.from_battles(frame, covariates=[...])`` (timed), then
-  ``bayesrank.fit(pairs, "bradley_terry", chains=2, tune=400)`` with nutpie and the
-  default draws for two chains (1,250 at 68 parameters), after a throw-away 5-draw fit
-  that fills the on-disk compile caches: wall and CPU seconds, ``post.timings``, R-hat
-  (max), bulk / tail ESS (min), divergences.
+* bayesrank: ``bayesrank.from_battles(frame, covariates=[...])`` (timed); one log-density
+  and gradient of the model's fast and plain (``fast=False``) builds, compiled with
+  Numba as nutpie runs them (the median of 20 evaluations each, and their ratio); then
+  ``bayesrank.fit(pairs, model, chains=--chains, tune=400)`` with nutpie and the
+  default draws for that many chains, after a throw-away 5-draw fit that fills the
+  on-disk compile caches: wall and CPU seconds, ``post.timings``, R-hat (max), bulk /
+  tail ESS (min), divergences.
 * arena-rank (the peer, ``ContextualBradleyTerry``, JAX): the same battles with the same
   covariate differences, unweighted, not normalised and without its coefficient
   penalty (the same likelihood: maximum likelihood), timed for its dataset, its MLE and
@@ -21,10 +25,11 @@ with known beta; no ties.
   battles), so the pool is started with ``spawn`` and each worker receives the dataset
   once.  The ratio is bayesrank's fit over arena-rank's MLE + bootstrap.
   The largest gap between bayesrank's posterior means and arena-rank's MLE is printed.
+  Bradley-Terry only (arena-rank has no contextual Davidson); ``--bootstrap 0`` skips it.
 
 The machine's load average is printed with every row.  Run: ``python
-benchmarks/bench_style.py [--battles N] [--bootstrap B]``; rows are appended to
-``bench-results/bench_style.csv``.
+benchmarks/bench_style.py [--model davidson] [--chains C] [--battles N] [--bootstrap B]``;
+rows are appended to ``bench-results/bench_style.csv``.
 """
 
 from __future__ import annotations
@@ -45,12 +50,15 @@ from bench_arena import OUT, row, timed  # noqa: E402
 
 STYLE = ("length", "header", "list", "bold")
 BETA = np.array([0.25, 0.1, 0.05, 0.08])  # per unit of each difference
-FIT = {"chains": 2, "tune": 400, "progressbar": False, "log_likelihood": False}
+FIT = {"tune": 400, "progressbar": False, "log_likelihood": False}
+LOG_NU = np.log(0.5)  # Davidson's tie parameter of the simulated battles
 _PEER: tuple = ()  # a bootstrap worker's model and dataset (set once per process)
 
 
-def simulate(n: int, L: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
-    """``n`` battles of ``L`` models with each side's four style features, and theta."""
+def simulate(n: int, L: int, seed: int = 0, ties: bool = False) -> tuple[pd.DataFrame,
+                                                                           np.ndarray]:
+    """``n`` battles of ``L`` models with each side's four style features, and theta; with
+    ``ties``, Davidson's outcomes (nu = e^LOG_NU)."""
     rng = np.random.default_rng(seed)
     theta = np.sort(rng.normal(0.0, 1.0, L))
     a = rng.integers(0, L, n)
@@ -61,12 +69,37 @@ def simulate(n: int, L: int, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
         for k, name in enumerate(STYLE[1:]):
             sides[f"{name}_{side}"] = rng.poisson(1.0 + k, n).astype(np.float64)
     x = np.column_stack([sides[f"{c}_a"] - sides[f"{c}_b"] for c in STYLE])
-    p = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b] + x @ BETA)))
+    delta = theta[a] - theta[b] + x @ BETA
+    if ties:
+        logits = np.stack([delta / 2, -delta / 2, np.full(n, LOG_NU)], axis=1)
+        p = np.exp(logits - np.logaddexp.reduce(logits, axis=1, keepdims=True))
+        outcome = (rng.random(n)[:, None] > np.cumsum(p, axis=1)[:, :2]).sum(axis=1)
+    else:
+        outcome = (rng.random(n) >= 1.0 / (1.0 + np.exp(-delta))).astype(int)
     names = np.array([f"model_{k:03d}" for k in range(L)], dtype=object)
     frame = pd.DataFrame({"model_a": names[a], "model_b": names[b],
-                          "winner": np.where(rng.random(n) < p, "model_a", "model_b"),
-                          **sides})
+                          "winner": np.array(["model_a", "model_b", "tie"])[outcome], **sides})
     return frame, theta
+
+
+def gradient_seconds(pairs, model: str, fast: bool, repeats: int = 20) -> float:
+    """The median wall time of one log-density and gradient of ``model``'s build, compiled
+    with Numba as nutpie runs it."""
+    import pytensor
+    from bayesrank.models import build
+
+    pm_model = build(model, pairs, fast=fast)
+    logp = pm_model.logp()
+    fn = pm_model.compile_fn([logp, *pytensor.grad(logp, pm_model.value_vars)],
+                             inputs=pm_model.value_vars, point_fn=True, mode="NUMBA")
+    point = pm_model.initial_point()
+    fn(point)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn(point)
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
 
 
 def _start_worker(model, dataset) -> None:
@@ -97,22 +130,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--battles", type=int, default=1_000_000)
     parser.add_argument("--models", type=int, default=64)
     parser.add_argument("--bootstrap", type=int, default=100)
+    parser.add_argument("--model", choices=("bradley_terry", "davidson"),
+                        default="bradley_terry")
+    parser.add_argument("--chains", type=int, default=4)
     args = parser.parse_args(argv)
-    n = args.battles
-    frame, theta = simulate(n, args.models)
+    n, model_name = args.battles, args.model
+    frame, theta = simulate(n, args.models, ties=model_name == "davidson")
     rows = []
     pairs, wall, cpu = timed(lambda: bayesrank.from_battles(frame, covariates=list(STYLE)))
     rows.append(row(f"from_battles ({n:,} rows, 4 covariates)", wall, cpu))
+    fast, plain = (gradient_seconds(pairs, model_name, f) for f in (True, False))
+    rows.append(row(f"log-density and gradient, {model_name}: fast / plain", fast, np.nan,
+                    plain_s=round(plain, 4), ratio=round(fast / plain, 3)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bayesrank.fit(pairs, "bradley_terry", chains=1, draws=5, tune=5, random_seed=1,
+        bayesrank.fit(pairs, model_name, chains=1, draws=5, tune=5, random_seed=1,
                       progressbar=False, log_likelihood=False)
-    post, wall, cpu = timed(lambda: bayesrank.fit(pairs, "bradley_terry", random_seed=0, **FIT))
+    post, wall, cpu = timed(lambda: bayesrank.fit(pairs, model_name, random_seed=0,
+                                                  chains=args.chains, **FIT))
     d = post.diagnostics
     draws = post.idata.posterior
     steps = float(post.idata.sample_stats["n_steps"].mean())
-    rows.append(row(f"bayesrank.fit contextual bradley_terry (2 x {draws.sizes['draw']} draws, "
-                    f"{steps:.1f} steps a draw)", wall, cpu,
+    rows.append(row(f"bayesrank.fit contextual {model_name} ({args.chains} x "
+                    f"{draws.sizes['draw']} draws, {steps:.1f} steps a draw)", wall, cpu,
                     compile_s=round(post.timings.get("compile", np.nan), 1),
                     sample_s=round(post.timings.get("sample", np.nan), 1),
                     rhat_max=round(float(d["r_hat"].max()), 4),
@@ -120,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                     ess_tail_min=round(float(d["ess_tail"].min())),
                     divergences=int(post.idata.sample_stats["diverging"].sum())))
     ours, ours_cpu = wall, cpu
+    if model_name == "davidson" or args.bootstrap == 0:
+        return write(rows, n, args.models)
 
     from arena_rank.models.contextual_bradley_terry import ContextualBradleyTerry
     from arena_rank.utils.data_utils import ContextualPairDataset
@@ -145,9 +187,14 @@ def main(argv: list[str] | None = None) -> int:
                     ratio=round(ours / (mle_wall + boot_wall), 3),
                     max_gap_theta=float(f"{gap_theta:.2g}"),
                     max_gap_beta=float(f"{gap_beta:.2g}")))
+    return write(rows, n, args.models)
+
+
+def write(rows: list[dict], battles: int, models: int) -> int:
+    """Append the rows to ``bench-results/bench_style.csv``."""
     OUT.mkdir(exist_ok=True)
     stamp = time.strftime("%Y-%m-%d %H:%M")
-    table = pd.DataFrame(rows).assign(date=stamp, battles=n, models=args.models)
+    table = pd.DataFrame(rows).assign(date=stamp, battles=battles, models=models)
     path = OUT / "bench_style.csv"
     table.to_csv(path, mode="a", header=not path.exists(), index=False)
     return 0

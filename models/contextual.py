@@ -40,7 +40,7 @@ Why this form:
 * The battles cannot be grouped into pair counts as Bradley-Terry's are (their
   covariates differ battle by battle), so the likelihood has one term per battle; at
   arena scale that sum and its gradient are one call of the fast kernel
-  (:mod:`models.fast.battle_cells`; Davidson's per-battle Categorical is PyMC's own).
+  (:mod:`models.fast.battle_cells`, :mod:`models.fast.davidson_battles`).
 * The zero sum and default scale of theta, and the prior of log nu, are those of
   :mod:`models.bradley_terry`, so a fit with and without covariates differ only by the
   style term.
@@ -58,7 +58,7 @@ from bayesrank.data.pairwise import A_WINS, TIE, PairwiseData
 from bayesrank.errors import DataError
 
 from ._common import log_strengths
-from .likelihoods import bernoulli_battles
+from .likelihoods import bernoulli_battles, davidson_battles
 
 __all__ = ["ContextualBattles", "contextual_bradley_terry", "contextual_davidson"]
 
@@ -151,8 +151,6 @@ def contextual_davidson(battles: ContextualBattles, scale: float = 1.0,
         beta, a, b, z = _style(battles, beta_scale)
         log_nu = pm.Normal("log_nu", 0.0, 2.0)
         pm.Deterministic("nu", pt.exp(log_nu))
-        delta = theta[a] - theta[b] + pt.dot(beta, z)
-        logits = pt.stack([0.5 * delta, -0.5 * delta, pt.zeros_like(delta) + log_nu], axis=-1)
         o = pm.Data("battle_outcomes", battles.outcome, dims="battle")
-        pm.Categorical("outcomes", logit_p=logits, observed=o, dims="battle")
+        davidson_battles("outcomes", theta, beta, log_nu, a, b, z, o, dims="battle")
     return model

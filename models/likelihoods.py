@@ -38,8 +38,8 @@ from scipy.special import gammaln, log_expit
 from ._common import logistic_binomial_draws
 
 __all__ = ["bernoulli_battles", "beta_binomial", "binomial_2pl", "binomial_floor",
-           "binomial_logit", "binomial_rasch", "fast_enabled", "fast_kernels", "log_binomial",
-           "multinomial_logits"]
+           "binomial_logit", "binomial_rasch", "davidson_battles", "fast_enabled", "fast_kernels",
+           "log_binomial", "multinomial_logits"]
 
 _FAST: ContextVar[bool] = ContextVar("bayesrank_fast_kernels", default=True)
 
@@ -246,4 +246,36 @@ def bernoulli_battles(name: str, theta, beta, a, b, z, observed, *, dims: str):
     # the battles are the batch: z enters battle-major, one (c) row per battle
     return pm.CustomDist(name, theta, beta, a, b, z.T, logp=logp, random=random,
                          signature="(l),(c),(),(),(c)->()", dtype="int64",
+                         observed=observed, dims=dims)
+
+
+def davidson_battles(name: str, theta, beta, log_nu, a, b, z, observed, *, dims: str):
+    """o_k ~ Categorical(softmax(delta_k / 2, -delta_k / 2, log nu)), delta_k = theta[a_k] -
+    theta[b_k] + z_k . beta, one per battle (o: 0 a won, 1 b won, 2 tie).
+
+    ``a``, ``b``, ``z`` as in :func:`bernoulli_battles`.  Fast:
+    :mod:`models.fast.davidson_battles` (the sum over battles and its gradient in one
+    kernel call); plain: ``pm.Categorical``.
+    """
+    if not fast_enabled():
+        delta = theta[a] - theta[b] + pt.dot(beta, z)
+        logits = pt.stack([0.5 * delta, -0.5 * delta, pt.zeros_like(delta) + log_nu], axis=-1)
+        return pm.Categorical(name, logit_p=logits, observed=observed, dims=dims)
+    from .fast.davidson_battles import davidson_cells
+
+    def logp(value, theta, beta, log_nu, a, b, z_rows):
+        # leading axes added by PyMC as in bernoulli_battles; z_rows.T is z itself
+        return davidson_cells(value, a, b, z_rows.T, pt.flatten(theta), pt.flatten(beta),
+                              pt.squeeze(log_nu))
+
+    def random(theta, beta, log_nu, a, b, z_rows, rng=None, size=None):
+        theta, beta = np.ravel(theta), np.ravel(beta)
+        half = 0.5 * (theta[a] - theta[b] + z_rows @ beta)
+        logits = np.stack([half, -half, np.broadcast_to(np.squeeze(log_nu), half.shape)], -1)
+        p = np.exp(logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True))
+        draws = rng.random(size=size)[..., None] > np.cumsum(p, axis=-1)[..., :2]
+        return draws.sum(axis=-1).astype(np.int64)
+
+    return pm.CustomDist(name, theta, beta, log_nu, a, b, z.T, logp=logp, random=random,
+                         signature="(l),(c),(),(),(),(c)->()", dtype="int64",
                          observed=observed, dims=dims)

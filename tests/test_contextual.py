@@ -20,7 +20,8 @@ from _cells_ops import MODES
 from _html_tables import parse
 from bayesrank.models import build
 from bayesrank.models.fast.battle_cells import BattleCells, BattleCellsTotal
-from scipy.special import expit, log_expit
+from bayesrank.models.fast.davidson_battles import DavidsonCells, DavidsonCellsTotal
+from scipy.special import expit, log_expit, log_softmax
 
 import bayesrank as br
 from bayesrank import DataError
@@ -109,19 +110,23 @@ def test_prior_predictive_draws(small, model):
 
 
 @pytest.mark.parametrize("mode", ["FAST_COMPILE", "NUMBA"])
-def test_fast_and_plain_contextual_are_one_model(small, mode):
-    """The fast kernel (NumPy perform, Numba as nutpie runs it) and PyMC's Bernoulli give the
-    same log-density and gradient; the compiled gradient uses the one-pass total."""
-    fast, plain = build("bradley_terry", small), build("bradley_terry", small, fast=False)
+@pytest.mark.parametrize(("model", "observed", "total"), [
+    ("bradley_terry", "a_wins", "BattleCellsTotal"),
+    ("davidson", "outcomes", "DavidsonCellsTotal")])
+def test_fast_and_plain_contextual_are_one_model(small, mode, model, observed, total):
+    """The fast kernel (NumPy perform, Numba as nutpie runs it) and PyMC's Bernoulli /
+    Categorical give the same log-density and gradient; the compiled gradient uses the
+    one-pass total."""
+    fast, plain = build(model, small), build(model, small, fast=False)
     assert [v.name for v in fast.value_vars] == [v.name for v in plain.value_vars]
     functions = []
-    for model in (fast, plain):
-        logp = model.logp()
-        fn = model.compile_fn([logp, *pytensor.grad(logp, model.value_vars)],
-                              inputs=model.value_vars, point_fn=True, mode=mode)
+    for m in (fast, plain):
+        logp = m.logp()
+        fn = m.compile_fn([logp, *pytensor.grad(logp, m.value_vars)],
+                          inputs=m.value_vars, point_fn=True, mode=mode)
         functions.append(fn)
     ops = {type(node.op).__name__ for node in functions[0].f.maker.fgraph.apply_nodes}
-    assert "BattleCellsTotal" in ops and "BattleCells" not in ops
+    assert total in ops and total.removesuffix("Total") not in ops
     start = fast.initial_point()
     for seed in range(3):
         rng = np.random.default_rng(seed)
@@ -131,9 +136,10 @@ def test_fast_and_plain_contextual_are_one_model(small, mode):
         for a, b in zip(gf, gp, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * np.max(np.abs(b)))
     # battle by battle too: what a pointwise log-likelihood (LOO) reads
-    pointwise = [m.compile_logp(vars=[m["a_wins"]], sum=False) for m in (fast, plain)]
+    pointwise = [m.compile_logp(vars=[m[observed]], sum=False) for m in (fast, plain)]
     cells = [np.asarray(f(start)[0]) for f in pointwise]
-    assert cells[0].shape == (int((small.battles.outcome < 2).sum()),)
+    fitted = small.battles.outcome < 2 if model == "bradley_terry" else small.battles.outcome >= 0
+    assert cells[0].shape == (int(fitted.sum()),)
     np.testing.assert_allclose(cells[0], cells[1], rtol=1e-10, atol=1e-13)
 
 
@@ -165,6 +171,46 @@ def test_battle_kernels_match_a_stable_reference(mode):
         scores = np.bincount(a, residual, L) - np.bincount(b, residual, L)
         np.testing.assert_allclose(d_theta, scores, rtol=1e-12, atol=1e-9)
         np.testing.assert_allclose(d_beta, z @ residual, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_davidson_kernels_match_a_stable_reference(mode):
+    """DavidsonCells and DavidsonCellsTotal in each back end against scipy's log-softmax of
+    (delta / 2, -delta / 2, log nu), at ordinary points and far beyond e^x's range; the
+    log-nu score against a central difference of the total."""
+    if mode == "jax":
+        pytest.importorskip("jax")
+    rng = np.random.default_rng(7)
+    L, K, n = 5, 3, 257
+    a = rng.integers(0, L, n)
+    b = (a + rng.integers(1, L, n)) % L
+    z, o = rng.normal(size=(K, n)), rng.integers(0, 3, n).astype(np.int8)
+    theta_v, beta_v, nu_v = pt.vector("theta"), pt.vector("beta"), pt.scalar("log_nu")
+    cells = DavidsonCells()(o, a, b, z, theta_v, beta_v, nu_v)
+    total = DavidsonCellsTotal()(o, a, b, z, theta_v, beta_v, nu_v)
+    fn = pytensor.function([theta_v, beta_v, nu_v], [*cells, *total], mode=MODES[mode])
+    for theta, beta, log_nu in (
+            (rng.normal(0, 1.5, L), rng.normal(0, 1.0, K), -0.6),
+            (np.array([1400.0, -1400.0, 0.0, 80.0, -6.0]), np.array([1.0, 0.0, -2.0]), 3.0),
+            (rng.normal(0, 1.0, L), rng.normal(0, 1.0, K), -700.0)):
+        half = 0.5 * (theta[a] - theta[b] + beta @ z)
+        logits = np.stack([half, -half, np.full(n, log_nu)])
+        logp = log_softmax(logits, axis=0)
+        p = np.exp(logp)
+        want = logp[o, np.arange(n)]
+        residual = 0.5 * ((o == 0) * 1.0 - (o == 1) - p[0] + p[1])
+        got_cells, got_residual, got_tie, got_total, d_theta, d_beta, d_nu = fn(theta, beta,
+                                                                              log_nu)
+        np.testing.assert_allclose(got_cells, want, rtol=1e-12, atol=4e-13)
+        np.testing.assert_allclose(got_residual, residual, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(got_tie, (o == 2) - p[2], rtol=1e-12, atol=1e-15)
+        assert float(got_total) == pytest.approx(want.sum(), rel=1e-13)
+        scores = np.bincount(a, residual, L) - np.bincount(b, residual, L)
+        np.testing.assert_allclose(d_theta, scores, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(d_beta, z @ residual, rtol=1e-12, atol=1e-9)
+        h = 1e-6
+        central = (fn(theta, beta, log_nu + h)[3] - fn(theta, beta, log_nu - h)[3]) / (2 * h)
+        assert float(d_nu) == pytest.approx(float(central), rel=1e-5, abs=1e-6)
 
 
 def test_davidson_fits_ties_with_covariates(small, tmp_path):

@@ -17,6 +17,7 @@ module                           what it computes
 :mod:`.wall_map`                 the one-sided intercepts' wall map and density (Op)
 :mod:`.battle_cells`             the contextual Bradley-Terry's battles, log-pmf and
                                  score, and their sum in one pass (Ops, rewrite)
+:mod:`.davidson_battles`         the same for the contextual Davidson's battles
 :mod:`._vector_math`             e^x, log1p and log that LLVM vectorises (Numba)
 :mod:`._backends`                the Ops' Numba and JAX registration, cache keys
 ===============================  ===================================================

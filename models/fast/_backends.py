@@ -53,7 +53,7 @@ def logistic_cells_jax(k, n, x, log_coef):
     return (log_coef + k * x) - n * softplus, k - n * sigmoid(x)
 
 
-def register_cells_backends(op_type, loop, jax_cells, module_file: str) -> None:
+def register_cells_backends(op_type, loop, jax_cells, module_file: str, *imports: str) -> None:
     """Numba (nutpie) and JAX (NumPyro) implementations of a cells Op with no parameters:
     ``loop`` is the plain-Python cell loop compiled by Numba, ``jax_cells`` the JAX
     function of the same inputs.
@@ -61,7 +61,8 @@ def register_cells_backends(op_type, loop, jax_cells, module_file: str) -> None:
     The loop calls the vectorisable functions of :mod:`models._vector_math`, so it is
     compiled with their options (:data:`~models._vector_math.KERNEL_OPTIONS`) instead of
     PyTensor's fast-math defaults, and cached on disk under a key that follows the source
-    of ``module_file`` and of that module.
+    of ``module_file``, of that module and of the kernel modules in ``imports`` (the files
+    of other kernels the loop calls).
     """
     from pytensor.link.jax.dispatch import jax_funcify
     from pytensor.link.numba.dispatch.basic import (
@@ -73,8 +74,9 @@ def register_cells_backends(op_type, loop, jax_cells, module_file: str) -> None:
 
     @register_funcify_default_op_cache_key(op_type)
     def numba_cells(op, node=None, **kwargs):
-        version = source_version(module_file) ^ source_version(
-            str(Path(__file__).with_name("_vector_math.py")))
+        version = source_version(str(Path(__file__).with_name("_vector_math.py")))
+        for source in (module_file, *imports):
+            version ^= source_version(source)
         return numba_njit(loop, **KERNEL_OPTIONS), version
 
     @jax_funcify.register(op_type)

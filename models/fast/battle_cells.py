@@ -46,7 +46,9 @@ __all__ = ["BattleCells", "BattleCellsTotal", "battle_cells"]
 _USAGE = ("battle cells take y, a, b (battles,), z (K, battles), theta (L,) and beta (K,)")
 
 
-def _node_inputs(y, a, b, z, theta, beta):
+def battle_inputs(y, a, b, z, theta, beta):
+    """The inputs of the battle Ops as tensors, checked: y, a, b (battles,) integers, z
+    (K, battles), theta (L,) and beta (K,) as float64."""
     y, a, b = (pt.as_tensor_variable(v) for v in (y, a, b))
     z, theta, beta = (pt.as_tensor_variable(v).astype("float64") for v in (z, theta, beta))
     if (y.ndim, a.ndim, b.ndim, z.ndim, theta.ndim, beta.ndim) != (1, 1, 1, 2, 1, 1):
@@ -67,7 +69,7 @@ class BattleCells(Op):
     __props__ = ()
 
     def make_node(self, y, a, b, z, theta, beta):
-        inputs = _node_inputs(y, a, b, z, theta, beta)
+        inputs = battle_inputs(y, a, b, z, theta, beta)
         cells = pt.vector(dtype="float64", shape=inputs[1].type.shape)
         return Apply(self, inputs, [cells, cells.type()])
 
@@ -102,7 +104,7 @@ class BattleCellsTotal(Op):
     __props__ = ()
 
     def make_node(self, y, a, b, z, theta, beta):
-        inputs = _node_inputs(y, a, b, z, theta, beta)
+        inputs = battle_inputs(y, a, b, z, theta, beta)
         return Apply(self, inputs, [pt.scalar(dtype="float64"), inputs[4].type(),
                                     inputs[5].type()])
 
@@ -137,8 +139,9 @@ def battle_cells(y, a, b, z, theta, beta):
 
 
 @njit(**KERNEL_OPTIONS)
-def _residuals(y, a, b, z, theta, beta, cells):
-    """eta in passes, then the cells (into ``cells``, when given) and the residuals."""
+def linear_predictor(a, b, z, theta, beta):
+    """eta_k = theta[a_k] - theta[b_k] + z_k . beta in passes: the strengths, then one
+    covariate row at a time."""
     K, n = z.shape
     eta = np.empty(n)
     for k in range(n):
@@ -147,7 +150,32 @@ def _residuals(y, a, b, z, theta, beta, cells):
         row, coefficient = z[c], beta[c]
         for k in range(n):
             eta[k] += row[k] * coefficient
+    return eta
+
+
+@njit(**SUM_OPTIONS)
+def score_passes(a, b, z, residual, n_models):
+    """The gradient in theta and beta of a sum of battle cells with residuals ``residual``
+    (d cells_k / d eta_k): each covariate's score, then the one scatter into theta."""
+    K, n = z.shape
+    d_beta = np.zeros(K)
+    for c in range(K):
+        row, score = z[c], 0.0
+        for k in range(n):
+            score += residual[k] * row[k]
+        d_beta[c] = score
+    d_theta = np.zeros(n_models)
     for k in range(n):
+        d_theta[a[k]] += residual[k]
+        d_theta[b[k]] -= residual[k]
+    return d_theta, d_beta
+
+
+@njit(**KERNEL_OPTIONS)
+def _residuals(y, a, b, z, theta, beta, cells):
+    """eta, then the cells (into ``cells``) and the residuals (in eta's place)."""
+    eta = linear_predictor(a, b, z, theta, beta)
+    for k in range(eta.size):
         softplus, sigmoid = softplus_and_sigmoid(eta[k])
         cells[k] = y[k] * eta[k] - softplus
         eta[k] = y[k] - sigmoid
@@ -157,22 +185,12 @@ def _residuals(y, a, b, z, theta, beta, cells):
 @njit(**SUM_OPTIONS)
 def _battle_total(y, a, b, z, theta, beta):
     """The sum of the battles' cells and its gradient in theta and beta."""
-    K, n = z.shape
-    cells = np.empty(n)
+    cells = np.empty(z.shape[1])
     residual = _residuals(y, a, b, z, theta, beta, cells)
     total = 0.0
-    for k in range(n):
+    for k in range(cells.size):
         total += cells[k]
-    d_beta = np.zeros(K)
-    for c in range(K):
-        row, score = z[c], 0.0
-        for k in range(n):
-            score += residual[k] * row[k]
-        d_beta[c] = score
-    d_theta = np.zeros(theta.size)
-    for k in range(n):
-        d_theta[a[k]] += residual[k]
-        d_theta[b[k]] -= residual[k]
+    d_theta, d_beta = score_passes(a, b, z, residual, theta.size)
     return total, d_theta, d_beta
 
 
