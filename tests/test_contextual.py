@@ -143,17 +143,24 @@ def test_fast_and_plain_contextual_are_one_model(small, mode, model, observed, t
     np.testing.assert_allclose(cells[0], cells[1], rtol=1e-10, atol=1e-13)
 
 
+def _random_battles(seed: int, outcomes: int):
+    """A generator, the sizes (L, K, n) and n random battles: sides a != b, covariate
+    differences z (K, n) and outcomes 0..outcomes-1."""
+    rng = np.random.default_rng(seed)
+    L, K, n = 5, 3, 257
+    a = rng.integers(0, L, n)
+    b = (a + rng.integers(1, L, n)) % L
+    z, outcome = rng.normal(size=(K, n)), rng.integers(0, outcomes, n).astype(np.int8)
+    return rng, (L, K, n), (a, b, z, outcome)
+
+
 @pytest.mark.parametrize("mode", list(MODES))
 def test_battle_kernels_match_a_stable_reference(mode):
     """BattleCells and BattleCellsTotal in each back end (NumPy, Numba, JAX) against
     log_expit, at ordinary points and at |eta| far beyond e^x's range."""
     if mode == "jax":
         pytest.importorskip("jax")
-    rng = np.random.default_rng(6)
-    L, K, n = 5, 3, 257
-    a = rng.integers(0, L, n)
-    b = (a + rng.integers(1, L, n)) % L
-    z, y = rng.normal(size=(K, n)), rng.integers(0, 2, n).astype(np.int8)
+    rng, (L, K, n), (a, b, z, y) = _random_battles(6, outcomes=2)
     theta_v, beta_v = pt.vector("theta"), pt.vector("beta")
     cells = BattleCells()(y, a, b, z, theta_v, beta_v)
     total = BattleCellsTotal()(y, a, b, z, theta_v, beta_v)
@@ -180,11 +187,7 @@ def test_davidson_kernels_match_a_stable_reference(mode):
     log-nu score against a central difference of the total."""
     if mode == "jax":
         pytest.importorskip("jax")
-    rng = np.random.default_rng(7)
-    L, K, n = 5, 3, 257
-    a = rng.integers(0, L, n)
-    b = (a + rng.integers(1, L, n)) % L
-    z, o = rng.normal(size=(K, n)), rng.integers(0, 3, n).astype(np.int8)
+    rng, (L, K, n), (a, b, z, o) = _random_battles(7, outcomes=3)
     theta_v, beta_v, nu_v = pt.vector("theta"), pt.vector("beta"), pt.scalar("log_nu")
     cells = DavidsonCells()(o, a, b, z, theta_v, beta_v, nu_v)
     total = DavidsonCellsTotal()(o, a, b, z, theta_v, beta_v, nu_v)
