@@ -53,7 +53,9 @@ the spreads move along it and the skills follow within each draw (docs/suite.md)
 Rasch, a benchmark's location mu_b and its centred difficulties are sampled as differences
 from the mean ability of its models (shears, Jacobian 1): the direction the likelihood
 leaves to the priors, theta_.b + t with b_m + t, is then a move of the abilities alone,
-not of every difficulty with them, and mu_b's own coordinate is its offset from them.
+not of every difficulty with them, and mu_b's own coordinate is its offset from them; in
+the 2PL likewise beta_m + a_m level_b and mu_beta_b + level_b (theta_.b + t with
+beta_m - a_m t).
 
 A model that did not run b has no cells there: its theta_lb is skill_l plus a deviation
 drawn from the spread, a prediction from the hierarchy, never imputed data.  Items are
@@ -223,28 +225,34 @@ def skills_and_abilities(suite: SuiteData, ability_scale: float):
 
 
 def pooled_items(name: str, scale_name: str, suite: SuiteData, location_scale: float,
-                 level=None):
+                 level=None, slope=None):
     """e_m ~ Normal(location_b, scale_b) for m in Q_b: a location ~ Normal(0, location_scale)
     and scale ~ HalfNormal(2.5) per benchmark; centred where the benchmark pins its
     informed questions down (:func:`models.irt.informative_items`), non-centred elsewhere.
 
     With ``level`` (B,), the mean ability of each benchmark's models, the location and the
-    centred effects are sampled as their differences from level_b (shears, Jacobian 1):
-    a benchmark's abilities, location and effects then move together in one step, the
+    centred effects are sampled as their differences from how they move with level_b
+    (shears, Jacobian 1): the Rasch's difficulties by +level_b, the 2PL's intercepts
+    beta_m = -a_m b_m by -a_m level_b (``slope`` = a, (M,)) and their location by -level_b.
+    A benchmark's abilities, location and effects then move together in one step, the
     direction the likelihood leaves to the priors (module docstring), and the location's
     free coordinate is its own (from the effects' mean, not with every effect)."""
     which = suite.question_benchmark()
     size = len(suite.benchmarks)
     no_walls = {"wall": pt.zeros(size), "side": pt.zeros(size), "walls": False}
+    zeros = pt.zeros(which.size)
+    if level is None:
+        location_shift, shift = pt.zeros(size), zeros
+    elif slope is None:  # e = v + level_b
+        location_shift, shift = -level, -level[which]
+    else:  # e = v - a_m level_b, location = v - level_b
+        location_shift, shift = level, slope * level[which]
     location = item_effects(f"mu_{name}", pt.zeros(size), location_scale, location_scale,
-                            centred=np.ones(size),
-                            shift=pt.zeros(size) if level is None else -level,
-                            dims="benchmark", **no_walls)
+                            centred=np.ones(size), shift=location_shift, dims="benchmark",
+                            **no_walls)
     scale = pm.HalfNormal(scale_name, 2.5, dims="benchmark")
     centred = np.concatenate([question_split(b.k, b.n, informative_items(b.k, b.n)).centred
                               for b in suite.benchmarks]).astype(float)
-    zeros = pt.zeros(which.size)
-    shift = zeros if level is None else -level[which]
     return item_effects(name, location[which], scale[which], scale[which], centred=centred,
                         shift=shift, wall=zeros, side=zeros, walls=False)
 
@@ -293,9 +301,9 @@ def two_pl(suite: SuiteData, ability_scale: float = 3.0) -> pm.Model:
         k_lm    ~ Binomial(n_lm, logistic(a_m theta_lb + beta_m))   per benchmark
     """
     with pm.Model(coords=suite.coords) as model:
-        _, theta, _ = skills_and_abilities(suite, ability_scale)
+        _, theta, level = skills_and_abilities(suite, ability_scale)
         a = pm.Deterministic("a", pt.exp(log_discriminations(suite)), dims="question")
-        beta = pooled_items("beta", "sigma_beta", suite, ability_scale)
+        beta = pooled_items("beta", "sigma_beta", suite, ability_scale, level=level, slope=a)
         pm.Deterministic("b", -beta / a, dims="question")
         for j, bench in enumerate(suite.benchmarks):
             k, n = _cells(bench)
