@@ -40,6 +40,7 @@ __all__ = [
     "prior_variance",
     "require_connected",
     "strengths",
+    "warn_stalled",
 ]
 
 GTOL = 1e-11  # on the gradient of the per-comparison objective
@@ -160,6 +161,13 @@ def newton(
             stacklevel=3,
         )
     return x
+
+
+def warn_stalled(stalled: np.ndarray, what: str, max_iter: int) -> None:
+    """Warn (at the caller's caller) when a batched Newton fit of one problem ``stalled``."""
+    if stalled.any():
+        warnings.warn(f"{what}: Newton stopped after max_iter={max_iter} iterations without "
+                      "converging; raise max_iter", RuntimeWarning, stacklevel=3)
 
 
 # -- identifiability ---------------------------------------------------------------------------

@@ -52,6 +52,7 @@ from bayesrank.baselines._optim import (
     newton,
     penalise,
     strengths,
+    warn_stalled,
 )
 from bayesrank.baselines.paired import bt_log_strengths, exchangeable_average
 from bayesrank.baselines.pairwise_batch import btl_fit_batch, btl_terms_batch, pl_mm_batch
@@ -523,10 +524,7 @@ def btl_log_strengths(
     x0 = bt_log_strengths(wins, prior=prior_var, max_iter=max_iter)
     theta, stalled = btl_fit_batch(st.U[None], st.V[None], st.c[None], x0[None],
                                    prior_var=prior_var, max_iter=max_iter)
-    if stalled[0]:
-        warnings.warn(f"Bradley-Terry-Luce fit: Newton stopped after max_iter={max_iter} "
-                      "iterations without converging; raise max_iter", RuntimeWarning,
-                      stacklevel=2)
+    warn_stalled(stalled, "Bradley-Terry-Luce fit", max_iter)
     return theta[0]
 
 

@@ -193,10 +193,6 @@ def pass_scores(pmf: np.ndarray, metric: str) -> np.ndarray:
     return np.nanmean(per_cell, axis=-1)
 
 
-def _question_mean(per_cell: np.ndarray) -> np.ndarray:
-    return np.nanmean(per_cell, axis=1)
-
-
 @ranking_method
 def pass_at_k(data: ResponseData, *, k: int) -> np.ndarray:
     """Pass@k: mean over questions of ``1 - C(n - nu, k) / C(n, k)`` (unbiased; Chen et al.)."""
@@ -223,7 +219,7 @@ def g_pass_at_k_tau(data: ResponseData, *, k: int, tau: float) -> np.ndarray:
     """
     pmf = draw_success_pmf(data, k, "g_pass_at_k_tau")
     j0 = _threshold(tau, check_int("k", k))
-    return _question_mean(pmf[..., j0:].sum(axis=-1))
+    return np.nanmean(pmf[..., j0:].sum(axis=-1), axis=1)
 
 
 @ranking_method
@@ -232,7 +228,6 @@ def mg_pass_at_k(data: ResponseData, *, k: int) -> np.ndarray:
 
     Equals ``(2/k) sum_{i=m0+1}^{k} G-Pass@k_{i/k}``; for ``k = 2`` it is Pass-hat@2.
     """
-    k = check_int("k", k)
     return pass_scores(draw_success_pmf(data, k, "mg_pass_at_k")[None], "mg_pass_at_k")[0]
 
 

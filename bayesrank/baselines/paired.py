@@ -42,7 +42,6 @@ answer.  With no decisive comparison at all every model is tied (all scores equa
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,6 +54,7 @@ from bayesrank.baselines._optim import (
     fit_options,
     prior_variance,
     strengths,
+    warn_stalled,
 )
 from bayesrank.baselines.pairwise_batch import (
     PairBatch,
@@ -194,12 +194,6 @@ def rao_kupper_loglik(theta: np.ndarray, kappa: float, W: np.ndarray, T: np.ndar
     return float(rao_kupper_terms(p, p.diff(np.asarray(theta, float)), np.log(kappa))[0].sum())
 
 
-def _warn_stalled(stalled: np.ndarray, what: str, max_iter: int) -> None:
-    if stalled.any():
-        warnings.warn(f"{what}: Newton stopped after max_iter={max_iter} iterations without "
-                      "converging; raise max_iter", RuntimeWarning, stacklevel=3)
-
-
 # -- public estimators on counts -----------------------------------------------------------
 def bt_log_strengths(
     W: np.ndarray, *, prior: float | None = None, max_iter: int = 500
@@ -236,7 +230,7 @@ def bt_log_strengths(
         check_identified(np.asarray(W) > 0, method="Bradley-Terry ML")
     theta, stalled = bt_fit_batch(np.asarray(W, float)[None], prior_var=prior_var,
                                   max_iter=max_iter)
-    _warn_stalled(stalled, "bt fit", max_iter)
+    warn_stalled(stalled, "bt fit", max_iter)
     return theta[0]
 
 
@@ -261,7 +255,7 @@ def davidson_log_strengths(
     theta, nu, stalled = davidson_fit_batch(np.asarray(W, float)[None],
                                             np.asarray(T, float)[None],
                                             prior_var=prior_var, max_iter=max_iter)
-    _warn_stalled(stalled, "davidson fit", max_iter)
+    warn_stalled(stalled, "davidson fit", max_iter)
     return theta[0], float(nu[0])
 
 
@@ -294,7 +288,7 @@ def rao_kupper_log_strengths(
         theta, stalled = rao_kupper_fit_batch(np.asarray(W, float)[None],
                                               np.asarray(T, float)[None], kappa=kappa,
                                               prior_var=prior_var, max_iter=max_iter)
-        _warn_stalled(stalled, "rk fit", max_iter)
+        warn_stalled(stalled, "rk fit", max_iter)
         return theta[0], kappa
     if p.t.sum() == 0:
         return bt_log_strengths(W, prior=prior, max_iter=max_iter), 1.0
@@ -305,7 +299,7 @@ def rao_kupper_log_strengths(
     pairs = PairBatch.from_counts(np.asarray(W, float)[None], np.asarray(T, float)[None])
     theta, log_eta, stalled = pair_fit_batch(pairs, "rk_free", prior_var=prior_var,
                                              max_iter=max_iter, tie0=float(np.log(eta0)))
-    _warn_stalled(stalled, "rk_free fit", max_iter)
+    warn_stalled(stalled, "rk_free fit", max_iter)
     return theta[0], float(np.exp(np.exp(log_eta[0])))
 
 
@@ -406,7 +400,7 @@ def _chains(Ws, *, n_samples=5000, burnin=1000, prior_var=1.0, seed=42, df=5.0) 
     log_u = np.log(rng.random(total))
     # the modes in one lockstep Newton solve: each problem's iterates are those it has alone
     modes, stalled = bt_fit_batch(Ws, prior_var=var, max_iter=200)
-    _warn_stalled(stalled, "bt fit", 200)
+    warn_stalled(stalled, "bt fit", 200)
     i, j = np.triu_indices(L, 1)
     n = Ws[:, i, j] + Ws[:, j, i]
     s = expit(modes[:, i] - modes[:, j])
