@@ -456,6 +456,16 @@ def competition_ranks(scores: np.ndarray) -> np.ndarray:
     return ranks if s.ndim == 2 else ranks[0]
 
 
+def finite_ranks(scores: np.ndarray) -> np.ndarray:
+    """:func:`competition_ranks` of every row of ``scores`` (..., L) whose scores are all
+    finite; NaN rows for the others (draws or pools that take another path)."""
+    finite = np.isfinite(scores).all(axis=-1)
+    ranks = np.full(scores.shape, np.nan)
+    if finite.any():
+        ranks[finite] = competition_ranks(scores[finite])
+    return ranks
+
+
 def _scores_once(sub: ResponseData, method: str) -> tuple[np.ndarray, bool]:
     """What ``bayesrank.rank(sub, method)`` ranks by: the rule's scores (False) or the
     ranks it gives itself (True), without building a Ranking."""
@@ -530,14 +540,11 @@ def rank_stack(
         given: list[str | None] | None = None
         if isinstance(scores, tuple):  # (scores, reasons) from a rule that knows why it fails
             scores, given = scores
-        scored = (np.zeros(stack.D, bool) if scores is None
-                  else np.isfinite(scores).all(axis=1))
+        ranked = finite_ranks(scores) if scores is not None else np.full((stack.D, 1), np.nan)
+        scored = ~np.isnan(ranked[:, 0])
         reasons: list[str | None] = [None] * stack.D if given is None else list(given)
-        ranks: list[np.ndarray | None] = [None] * stack.D
-        if scored.any():
-            for d, r in zip(np.flatnonzero(scored), competition_ranks(scores[scored]),
-                            strict=True):
-                ranks[d] = r
+        ranks: list[np.ndarray | None] = [r if ok else None for r, ok in zip(ranked, scored,
+                                                                          strict=True)]
         # draws the rule neither scored nor explained take the per-draw path
         alone = np.flatnonzero(~scored & np.array([why is None for why in reasons]))
         for d in alone:

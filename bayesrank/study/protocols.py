@@ -46,6 +46,7 @@ from bayesrank.study.batched import (
     batched_scores,
     competition_ranks,
     draws_per_stack,
+    finite_ranks,
     pair_signs,
     pools_per_stack,
     rank_stack,
@@ -490,11 +491,8 @@ def _pool_references(pools, data, methods, full, separable):
             own[m] = competition_ranks(separable[m][0][pools])
             continue
         scores = _pool_stack_scores(pooled, m)
-        own[m] = np.full((P, k), np.nan)
-        ok = np.zeros(P, dtype=bool) if scores is None else np.isfinite(scores).all(axis=1)
-        if ok.any():
-            own[m][ok] = competition_ranks(scores[ok])
-        for p in np.flatnonzero(~ok):
+        own[m] = np.full((P, k), np.nan) if scores is None else finite_ranks(scores)
+        for p in np.flatnonzero(np.isnan(own[m][:, 0])):
             if p not in subs:
                 subs[p] = data.subset(models=pools[p])
             ranks, own_why[m][p], _ = safe_ranks(subs[p], m)
@@ -529,11 +527,7 @@ def _stacked_ranks(pooled: DrawStack, pools: np.ndarray, method: str, separable)
         if scores is None:
             return None
         scores = scores.reshape(P, -1, k)
-    finite = np.isfinite(scores).all(axis=2)
-    ranks = np.full(scores.shape, np.nan)
-    if finite.any():
-        ranks[finite] = competition_ranks(scores[finite])
-    return ranks, [[None] * scores.shape[1] for _ in range(P)]
+    return finite_ranks(scores), [[None] * scores.shape[1] for _ in range(P)]
 
 
 def _stacked_pool_scores(signs: np.ndarray, target: np.ndarray, missing: list[str | None]):
