@@ -18,13 +18,10 @@ recomputing anything (the model-pool bootstrap reduces its draws once), and
 stack (row ``p * D + d`` is draw ``d`` on pool ``p``), so a rule runs once on every
 draw of every pool instead of once per pool.
 
-Every rule with a stacked form (:data:`BATCHED_RULES`, the table of
-:mod:`bayesrank.study.stack_rules`) runs once over the whole stack, through the same
-numeric core that :func:`bayesrank.rank` runs on one draw as a batch of one, so each
-draw gets the scores it gets alone.  Draws (or options) a stacked form does not cover,
-and the rules without one, take the per-draw path: :meth:`DrawStack.subset` builds the
-draw's ``ResponseData`` with its reductions cache already filled from the stack, and the
-rule runs unchanged (:func:`rank_stack`).
+Every rule with a stacked form (:data:`BATCHED_RULES`, :mod:`bayesrank.study.stack_rules`)
+runs once over the whole stack; the other rules, and the draws or options a stacked form
+leaves, take the per-draw path (:func:`rank_stack`) on :meth:`DrawStack.subset`, whose
+reductions cache is filled from the stack.
 
 ``tests/test_study_batched.py`` checks both paths against :func:`bayesrank.rank` on
 each draw alone for every registered identifier.

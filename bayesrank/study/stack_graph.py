@@ -1,18 +1,12 @@
 """Graph, spectral and game-theoretic rules over a whole :class:`DrawStack` at once.
 
-Each rule reads the stack's trial-level pairwise counts (D, L, L) and runs the batched
-numeric core of :mod:`bayesrank.baselines.graph_batch`, the same functions that
-:mod:`bayesrank.baselines.graph` calls with a batch of one, so every draw gets the scores
-it gets alone; the options are checked by the rule's own checks (``graph.*_options``),
-whose DataError sends every draw to the per-draw path.  A rule returns scores (D, L), or
-None for options it does not reproduce (power iteration, fictitious play).  A draw on
-which the per-draw rule would raise (disconnected comparison graph, reducible walk,
-repeated Perron root, underflowing fixation probabilities) or would need a search the
-stack does not run (the Nash linear program when the best models do not dominate) gets a
-row of NaN: the caller then ranks that draw on the per-draw path, which raises or
-searches exactly as before.  The rules read only the stack's pairwise counts (``wins``,
-``ties``; L is their size), so a stack holding the draws of many model pools of one size
-works as well.
+The rules read only the stack's trial-level pairwise counts (``wins``, ``ties``; L is
+their size, so a stack of many model pools of one size works as well) and run
+:mod:`bayesrank.baselines.graph_batch` on blocks of :data:`CHUNK` rows that share their
+win probabilities.  Power iteration and fictitious play give None.  A draw on which the
+per-draw rule would raise (disconnected comparison graph, reducible walk, repeated Perron
+root, underflowing fixation probabilities) or search (the Nash linear program when the
+best models do not dominate) gets a NaN row.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """IRT rules over a whole :class:`~bayesrank.study.batched.DrawStack` at once.
 
-The JML / MAP Rasch, 2PL and 3PL fits of every draw of a stack run as one batch through
-:func:`bayesrank.baselines.irt.xpl_batch.fit_xpl_batch`, the same solver that
-:func:`bayesrank.baselines.irt.fit_irt` runs with a batch of one, so each draw's
-abilities (and ranks) are exactly those of the per-draw path.  A draw whose fit fails
-(:class:`~bayesrank.errors.NotIdentifiedError`: Ford's condition, abilities running off)
-gets a row of NaN scores and the reason the per-draw rule gives (the rules return
-``(scores, reasons)``), so :func:`~bayesrank.study.batched.rank_stack` reports it without
-fitting the draw again.  ``dynamic_irt`` with ``variant="linear"`` is the Rasch JML fit.
-
-Rules return None (per-draw path) for non-binary data and for options they do not
-reproduce: anything the per-draw rule would reject, and the growth variant of
-``dynamic_irt`` on draws of several trials (on single-trial draws it is the Rasch JML
-fit).  ``rasch_mml`` (EM over Gauss-Hermite quadrature) runs the same way through
-:func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.  Rules that fit the same model
-share one fit per stack (:meth:`~bayesrank.study.batched.DrawStack.once`): ``rasch``,
-``dynamic_irt_linear`` and, on single-trial draws, ``dynamic_irt_growth``; ``rasch_mml``
-and ``rasch_mml_credible``.
+The JML / MAP Rasch, 2PL and 3PL fits of every draw run as one batch of
+:func:`bayesrank.baselines.irt.xpl_batch.fit_xpl_batch`, ``rasch_mml`` of
+:func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.  A draw whose fit fails
+(:class:`~bayesrank.errors.NotIdentifiedError`) gets a NaN row and the per-draw rule's
+reason.  ``dynamic_irt`` is the Rasch JML fit with ``variant="linear"`` and, on
+single-trial draws, with ``"growth"``; the growth model over several trials gives None.
+Rules that fit the same model share one fit per stack
+(:meth:`~bayesrank.study.batched.DrawStack.once`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Paired-comparison rules over a whole :class:`~bayesrank.study.batched.DrawStack`.
 
 Bradley–Terry, Davidson, Rao–Kupper, Plackett–Luce and Bradley–Terry–Luce (ML and MAP)
-fitted on every draw of a stack at once with the batched solvers of
-:mod:`bayesrank.baselines.pairwise_batch` (lockstep damped Newton / MM with a per-draw
-convergence mask).  The per-draw rules call
-the same solvers with a batch of one, so every draw gets exactly the scores it gets alone.
-
-Each rule returns scores (D, L) with a NaN row for every draw the per-draw rule would
-reject (no finite ML estimate: the win graph is not strongly connected) or would warn
-about (the solver ran out of iterations), so that :func:`~bayesrank.study.batched.rank_stack`
-runs those through the per-draw path, which reports the reason and the warning.  Options
-are checked as the rules check them (their DataError: every draw per draw); a free
-Rao–Kupper ``kappa`` gives None.
+fitted on every draw at once by the lockstep solvers of
+:mod:`bayesrank.baselines.pairwise_batch` (damped Newton / MM with a per-draw
+convergence mask).  A draw the per-draw rule would reject (no finite ML estimate: the
+win graph is not strongly connected) or warn about (the solver ran out of iterations)
+gets a NaN row; a free Rao–Kupper ``kappa`` gives None.
 """
 
 from __future__ import annotations

@@ -1,37 +1,20 @@
 """Sequential ratings (and their stochastic and count-based neighbours) over a whole DrawStack.
 
-Each rule takes a :class:`~bayesrank.study.batched.DrawStack` and an identifier's default
-options and returns the scores (D, L) of every draw, or None where it does not reproduce
-the per-draw rule exactly (other options, non-binary data, invalid options: the per-draw
-path then ranks, or reports why it cannot).
-
-Elo, Glicko and TrueSkill: the D draws' match streams (same event order: trial-major,
-paper App. "Sequential Rating Systems") go to the batched kernels of
-:mod:`bayesrank.baselines.ratings` in one call; every stream runs through the same
-compiled per-stream loop as :func:`bayesrank.baselines.ratings.elo` on the draw alone (a
-batch of one), so the scores are bit-identical to the per-draw path.  The streams are read
-from the stack's outcomes, so pool stacks (every pool of the model-pool bootstrap in one
-stack) run them too.
+Elo, Glicko and TrueSkill: the D draws' match streams (trial-major, paper App.
+"Sequential Rating Systems"), read from the stack's outcomes (so pool stacks run them
+too), go to the batched kernels of :mod:`bayesrank.baselines.ratings` in one call.
 
 Bayesian Bradley-Terry by MCMC (``bayesian_mcmc``): with a fixed seed every draw's chain
 uses the same random stream, which
 :func:`bayesrank.baselines.paired.bt_posterior_means_batch` draws once for a block of
-draws; each chain then runs the per-draw code and keeps only the mean of its draws (a
-seed that is not an integer, e.g. None or a Generator, gives each draw another stream:
-per-draw path).
+draws (any other seed: per-draw path).
 
-Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters): the draws'
-question-level counts (or cell utilities) go to the lockstep voting rules of
-:mod:`bayesrank.baselines.voting_batch`, which the per-draw rules call with a batch of one.
+Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters) run through
+:mod:`bayesrank.baselines.voting_batch`; Kemeny-Young solves each row exactly, once per
+stack for both tie policies (they have the same margins).
 
-Kemeny-Young: the exact solve of each row's question-level preferences, without building
-the draw's data; both tie policies have the same margins, so the paper's two identifiers
-read one solve per stack.
-
-Pass@k, Pass-hat@k and mG-Pass@k: closed forms over the draws' success counts through
-:func:`bayesrank.baselines.metrics.pass_scores` (per draw: a batch of one); draws of fewer
-than ``k`` trials (every N=1 draw for k = 2) are left to the per-draw rule, which says why
-it cannot rank them.
+Pass@k, Pass-hat@k and mG-Pass@k: :func:`bayesrank.baselines.metrics.pass_scores` of the
+draws' success counts; draws of fewer than ``k`` trials take the per-draw path.
 """
 
 from __future__ import annotations
