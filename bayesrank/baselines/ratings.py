@@ -98,30 +98,14 @@ def event_stream(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
     return outcomes, present
 
 
-def event_streams(R: np.ndarray, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The match streams of D trial draws of complete binary outcomes, in processing order.
-
-    Stream ``d`` is :func:`event_stream` of ``R[:, :, draws[d]]``: row ``e = n * M + m``
-    holds ``R[:, m, draws[d, n]]``.
-
-    Parameters
-    ----------
-    R : numpy.ndarray, shape (L, M, N)
-        Complete binary outcomes.
-    draws : numpy.ndarray of int, shape (D, n)
-        Trial positions of each draw.
-
-    Returns
-    -------
-    outcomes : numpy.ndarray, shape (D, n * M, L)
-    present : numpy.ndarray of bool, shape (D, n * M, L)
-        All True (complete data).
-    """
-    idx = np.asarray(draws, dtype=np.int64)
-    L, M, _ = R.shape
-    D, n = idx.shape
-    outcomes = np.ascontiguousarray(R[:, :, idx].transpose(2, 3, 1, 0)).reshape(D, n * M, L)
-    return outcomes, np.ones(outcomes.shape, dtype=bool)
+def event_streams(outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The match streams of D complete binary outcome tensors (D, L, M, n) (e.g. a study's
+    trial draws), in processing order: stream ``d`` is :func:`event_stream` of
+    ``outcomes[d]``, row ``e = n M + m`` holding ``outcomes[d, :, m, n]``; ``present``
+    (D, n M, L) is all True."""
+    D, L, M, n = outcomes.shape
+    streams = np.ascontiguousarray(outcomes.transpose(0, 3, 2, 1)).reshape(D, n * M, L)
+    return streams, np.ones(streams.shape, dtype=bool)
 
 
 # --------------------------------------------------------------------------------------

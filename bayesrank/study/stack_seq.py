@@ -10,8 +10,8 @@ uses the same random stream, which
 draws (any other seed: per-draw path).
 
 Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters) run through
-:mod:`bayesrank.baselines.voting_batch`; Kemeny-Young solves each row exactly, once per
-stack for both tie policies (they have the same margins).
+the ``*_batch`` cores of :mod:`bayesrank.baselines.voting`; Kemeny-Young solves each row
+exactly, once per stack for both tie policies (they have the same margins).
 
 Pass@k, Pass-hat@k and mG-Pass@k: :func:`bayesrank.baselines.metrics.pass_scores` of the
 draws' success counts; draws of fewer than ``k`` trials take the per-draw path.
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesrank.baselines import metrics, paired, pairwise_batch, ratings, voting, voting_batch
+from bayesrank.baselines import metrics, paired, pairwise_batch, ratings, voting
 from bayesrank.checks import check_int
 from bayesrank.threads import worker_threads
 
@@ -34,19 +34,6 @@ if TYPE_CHECKING:
     from bayesrank.study.batched import DrawStack
 
 __all__ = ["RULES"]
-
-
-def _event_streams(stack: DrawStack) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`bayesrank.baselines.ratings.event_streams` of every row, from the stack's own
-    outcomes (D, L, M, n): row ``e = n M + m`` of stream ``d`` holds ``outcomes[d, :, m, n]``.
-
-    Read through :attr:`DrawStack.outcomes`, so a pool stack (whose rows hold different
-    models) gives each row its pool's streams.
-    """
-    X = stack.outcomes
-    D, L, M, n = X.shape
-    outcomes = np.ascontiguousarray(X.transpose(0, 3, 2, 1)).reshape(D, n * M, L)
-    return outcomes, np.ones(outcomes.shape, dtype=bool)
 
 
 def _rating_rule(
@@ -57,7 +44,7 @@ def _rating_rule(
     def rule(stack: DrawStack, **options: Any) -> np.ndarray | None:
         if not stack.data.is_binary:
             return None  # the rule raises DataError; the per-draw path reports it
-        return final_scores(stack, _event_streams(stack), options)
+        return final_scores(stack, ratings.event_streams(stack.outcomes), options)
 
     return rule
 
@@ -93,9 +80,9 @@ def _bayesian_mcmc(stack: DrawStack, *, seed: int | None, **options: Any):
 
 
 def _ranked_pairs(stack: DrawStack, *, strength: str, tie_policy: str):
-    locked = voting_batch.ranked_pairs_locked_batch(stack.question_preferences(tie_policy),
+    locked = voting.ranked_pairs_locked_batch(stack.question_preferences(tie_policy),
                                                     strength)
-    return voting_batch.dag_levels_batch(locked)
+    return voting.dag_levels_batch(locked)
 
 
 def _kemeny_young(stack: DrawStack, *, tie_policy: str, time_limit,
@@ -121,13 +108,13 @@ def _kemeny_young(stack: DrawStack, *, tie_policy: str, time_limit,
 def _borda_elimination(rule: str) -> Callable[..., np.ndarray | None]:
     def scores(stack: DrawStack, *, rank_ties: str) -> np.ndarray | None:
         points = voting.borda_points(stack.question_wins, stack.question_ties, rank_ties)
-        return voting_batch.borda_elimination_batch(points, rule)
+        return voting.borda_elimination_batch(points, rule)
 
     return scores
 
 
 def _majority_judgment(stack: DrawStack) -> np.ndarray:
-    return voting_batch.majority_judgment_batch(stack.cell_grades)
+    return voting.majority_judgment_batch(stack.cell_grades)
 
 
 def _pass_family(metric: str) -> Callable[..., np.ndarray | None]:
