@@ -134,16 +134,6 @@ class _Pairs:
         """B^T v: scatter a per-pair derivative w.r.t. d onto theta (d = theta_i - theta_j)."""
         return np.bincount(self.i, per_pair, self.L) - np.bincount(self.j, per_pair, self.L)
 
-    def laplacian(self, per_pair: np.ndarray) -> np.ndarray:
-        """B^T diag(v) B: the theta-Hessian of a function of the differences d."""
-        H = np.zeros((self.L, self.L))
-        H[self.i, self.j] = -per_pair
-        H[self.j, self.i] = -per_pair
-        H[np.diag_indices(self.L)] = np.bincount(self.i, per_pair, self.L) + np.bincount(
-            self.j, per_pair, self.L
-        )
-        return H
-
 
 def _pairs(W: np.ndarray, T: np.ndarray | None = None) -> _Pairs:
     W = _as_count_matrix(W, "W")

@@ -45,10 +45,6 @@ __all__ = ["BATCHED_RULES", "SEPARABLE_RULES"]
 Scores = np.ndarray | tuple[np.ndarray, list[str | None]] | None
 
 
-def _avg(stack: DrawStack) -> np.ndarray:
-    return metrics.avg_batch(stack.cell_utility)
-
-
 def _inverse_difficulty(stack: DrawStack, *, clip_range) -> np.ndarray | None:
     if not stack.data.is_binary:
         return None  # the rule raises a DataError per draw
@@ -67,22 +63,6 @@ def _bayes(stack: DrawStack, *, R0: Any, quantile, weights) -> np.ndarray | None
             return None  # the rule raises DataError (no prior outcomes); per draw says why
         nu = nu + prior
     return metrics.bayes_score(*bayes_moments(nu, stack.data.weights), quantile)
-
-
-def _borda(stack: DrawStack) -> np.ndarray:
-    return voting.borda_scores(stack.question_preferences("half"))
-
-
-def _copeland(stack: DrawStack) -> np.ndarray:
-    return voting.copeland_scores(stack.question_preferences("half"))
-
-
-def _win_rate(stack: DrawStack) -> np.ndarray:
-    return voting.win_rate_scores(stack.question_wins)
-
-
-def _minimax(stack: DrawStack, *, variant, tie_policy) -> np.ndarray:
-    return voting.minimax_scores(stack.question_preferences(tie_policy), variant)
 
 
 def _schulze(stack: DrawStack, *, tie_policy, strength) -> np.ndarray:
@@ -125,19 +105,18 @@ def _thompson(stack: DrawStack, *, n_samples: int, prior_alpha: float, prior_bet
         return metrics.thompson_scores(_pair_counts(stack, *options), n_samples)
     # a pool stack: row p * D + d is draw d of the full stack on the models of pool p
     full = _pair_counts(stack._parent, *options)
-    rows, m = stack._rows, stack.models
-    return metrics.thompson_scores(full[rows[:, :, None], m[:, :, None], m[:, None, :]],
-                                   n_samples)
+    return metrics.thompson_scores(stack._pairs(full), n_samples)
 
 
 _COUNTS: dict[str, Callable[..., Scores]] = {
-    "avg": _avg,
+    "avg": lambda stack: metrics.avg_batch(stack.cell_utility),
     "inverse_difficulty": _inverse_difficulty,
     "bayes": _bayes,
-    "borda": _borda,
-    "copeland": _copeland,
-    "win_rate": _win_rate,
-    "minimax": _minimax,
+    "borda": lambda stack: voting.borda_scores(stack.question_preferences("half")),
+    "copeland": lambda stack: voting.copeland_scores(stack.question_preferences("half")),
+    "win_rate": lambda stack: voting.win_rate_scores(stack.question_wins),
+    "minimax": lambda stack, *, variant, tie_policy: voting.minimax_scores(
+        stack.question_preferences(tie_policy), variant),
     "schulze": _schulze,
     "thompson": _thompson,
 }

@@ -113,10 +113,6 @@ def _borda_elimination(rule: str) -> Callable[..., np.ndarray | None]:
     return scores
 
 
-def _majority_judgment(stack: DrawStack) -> np.ndarray:
-    return voting.majority_judgment_batch(stack.cell_grades)
-
-
 def _pass_family(metric: str) -> Callable[..., np.ndarray | None]:
     def scores(stack: DrawStack, *, k: int) -> np.ndarray | None:
         k = check_int("k", k)
@@ -139,7 +135,7 @@ RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "kemeny_young": _kemeny_young,
     "nanson": _borda_elimination("nanson"),
     "baldwin": _borda_elimination("baldwin"),
-    "majority_judgment": _majority_judgment,
+    "majority_judgment": lambda stack: voting.majority_judgment_batch(stack.cell_grades),
     "pass_at_k": _pass_family("pass_at_k"),
     "pass_hat_k": _pass_family("pass_hat_k"),
     "mg_pass_at_k": _pass_family("mg_pass_at_k"),

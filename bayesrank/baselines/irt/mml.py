@@ -189,11 +189,6 @@ class MmlBatch:
     trials: np.ndarray  # (B, L, M) trials, 0 on uninformative items
     _scores: dict = field(default_factory=dict, repr=False)
 
-    @property
-    def eap(self) -> np.ndarray:
-        """(B, L) posterior means ``E[theta_l | R]``."""
-        return self.person_scores()[..., 0]
-
     def person_scores(self, quantile: float | None = None) -> np.ndarray:
         """(B, L, 3): posterior mean, sd and ``quantile`` (NaN if None) of each ability.
 
