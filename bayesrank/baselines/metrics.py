@@ -379,13 +379,10 @@ def thompson(
     ``details["posterior"]``: the (alpha, beta) pairs.
 
     Random stream: each model's ``T`` draws come from its own stream seeded by ``seed``
-    and the bits of its ``(alpha, beta)`` (:func:`thompson_draws`), not from one
-    ``rng.beta(a, b, size=(T, L))`` call over all models as before (and as scorio does).
-    So a model's draws do not depend on which other models are ranked: the score is a
-    sum of pairwise terms, a model pool's scores are sums over its members of the full
-    data's pairwise counts (the study's pool stacks use this), and identical posteriors
-    get identical draws (exact ties).  Results differ from the former stream by Monte
-    Carlo error only.  ``seed=None`` draws a fresh seed for the call.
+    and the bits of its ``(alpha, beta)`` (:func:`thompson_draws`), so a model's draws do
+    not depend on which other models are ranked and identical posteriors get identical
+    draws (``docs/baselines.md``: the departure from scorio).  ``seed=None`` draws a
+    fresh seed for the call.
     """
     data.require_binary("thompson")
     n_samples, prior_alpha, prior_beta, entropy = thompson_options(n_samples, prior_alpha,

@@ -262,15 +262,12 @@ def model_pool_bootstrap(
     pools; the default 50 keeps a 72-method run to minutes.
 
     With ``engine="reference"`` every drawn pool is one task, ranked draw by draw.
-    With ``engine="batched"`` a pool drawn twice is ranked once and counted twice;
-    the draws (and the full data) are reduced once on all models, and the distinct
-    pools of one size are stacked (:meth:`DrawStack.pools`: every draw on every pool
-    as one stack, a few stacks per size as memory allows), so each closed-form rule
-    runs once per stack on every draw of every pool, for the draws and for the
-    pools' own full-N references alike; the other rules run pool by pool, draw by
-    draw, as before.  Rules whose model scores depend only on the model's own counts
-    (avg, Bayes@N) are scored once and restricted to each pool.  Each pool stack is
-    one task (on a Dask ``client``, about two per worker and size).
+    With ``engine="batched"`` a pool drawn twice is ranked once, the draws are reduced
+    once on all models, and the distinct pools of one size are stacked
+    (:meth:`DrawStack.pools`) so that a stacked rule runs once on every draw of every
+    pool, for the draws and the pools' full-N references alike; rules scored model by
+    model (avg, Bayes@N) are scored once and restricted to each pool.  Each pool stack
+    is one task (on a Dask ``client``, about two per worker and size).
 
     Returns
     -------

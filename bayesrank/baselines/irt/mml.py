@@ -347,10 +347,8 @@ def rasch_mml(
     :func:`fit_rasch_mml`.
 
     The EM fits the difficulties on the ``n_quadrature``-node grid, as in the paper; the
-    scores are then computed from each model's own posterior (module docstring, "Person
-    scores"), so a model with many trials, whose posterior is far narrower than the grid
-    spacing (about 0.3 for 21 nodes), does not snap to a node and tie with its neighbours
-    (scorio 0.2.3 scores on the grid).  ``return_item_params=True`` adds ``difficulty``,
+    scores are each model's own posterior's (module docstring, "Person scores"), not the
+    grid's.  ``return_item_params=True`` adds ``difficulty``,
     ``ability_sd`` (posterior sd) and ``population_sd`` to ``details``.
     """
     k, n = binary_counts(data, "Rasch MML")
