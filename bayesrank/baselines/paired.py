@@ -214,9 +214,7 @@ def bt_log_strengths(
     """
     p = _pairs(W)
     prior_var, max_iter = fit_options(prior, max_iter)
-    if p.decisive == 0:
-        return np.zeros(p.L)
-    if prior_var is None:
+    if prior_var is None and p.decisive > 0:  # without one, every model ties (zeros)
         check_identified(np.asarray(W) > 0, method="Bradley-Terry ML")
     theta, stalled = bt_fit_batch(np.asarray(W, float)[None], prior_var=prior_var,
                                   max_iter=max_iter)
@@ -236,11 +234,7 @@ def davidson_log_strengths(
     """
     p = _pairs(W, T)
     prior_var, max_iter = fit_options(prior, max_iter)
-    if p.decisive == 0:
-        return np.zeros(p.L), np.inf
-    if p.t.sum() == 0:
-        return bt_log_strengths(W, prior=prior, max_iter=max_iter), 0.0
-    if prior_var is None:
+    if prior_var is None and p.decisive > 0:
         check_identified((np.asarray(W) > 0) | (np.asarray(T) > 0), method="Davidson ML")
     theta, nu, stalled = davidson_fit_batch(np.asarray(W, float)[None],
                                             np.asarray(T, float)[None],

@@ -26,7 +26,6 @@ from bayesrank.baselines.irt.mml import _mml_options, fit_rasch_mml_batch
 from bayesrank.baselines.irt.xpl import _layout, fit_irt
 from bayesrank.baselines.irt.xpl_batch import fit_xpl_batch
 from bayesrank.checks import check_probability
-from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
     from bayesrank.study.batched import DrawStack
@@ -53,12 +52,9 @@ def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter, return_item_para
     if not stack.data.is_binary:
         return None
     o = {**_FIT, **fit}
-    try:
-        lay = _layout(model, prior_variance(prior), max_iter, o["reg_discrimination"],
-                      o["reg_guessing"], o["guessing_upper"], o["fix_guessing"])
-    except (ValueError, TypeError):
-        return None  # the rule rejects these options; the per-draw path says why
-    lay = replace(lay, labels=tuple(map(str, stack.data.models)))
+    lay = replace(_layout(model, prior_variance(prior), max_iter, o["reg_discrimination"],
+                          o["reg_guessing"], o["guessing_upper"], o["fix_guessing"]),
+                  labels=tuple(map(str, stack.data.models)))
 
     def fit() -> Scores:
         k = stack.counts[..., 1].astype(float)
@@ -84,13 +80,10 @@ def _rasch_mml(stack: DrawStack, *, quantile, max_iter, em_iter, n_quadrature, p
     posterior, :meth:`~bayesrank.baselines.irt.mml.MmlBatch.person_scores`)."""
     if not stack.data.is_binary:
         return None
-    try:
-        em_iter, max_iter, population_sd = _mml_options(n_quadrature, em_iter, max_iter,
-                                                        population_sd)
-        if quantile is not None:
-            check_probability("quantile", quantile)
-    except (DataError, ValueError, TypeError):
-        return None
+    em_iter, max_iter, population_sd = _mml_options(n_quadrature, em_iter, max_iter,
+                                                    population_sd)
+    if quantile is not None:
+        check_probability("quantile", quantile)
 
     def fit():
         k = stack.counts[..., 1].astype(float)
