@@ -164,10 +164,7 @@ def elo_ratings(
     initial_rating: float = 1500.0,
     tie_handling: str = "correct_draw_only",
 ) -> np.ndarray:
-    """Final Elo ratings (B, L) of B independent match streams (B, E, L).
-
-    :func:`elo` is a batch of one; each stream gets exactly the ratings it gets alone.
-    """
+    """Final Elo ratings (B, L) of B independent match streams (B, E, L)."""
     K = check_finite("K", K, positive=True)
     initial_rating = check_finite("initial_rating", initial_rating)
     code = _tie_code(tie_handling)
@@ -292,10 +289,7 @@ def glicko_ratings(
     rd_max: float = 350.0,
     tie_handling: str = "correct_draw_only",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Final Glicko ratings and RDs, each (B, L), of B independent match streams (B, E, L).
-
-    :func:`glicko` is a batch of one; each stream gets exactly the ratings it gets alone.
-    """
+    """Final Glicko ratings and RDs, each (B, L), of B independent match streams (B, E, L)."""
     initial_rating = check_finite("initial_rating", initial_rating)
     initial_rd = check_finite("initial_rd", initial_rd, positive=True)
     c = check_finite("c", c, nonnegative=True)
@@ -399,7 +393,6 @@ def trueskill_ratings(
     """Final TrueSkill ``mu`` and ``sigma``, each (B, L), of B match streams (B, E, L).
 
     The drift ``tau`` is applied after every ``events_per_trial`` events (M questions).
-    :func:`trueskill` is a batch of one; each stream gets exactly the result it gets alone.
     """
     mu_initial = check_finite("mu_initial", mu_initial)
     sigma_initial = check_finite("sigma_initial", sigma_initial, positive=True)
