@@ -222,13 +222,18 @@ def convergence(
     return pd.DataFrame(rows)
 
 
+def check_pool_sizes(sizes: Sequence[int], L: int) -> None:
+    """Raise ValueError naming the first model-pool size outside 2..L."""
+    for k in sizes:
+        if isinstance(k, bool) or not 2 <= int(k) <= L:
+            raise ValueError(f"model-pool size {k} is outside 2..L={L} (the data have L={L})")
+
+
 def model_subsets(
     L: int, sizes: Sequence[int], subsets: int, rng: np.random.Generator
 ) -> dict[int, list[np.ndarray]]:
     """``subsets`` random model pools of each size (sorted indices, no repeats in a pool)."""
-    for k in sizes:
-        if isinstance(k, bool) or not 2 <= int(k) <= L:
-            raise ValueError(f"model-pool size {k} is outside 2..L={L} (the data have L={L})")
+    check_pool_sizes(sizes, L)
     if subsets < 1:
         raise ValueError(f"subsets must be a positive integer, got {subsets!r}")
     return {int(k): [np.sort(rng.choice(L, size=int(k), replace=False)) for _ in range(subsets)]
