@@ -52,6 +52,12 @@ class _Rows:
             a.setflags(write=False)
         return hit
 
+    def probabilities(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``P_hat``, the comparison graphs (read-only; 13 of the 15 identifiers start from
+        them) and a fresh mask of the draws whose graph is connected."""
+        P_hat, compared, connected = self._probabilities
+        return P_hat, compared, connected.copy()
+
 
 def _blocks(stack: DrawStack) -> list[_Rows]:
     """The stack's rows in blocks of :data:`CHUNK`, shared by every rule called on it
@@ -79,18 +85,11 @@ def _over_blocks(rule: Callable[..., np.ndarray | None]) -> Callable[..., np.nda
     return over_stack
 
 
-def _probabilities(rows: _Rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``P_hat``, the comparison graphs (read-only; 13 of the 15 identifiers start from them)
-    and a fresh mask of the draws whose graph is connected."""
-    P_hat, compared, connected = rows._probabilities
-    return P_hat, compared, connected.copy()
-
-
 def _pagerank(rows: _Rows, *, damping, solver, max_iter, tol):
     damping = graph.pagerank_options(damping, solver, max_iter, tol)
     if solver != "exact":
         return None
-    P_hat, compared, ok = _probabilities(rows)
+    P_hat, compared, ok = rows.probabilities()
     L = rows.wins.shape[1]
     adjacency = np.swapaxes(np.where(compared, P_hat, 0.0), 1, 2)
     return _where_ok(ok, gb.pagerank_batch(adjacency, damping, np.full(L, 1.0 / L)))
@@ -99,7 +98,7 @@ def _pagerank(rows: _Rows, *, damping, solver, max_iter, tol):
 def _spectral(rows: _Rows, *, solver, max_iter, tol):
     if not graph.check_solver(solver, max_iter, tol):
         return None
-    P_hat, compared, ok = _probabilities(rows)
+    P_hat, compared, ok = rows.probabilities()
     v, simple = gb.perron_batch(gb.spectral_matrix_batch(P_hat, compared))
     return _where_ok(ok & simple, v)
 
@@ -129,7 +128,7 @@ def _alpharank(rows: _Rows, *, alpha, population_size, solver, max_iter, tol):
     L = rows.wins.shape[1]
     if L == 1:
         return np.ones((rows.D, 1))
-    P_hat, _, ok = _probabilities(rows)
+    P_hat, _, ok = rows.probabilities()
     C = gb.alpharank_chain_batch(P_hat, alpha, population_size, constant_sum=True)
     off = ~np.eye(L, dtype=bool)
     ok &= np.all(C[:, off] > 0, axis=1)
@@ -143,7 +142,7 @@ def _nash(rows: _Rows, *, solver, score_type, selection, n_iter, temperature,
     check_choice("selection", selection, ("max_entropy", "lp"))  # which equilibria close
     if solver != "lp":
         return None
-    P_hat, _, ok = _probabilities(rows)
+    P_hat, _, ok = rows.probabilities()
     A = graph.zero_sum_game(P_hat)
     AT = np.swapaxes(A, 1, 2)
     antisymmetric = np.all(np.abs(A + AT) <= 1e-12 + 1e-5 * np.abs(AT), axis=(1, 2))
@@ -158,7 +157,7 @@ def _nash(rows: _Rows, *, solver, score_type, selection, n_iter, temperature,
 
 def _serial_rank(rows: _Rows, *, comparison):
     check_choice("comparison", comparison, ("prob_diff", "sign"))
-    P_hat, _, ok = _probabilities(rows)
+    P_hat, _, ok = rows.probabilities()
     C = graph.zero_sum_game(P_hat)
     scores, _ = gb.serial_rank_batch(np.sign(C) if comparison == "sign" else C)
     return _where_ok(ok, scores)
@@ -166,7 +165,7 @@ def _serial_rank(rows: _Rows, *, comparison):
 
 def _hodge_rank(rows: _Rows, *, pairwise_stat, weight_method, epsilon, return_diagnostics):
     epsilon = graph.hodge_options(pairwise_stat, weight_method, epsilon)
-    _, compared, ok = _probabilities(rows)
+    _, compared, ok = rows.probabilities()
     total = rows.wins + np.swapaxes(rows.wins, 1, 2) + rows.ties
     Y, w = gb.hodge_flow_batch(rows.wins, total, compared, pairwise_stat, weight_method,
                                epsilon)
