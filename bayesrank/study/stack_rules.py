@@ -65,11 +65,6 @@ def _bayes(stack: DrawStack, *, R0: Any, quantile, weights) -> np.ndarray | None
     return metrics.bayes_score(*bayes_moments(nu, stack.data.weights), quantile)
 
 
-def _schulze(stack: DrawStack, *, tie_policy, strength) -> np.ndarray:
-    # a cycle in some draw's beatpath order raises: per draw, which reports it
-    return voting.schulze_levels(stack.question_preferences(tie_policy), strength)
-
-
 #: Posterior draws kept for reuse across the draws of one stack (floats, about 128 MiB).
 DRAW_CACHE_ELEMENTS = 2**24
 
@@ -117,7 +112,9 @@ _COUNTS: dict[str, Callable[..., Scores]] = {
     "win_rate": lambda stack: voting.win_rate_scores(stack.question_wins),
     "minimax": lambda stack, *, variant, tie_policy: voting.minimax_scores(
         stack.question_preferences(tie_policy), variant),
-    "schulze": _schulze,
+    # a cycle in some draw's beatpath order raises: per draw, which reports it
+    "schulze": lambda stack, *, tie_policy, strength: voting.schulze_levels(
+        stack.question_preferences(tie_policy), strength),
     "thompson": _thompson,
 }
 
