@@ -36,6 +36,7 @@ __all__ = [
     "fit_options",
     "newton",
     "newton_step",
+    "normalised_strengths",
     "penalise",
     "prior_variance",
     "require_connected",
@@ -326,3 +327,9 @@ def average_groups(scores: np.ndarray, groups: np.ndarray) -> np.ndarray:
 def strengths(theta: np.ndarray) -> np.ndarray:
     """Strengths ``pi = exp(theta)`` with ``|theta|`` capped at 30 (no overflow)."""
     return np.exp(np.clip(theta, -_LOG_CAP, _LOG_CAP))
+
+
+def normalised_strengths(theta: np.ndarray) -> np.ndarray:
+    """``exp(theta)`` normalised to sum 1 over the last axis (Plackett–Luce's scores)."""
+    pi = np.exp(theta)
+    return pi / np.sum(pi, axis=-1, keepdims=True)

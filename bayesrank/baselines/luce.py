@@ -50,6 +50,7 @@ from bayesrank.baselines._optim import (
     check_identified,
     fit_options,
     newton,
+    normalised_strengths,
     penalise,
     strengths,
     warn_stalled,
@@ -631,8 +632,7 @@ def plackett_luce(
         check_identified(W > 0, method="plackett_luce", suggestion="plackett_luce_map",
                          labels=data.models)
     theta = exchangeable_average(pl_log_strengths(W, max_iter=max_iter, tol=tol), W)
-    pi = np.exp(theta)
-    return pi / pi.sum(), {"log_strengths": theta}
+    return normalised_strengths(theta), {"log_strengths": theta}
 
 
 def _setwise(data: ResponseData, what: str):

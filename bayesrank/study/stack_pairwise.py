@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bayesrank.baselines._optim import fit_options, strengths
+from bayesrank.baselines._optim import fit_options, normalised_strengths, strengths
 from bayesrank.baselines.pairwise_batch import (
     average_exchangeable,
     bt_fit_batch,
@@ -104,11 +104,6 @@ def _rao_kupper(stack: DrawStack, *, tie_strength, prior, max_iter):
     return _scores(theta, ok, stalled, stack.D)
 
 
-def _normalised(theta: np.ndarray) -> np.ndarray:
-    pi = np.exp(theta)
-    return pi / np.sum(pi, axis=-1, keepdims=True)
-
-
 def _plackett_luce(stack: DrawStack, *, prior, max_iter, tol):
     if prior is not None:  # the MAP rule is Bradley-Terry MAP
         return _bradley_terry(stack, prior=prior, max_iter=max_iter)
@@ -123,7 +118,7 @@ def _plackett_luce(stack: DrawStack, *, prior, max_iter, tol):
     if fit.any():
         theta[fit], stalled[fit] = pl_mm_batch(W[ok][fit], max_iter=max_iter, tol=tol)
     theta = average_exchangeable(theta, exchangeable_batch(W[ok]))
-    return _scores(theta, ok, stalled, stack.D, score=_normalised)
+    return _scores(theta, ok, stalled, stack.D, score=normalised_strengths)
 
 
 def setwise_events(stack: DrawStack) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
