@@ -1,6 +1,6 @@
 """Compiled loops of Ranked Pairs (locking) and Nanson/Baldwin (elimination), many elections.
 
-Kept apart from :mod:`bayesrank.baselines.voting` so that numba is imported only
+Kept apart from :mod:`bayesrank.baselines.voting_batch` so that numba is imported only
 when one of them first runs.  Compiled on first use and cached on disk.
 """
 
@@ -42,7 +42,7 @@ def lock_victories(election, winner, loser, n_elections, L):
 def borda_elimination(points, nanson):
     """Survival rounds of Nanson's (``nanson=True``) or Baldwin's elimination, every election.
 
-    ``points`` (B, L, L); see :func:`bayesrank.baselines.voting.borda_elimination_batch`.
+    ``points`` (B, L, L); see :func:`bayesrank.baselines.voting_batch.borda_elimination_batch`.
     Each election runs alone, its sums in index order.
     """
     B, L, _ = points.shape

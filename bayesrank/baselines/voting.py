@@ -20,26 +20,24 @@ matrix, plus a :func:`~bayesrank.ranking.ranking_method` wrapper over
 Rules that define an order rather than a score (Schulze, Ranked Pairs,
 Kemeny-Young, Nanson, Baldwin, Majority Judgment) return *level* scores:
 models with no predecessor get the top level, and so on (:func:`dag_levels`).
-
-The combinatorial rules' cores take B elections stacked on a leading axis (``*_batch``;
-the study passes every draw of a stack, the single-election functions a batch of one):
-DAG levels peel layer ``k`` of every election at once, Ranked Pairs sorts every
-election's victories in one ``lexsort`` and locks them, Nanson and Baldwin eliminate in
-compiled loops over the elections (:mod:`bayesrank.baselines._voting_kernels`), and
-Majority Judgment sorts all elections' median sequences in one ``lexsort``.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from scipy import optimize, sparse
 from scipy.sparse import csgraph
 
+from bayesrank.baselines.voting_batch import (
+    borda_elimination_batch,
+    dag_levels_batch,
+    majority_judgment_batch,
+    ranked_pairs_locked_batch,
+)
 from bayesrank.checks import check_choice, check_finite
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
@@ -50,18 +48,15 @@ __all__ = [
     "RANK_TIES",
     "baldwin",
     "borda",
-    "borda_elimination_batch",
     "borda_elimination_scores",
     "borda_points",
     "borda_scores",
     "copeland",
     "copeland_scores",
     "dag_levels",
-    "dag_levels_batch",
     "kemeny_young",
     "kemeny_young_scores",
     "majority_judgment",
-    "majority_judgment_batch",
     "majority_judgment_scores",
     "minimax",
     "minimax_scores",
@@ -71,7 +66,6 @@ __all__ = [
     "question_counts",
     "ranked_pairs",
     "ranked_pairs_locked",
-    "ranked_pairs_locked_batch",
     "schulze",
     "schulze_levels",
     "schulze_paths",
@@ -171,103 +165,6 @@ def _data_preferences(data: ResponseData, tie_policy: str) -> np.ndarray:
     if tie_policy == "half":
         return np.asarray(data.reductions.question_preferences, dtype=float)
     return question_counts(data)[0]
-
-
-# --------------------------------------------------------------------------------------
-# Cores over B elections (leading batch axis)
-# --------------------------------------------------------------------------------------
-def dag_levels_batch(above: np.ndarray) -> np.ndarray:
-    """Kahn levels of B acyclic "ranks above" relations (B, L, L), see ``voting.dag_levels``.
-
-    Candidates nobody is above get level ``L``; removing them, the next sources get
-    ``L - 1``; and so on.  Every layer of all B relations is peeled at once, draws-last
-    ((L, L, B), so each array operation runs along the long batch axis).  Raises
-    DataError if any relation has a cycle.
-    """
-    adj = np.ascontiguousarray(np.moveaxis(np.asarray(above, dtype=bool), 0, -1)).astype(np.int64)
-    L = adj.shape[0]
-    indegree = adj.sum(axis=0)  # (L, B)
-    alive = np.ones(indegree.shape, dtype=bool)
-    scores = np.zeros(indegree.shape)
-    level = float(L)
-    while alive.any():
-        sources = alive & (indegree == 0)
-        if (alive.any(axis=0) & ~sources.any(axis=0)).any():
-            raise DataError("the 'above' relation has a cycle; levels are undefined")
-        scores[sources] = level
-        level -= 1.0
-        alive &= ~sources
-        indegree = indegree - np.einsum("lb,ljb->jb", sources.astype(np.int64), adj)
-    return np.ascontiguousarray(scores.T)
-
-
-def ranked_pairs_locked_batch(P: np.ndarray, strength: str = "margin") -> np.ndarray:
-    """Locked victories of Ranked Pairs (Tideman 1987) in B elections, bool (B, L, L).
-
-    ``P`` (B, L, L) are pairwise preference counts.  In every election the victories
-    ``i -> j`` (``Delta_ij > 0``) are sorted by strength (``Delta_ij`` for "margin",
-    ``P_ij`` for "winning_votes"), then winning votes ``P_ij`` (both descending), then
-    winner and loser index (ascending), and locked unless they close a cycle.
-    """
-    from bayesrank.baselines._voting_kernels import lock_victories
-
-    check_choice("strength", strength, ("margin", "winning_votes"))
-    B, L, _ = P.shape
-    margin = P - np.swapaxes(P, 1, 2)
-    election, winner, loser = np.nonzero(margin > 0)
-    votes = P[election, winner, loser]
-    primary = margin[election, winner, loser] if strength == "margin" else votes
-    order = np.lexsort((loser, winner, -votes, -primary, election))
-    return lock_victories(election[order], winner[order], loser[order], B, L)
-
-
-def borda_elimination_batch(points: np.ndarray, rule: str = "nanson") -> np.ndarray:
-    """Survival rounds of Nanson's or Baldwin's Borda elimination in B elections.
-
-    ``points`` (B, L, L): ``W_ij + c T_ij``.  Each round sums the points among the
-    remaining candidates and removes those with ``s_i <= mean(s)`` (Nanson) or
-    ``s_i = min(s)`` (Baldwin), up to ``1e-12 max(1, max |s|)``; an election ends when one
-    candidate is left or the removal would take everyone (they tie).  The rounds run in
-    one compiled loop over the elections (:mod:`bayesrank.baselines._voting_kernels`).
-
-    Returns
-    -------
-    numpy.ndarray, shape (B, L)
-        Round in which each candidate was eliminated (larger = survived longer).
-    """
-    from bayesrank.baselines._voting_kernels import borda_elimination
-
-    return borda_elimination(np.ascontiguousarray(points, dtype=float), rule == "nanson")
-
-
-@lru_cache(maxsize=64)
-def _median_removal_order(n: int) -> np.ndarray:
-    """Positions of a sorted list of n grades in the order the lower median is removed."""
-    remaining = list(range(n))
-    out = [remaining.pop((len(remaining) - 1) // 2) for _ in range(n)]
-    return np.asarray(out, dtype=np.int64)
-
-
-def majority_judgment_batch(grades: np.ndarray) -> np.ndarray:
-    """Majority Judgment levels of B elections, grades (B, L, V), see ``voting``.
-
-    Each candidate's *median sequence* is its grades in the order the lower median is
-    removed; levels are the dense lexicographic ranks of these sequences within each
-    election (0 = worst; equal sequences share a level), i.e. what
-    ``np.unique(sequences, axis=0, return_inverse=True)`` gives per election.
-    """
-    B, L, V = grades.shape
-    rows = np.sort(grades, axis=2)[:, :, _median_removal_order(V)].reshape(B * L, V)
-    election = np.repeat(np.arange(B), L)
-    order = np.lexsort((*rows.T[::-1], election))
-    ordered, in_election = rows[order], election[order]
-    new = np.ones(B * L, dtype=bool)
-    new[1:] = (in_election[1:] != in_election[:-1]) | (ordered[1:] != ordered[:-1]).any(axis=1)
-    dense = np.cumsum(new) - 1
-    start = dense[np.searchsorted(in_election, np.arange(B))]  # each election counts from 0
-    level = np.empty(B * L)
-    level[order] = dense - start[in_election]
-    return level.reshape(B, L)
 
 
 # --------------------------------------------------------------------------------------

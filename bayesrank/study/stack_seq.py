@@ -10,7 +10,7 @@ uses the same random stream, which
 draws (any other seed: per-draw path).
 
 Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters) run through
-the ``*_batch`` cores of :mod:`bayesrank.baselines.voting`; Kemeny-Young solves each row
+the lockstep rules of :mod:`bayesrank.baselines.voting_batch`; Kemeny-Young solves each row
 exactly, once per stack for both tie policies (they have the same margins).
 
 Pass@k, Pass-hat@k and mG-Pass@k: :func:`bayesrank.baselines.metrics.pass_scores` of the
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bayesrank.baselines import metrics, paired, pairwise_batch, ratings, voting
+from bayesrank.baselines import metrics, paired, pairwise_batch, ratings, voting, voting_batch
 from bayesrank.checks import check_int
 from bayesrank.threads import worker_threads
 
@@ -80,9 +80,9 @@ def _bayesian_mcmc(stack: DrawStack, *, seed: int | None, **options: Any):
 
 
 def _ranked_pairs(stack: DrawStack, *, strength: str, tie_policy: str):
-    locked = voting.ranked_pairs_locked_batch(stack.question_preferences(tie_policy),
+    locked = voting_batch.ranked_pairs_locked_batch(stack.question_preferences(tie_policy),
                                                     strength)
-    return voting.dag_levels_batch(locked)
+    return voting_batch.dag_levels_batch(locked)
 
 
 def _kemeny_young(stack: DrawStack, *, tie_policy: str, time_limit,
@@ -108,7 +108,7 @@ def _kemeny_young(stack: DrawStack, *, tie_policy: str, time_limit,
 def _borda_elimination(rule: str) -> Callable[..., np.ndarray | None]:
     def scores(stack: DrawStack, *, rank_ties: str) -> np.ndarray | None:
         points = voting.borda_points(stack.question_wins, stack.question_ties, rank_ties)
-        return voting.borda_elimination_batch(points, rule)
+        return voting_batch.borda_elimination_batch(points, rule)
 
     return scores
 
@@ -135,7 +135,7 @@ RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "kemeny_young": _kemeny_young,
     "nanson": _borda_elimination("nanson"),
     "baldwin": _borda_elimination("baldwin"),
-    "majority_judgment": lambda stack: voting.majority_judgment_batch(stack.cell_grades),
+    "majority_judgment": lambda stack: voting_batch.majority_judgment_batch(stack.cell_grades),
     "pass_at_k": _pass_family("pass_at_k"),
     "pass_hat_k": _pass_family("pass_hat_k"),
     "mg_pass_at_k": _pass_family("mg_pass_at_k"),

@@ -1,0 +1,125 @@
+"""Voting rules of :mod:`bayesrank.baselines.voting` over a batch of elections at once.
+
+Each function takes B elections stacked on a leading axis and returns what the
+single-election rule returns for each of them; the single-election functions of
+:mod:`bayesrank.baselines.voting` call these with a batch of one, so an election's result
+does not depend on the batch it came in.  The rules are combinatorial (orderings,
+eliminations, comparisons of counts): DAG levels run in lockstep (layer ``k`` of every
+election at once, with masks for the elections that have finished), Ranked Pairs sorts
+every election's victories in one ``lexsort`` and locks them, and Nanson/Baldwin
+eliminate, in compiled loops over the elections
+(:mod:`bayesrank.baselines._voting_kernels`); Majority Judgment sorts all elections'
+median sequences in one ``lexsort``.
+
+Paper appendix, "Voting rules" (Ranked Pairs, Nanson, Baldwin, Majority Judgment).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from bayesrank.checks import check_choice
+from bayesrank.errors import DataError
+
+__all__ = [
+    "borda_elimination_batch",
+    "dag_levels_batch",
+    "majority_judgment_batch",
+    "ranked_pairs_locked_batch",
+]
+
+
+def dag_levels_batch(above: np.ndarray) -> np.ndarray:
+    """Kahn levels of B acyclic "ranks above" relations (B, L, L), see ``voting.dag_levels``.
+
+    Candidates nobody is above get level ``L``; removing them, the next sources get
+    ``L - 1``; and so on.  Every layer of all B relations is peeled at once, draws-last
+    ((L, L, B), so each array operation runs along the long batch axis).  Raises
+    DataError if any relation has a cycle.
+    """
+    adj = np.ascontiguousarray(np.moveaxis(np.asarray(above, dtype=bool), 0, -1)).astype(np.int64)
+    L = adj.shape[0]
+    indegree = adj.sum(axis=0)  # (L, B)
+    alive = np.ones(indegree.shape, dtype=bool)
+    scores = np.zeros(indegree.shape)
+    level = float(L)
+    while alive.any():
+        sources = alive & (indegree == 0)
+        if (alive.any(axis=0) & ~sources.any(axis=0)).any():
+            raise DataError("the 'above' relation has a cycle; levels are undefined")
+        scores[sources] = level
+        level -= 1.0
+        alive &= ~sources
+        indegree = indegree - np.einsum("lb,ljb->jb", sources.astype(np.int64), adj)
+    return np.ascontiguousarray(scores.T)
+
+
+def ranked_pairs_locked_batch(P: np.ndarray, strength: str = "margin") -> np.ndarray:
+    """Locked victories of Ranked Pairs (Tideman 1987) in B elections, bool (B, L, L).
+
+    ``P`` (B, L, L) are pairwise preference counts.  In every election the victories
+    ``i -> j`` (``Delta_ij > 0``) are sorted by strength (``Delta_ij`` for "margin",
+    ``P_ij`` for "winning_votes"), then winning votes ``P_ij`` (both descending), then
+    winner and loser index (ascending), and locked unless they close a cycle.
+    """
+    from bayesrank.baselines._voting_kernels import lock_victories
+
+    check_choice("strength", strength, ("margin", "winning_votes"))
+    B, L, _ = P.shape
+    margin = P - np.swapaxes(P, 1, 2)
+    election, winner, loser = np.nonzero(margin > 0)
+    votes = P[election, winner, loser]
+    primary = margin[election, winner, loser] if strength == "margin" else votes
+    order = np.lexsort((loser, winner, -votes, -primary, election))
+    return lock_victories(election[order], winner[order], loser[order], B, L)
+
+
+def borda_elimination_batch(points: np.ndarray, rule: str = "nanson") -> np.ndarray:
+    """Survival rounds of Nanson's or Baldwin's Borda elimination in B elections.
+
+    ``points`` (B, L, L): ``W_ij + c T_ij``.  Each round sums the points among the
+    remaining candidates and removes those with ``s_i <= mean(s)`` (Nanson) or
+    ``s_i = min(s)`` (Baldwin), up to ``1e-12 max(1, max |s|)``; an election ends when one
+    candidate is left or the removal would take everyone (they tie).  The rounds run in
+    one compiled loop over the elections (:mod:`bayesrank.baselines._voting_kernels`).
+
+    Returns
+    -------
+    numpy.ndarray, shape (B, L)
+        Round in which each candidate was eliminated (larger = survived longer).
+    """
+    from bayesrank.baselines._voting_kernels import borda_elimination
+
+    return borda_elimination(np.ascontiguousarray(points, dtype=float), rule == "nanson")
+
+
+@lru_cache(maxsize=64)
+def _median_removal_order(n: int) -> np.ndarray:
+    """Positions of a sorted list of n grades in the order the lower median is removed."""
+    remaining = list(range(n))
+    out = [remaining.pop((len(remaining) - 1) // 2) for _ in range(n)]
+    return np.asarray(out, dtype=np.int64)
+
+
+def majority_judgment_batch(grades: np.ndarray) -> np.ndarray:
+    """Majority Judgment levels of B elections, grades (B, L, V), see ``voting``.
+
+    Each candidate's *median sequence* is its grades in the order the lower median is
+    removed; levels are the dense lexicographic ranks of these sequences within each
+    election (0 = worst; equal sequences share a level), i.e. what
+    ``np.unique(sequences, axis=0, return_inverse=True)`` gives per election.
+    """
+    B, L, V = grades.shape
+    rows = np.sort(grades, axis=2)[:, :, _median_removal_order(V)].reshape(B * L, V)
+    election = np.repeat(np.arange(B), L)
+    order = np.lexsort((*rows.T[::-1], election))
+    ordered, in_election = rows[order], election[order]
+    new = np.ones(B * L, dtype=bool)
+    new[1:] = (in_election[1:] != in_election[:-1]) | (ordered[1:] != ordered[:-1]).any(axis=1)
+    dense = np.cumsum(new) - 1
+    start = dense[np.searchsorted(in_election, np.arange(B))]  # each election counts from 0
+    level = np.empty(B * L)
+    level[order] = dense - start[in_election]
+    return level.reshape(B, L)
