@@ -31,6 +31,7 @@ __all__ = [
     "check_in_interval",
     "check_int",
     "check_probability",
+    "names_argument",
 ]
 
 Closed = Literal["both", "left", "right", "neither"]
@@ -115,3 +116,18 @@ def category_weights_argument(text: str) -> list[float]:
             f"expected the score of each outcome 0..C, comma-separated (e.g. 0,0.5,1), "
             f"got {text!r}")
     return values
+
+
+def names_argument(text: str) -> list[str]:
+    """``--covariates length,markdown``: comma-separated names, for ``argparse`` ``type=``.
+
+    >>> names_argument("length,markdown")
+    ['length', 'markdown']
+    """
+    import argparse
+
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated names (e.g. length,markdown), "
+                                         f"got {text!r}")
+    return names

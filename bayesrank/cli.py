@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bayesrank import __version__
-from bayesrank.checks import category_weights_argument
+from bayesrank.checks import category_weights_argument, names_argument
 from bayesrank.data.io import columns_argument
 
 if TYPE_CHECKING:
@@ -182,7 +182,8 @@ def _load_data(args: argparse.Namespace):
     path, prior = args.data, args.prior
     if path is None:
         given = [flag for flag, value in (("--prior", prior), ("--columns", args.columns),
-                                          ("--trials", args.trials), ("--weights", args.weights))
+                                          ("--trials", args.trials), ("--weights", args.weights),
+                                          ("--covariates", args.covariates))
                  if value]
         if given:
             raise UsageError(f"{given[0]} applies to a DATA file; give one (the bundled example "
@@ -192,7 +193,7 @@ def _load_data(args: argparse.Namespace):
     if prior is not None:
         check_input_file(prior, "--prior ")
     return io.load(path, key=args.key, R0=prior, columns=args.columns, trials=args.trials,
-                   weights=args.weights, metric=args.metric), path
+                   weights=args.weights, metric=args.metric, covariates=args.covariates), path
 
 
 def check_input_file(path: str | os.PathLike, flag: str = "") -> None:
@@ -227,6 +228,10 @@ def _add_data_arguments(p: argparse.ArgumentParser, suite: str | None = None) ->
     p.add_argument("--weights", type=category_weights_argument, metavar="W0,W1,...",
                    help="categorical outcomes 0..C: the score of each, e.g. --weights 0,0.5,1 "
                    "(outcomes above 1 are refused without it)")
+    p.add_argument("--covariates", type=names_argument, metavar="NAME,...",
+                   help="DATA is a battles table: per-battle covariates to control for (style "
+                   "control), e.g. --covariates length,markdown reads length_a/length_b and "
+                   "markdown_a/markdown_b; fit and report then use the contextual model")
 
 
 def _add_common_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -55,6 +56,11 @@ def rank(
         Override the identifier's default arguments.
     """
     spec = get_method(method)
+    if getattr(data, "covariate_names", ()):
+        warnings.warn(f"{method} ranks the battles' outcomes without their covariates "
+                      f"({', '.join(data.covariate_names)}); bayesrank.fit(data, "
+                      "'bradley_terry' or 'davidson') holds them equal (style control)",
+                      UserWarning, stacklevel=2)
     result = dataclasses.replace(spec.function(data, **{**spec.defaults, **options}), method=method)
     return result if ties == "competition" else result.with_ties(ties)  # type: ignore[arg-type]
 

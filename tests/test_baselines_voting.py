@@ -476,21 +476,28 @@ def test_kemeny_cycle_ties_and_time_limit():
         voting.kemeny_young_scores(P, time_limit=0)
 
 
+@pytest.mark.parametrize("certificates", [True, False])
 @pytest.mark.parametrize("seed", range(10))
-def test_kemeny_subset_dp_and_milp_agree(seed, monkeypatch):
-    # Two exact solvers: subset DP (blocks <= 14 models) and the MILP with pairwise
-    # re-solves (larger blocks).  Few voters -> big cyclic blocks and tied optima.
+def test_kemeny_subset_dp_and_linear_ordering_agree(seed, certificates, monkeypatch):
+    # Two exact solvers: subset DP (blocks <= 14 models) and the cutting-plane linear
+    # ordering with pairwise re-solves (larger blocks).  Few voters -> big cyclic blocks and
+    # tied optima.  Without certificates every undecided pair is re-solved (the floor cut).
     rng = np.random.default_rng(seed)
-    n_cands = int(rng.integers(3, 10))
+    n_cands = int(rng.integers(3, 13))
     levels, counts = _random_weak_orders(seed + 100, n_cands, int(rng.integers(2, 6)), True)
     wins, ties = voting.pairwise_counts(-levels, counts)
     P = voting.preference_matrix(wins, ties, "half")
     dp_scores, dp = voting.kemeny_young_scores(P)
     monkeypatch.setattr(voting, "_SUBSET_DP_MAX", 0)
-    milp_scores, milp = voting.kemeny_young_scores(P)
-    np.testing.assert_array_equal(dp["forced"], milp["forced"])
-    assert dp["objective"] == milp["objective"]
-    np.testing.assert_array_equal(dp_scores, milp_scores)
+    if not certificates:
+        monkeypatch.setattr(voting, "_certified_pairs", lambda solver, _: np.zeros(
+            (solver.margin.shape[0],) * 2, dtype=bool))
+        monkeypatch.setattr(voting, "_free_by_moves", lambda margin, order, tol: np.zeros(
+            (order.size,) * 2, dtype=bool))
+    lp_scores, lp = voting.kemeny_young_scores(P)
+    np.testing.assert_array_equal(dp["forced"], lp["forced"])
+    assert dp["objective"] == lp["objective"]
+    np.testing.assert_array_equal(dp_scores, lp_scores)
 
 
 def test_bad_input_is_refused():

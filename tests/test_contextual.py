@@ -17,6 +17,7 @@ import pytensor.tensor as pt
 import pytest
 from _battles import BETA, THETA, simulate_style_battles
 from _cells_ops import MODES
+from _html_tables import parse
 from bayesrank.models import build
 from bayesrank.models.fast.battle_cells import BattleCells, BattleCellsTotal
 from scipy.special import expit, log_expit
@@ -177,6 +178,48 @@ def test_davidson_fits_ties_with_covariates(small, tmp_path):
     br.write_report(again, tmp_path / "style.html")
     html = (tmp_path / "style.html").read_text()
     assert "covariates held equal (style control)" in html and "length, markdown" in html
+    # the style section: each coefficient's posterior mean per unit and P(beta > 0)
+    header, *rows = parse(tmp_path / "style.html").tables["style"]
+    table = pd.DataFrame(rows, columns=header).set_index("covariate")
+    draws = post.idata.posterior
+    for k, name in enumerate(COVARIATES):
+        per_unit = float(table.loc[name, "beta per unit (mean)"])
+        assert per_unit == pytest.approx(draws.beta_per_unit[..., k].values.mean(), abs=1e-4)
+        assert np.sign(per_unit) == np.sign(BETA[k])
+        positive = (draws.beta[..., k].values > 0).mean()
+        assert float(table.loc[name, "P(beta > 0)"]) == pytest.approx(positive, abs=1e-3)
+
+
+def test_load_reads_covariates_and_rank_says_it_ignores_them(tmp_path, small):
+    """br.load(path, covariates=...) is load_battles' reading; the deterministic rules rank
+    the outcomes alone and say so; a response tensor refuses covariates in one line."""
+    frame = simulate_style_battles(n=300, seed=1)
+    frame.to_csv(tmp_path / "battles.csv", index=False)
+    read = br.load(tmp_path / "battles.csv", covariates=["length"])
+    assert read.covariate_names == ("length",)
+    np.testing.assert_array_equal(
+        read.battles.covariates,
+        br.load_battles(tmp_path / "battles.csv", covariates=["length"]).battles.covariates)
+    with pytest.warns(UserWarning, match=r"without their covariates \(length, markdown\)"):
+        br.rank(small, "bradley_terry")
+    np.save(tmp_path / "R.npy", np.ones((2, 3, 1), dtype=np.int8))
+    with pytest.raises(br.LoadError, match="covariates apply to pairwise battles") as info:
+        br.load(tmp_path / "R.npy", covariates=["length"])
+    assert "\n" not in str(info.value)
+
+
+def test_cli_report_controls_for_covariates(tmp_path, capsys):
+    from bayesrank.cli import main
+
+    simulate_style_battles(n=1500, seed=6).to_csv(tmp_path / "battles.csv", index=False)
+    out = tmp_path / "report.html"
+    assert main(["report", str(tmp_path / "battles.csv"), "--covariates", "length,markdown",
+                 "--draws", "200", "--tune", "200", "--chains", "2", "-q", "-o", str(out)]) == 0
+    header, *rows = parse(out).tables["style"]
+    assert [row[header.index("covariate")] for row in rows] == COVARIATES
+    assert "without their covariates" not in capsys.readouterr().err  # said in the section
+    assert main(["rank", "--covariates", "length"]) == 2
+    assert "--covariates applies to a DATA file" in capsys.readouterr().err
 
 
 def test_covariate_columns_conventions(tmp_path):

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_report import CHROMIUM, parse, run_chromium
+from _html_tables import parse
+from test_report import CHROMIUM, run_chromium
 
 from bayesrank import ResponseData, save
 from bayesrank.cli import main, suite_paths

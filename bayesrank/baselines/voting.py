@@ -280,7 +280,7 @@ def ranked_pairs_locked(preferences: Any, strength: str = "margin") -> np.ndarra
 
 
 # --------------------------------------------------------------------------------------
-# Kemeny-Young (exact, MILP)
+# Kemeny-Young (exact: linear ordering by cutting planes)
 # --------------------------------------------------------------------------------------
 class _Deadline:
     def __init__(self, time_limit: float | None) -> None:
@@ -304,53 +304,88 @@ class _Deadline:
         )
 
 
-def _linear_ordering(margin: np.ndarray, deadline: _Deadline, fix: tuple[int, int] | None = None):
-    """Solve max sum_{i above j} Delta_ij over total orders of a small block.
+class _LinearOrdering:
+    """max sum_{i above j} Delta_ij over the total orders of one block, exactly.
 
-    Variables ``y_ij`` (i < j; 1 = i above j); transitivity
-    ``0 <= y_ij + y_jk - y_ik <= 1`` for every triple i < j < k.  ``fix=(a, b)``
-    forces a above b.  Returns (order best first, objective) or None if infeasible.
+    Variables ``y_ij`` (i < j; 1 = i above j); the orders are the integer points of the
+    transitivity constraints ``0 <= y_ij + y_jk - y_ik <= 1`` of every triple i < j < k.
+    An optimum binds few of the s(s-1)(s-2)/6 triples, so they enter as cutting planes:
+    the LP relaxation is re-solved with the triples violated so far until it violates
+    none, and an integral optimum of a relaxation is the block's optimum (HiGHS via
+    :func:`scipy.optimize.linprog`).  A fractional one is finished by the MILP over the
+    same cuts, again adding what its integer solution violates.  The cuts are kept for
+    the re-solves with one pair fixed (tie-aware Kemeny).
     """
-    s = margin.shape[0]
-    iu, ju = np.triu_indices(s, 1)
-    n_var = iu.size
-    index = np.zeros((s, s), dtype=np.int64)
-    index[iu, ju] = np.arange(n_var)
-    lb = np.zeros(n_var)
-    ub = np.ones(n_var)
-    if fix is not None:
-        a, b = fix
-        k = index[min(a, b), max(a, b)]
-        lb[k] = ub[k] = 1.0 if a < b else 0.0
-    constraints = []
-    if s >= 3:
-        t = np.array(list(itertools.combinations(range(s), 3)), dtype=np.int64)
-        rows = np.repeat(np.arange(t.shape[0]), 3)
-        cols = np.stack(
-            [index[t[:, 0], t[:, 1]], index[t[:, 1], t[:, 2]], index[t[:, 0], t[:, 2]]], axis=1
-        ).ravel()
-        vals = np.tile([1.0, 1.0, -1.0], t.shape[0])
-        A = sparse.csr_array((vals, (rows, cols)), shape=(t.shape[0], n_var))
-        constraints.append(optimize.LinearConstraint(A, 0.0, 1.0))
-    res = optimize.milp(
-        -margin[iu, ju],
-        integrality=np.ones(n_var),
-        bounds=optimize.Bounds(lb, ub),
-        constraints=constraints,
-        options=deadline.options(),
-    )
-    if res.status == 2:
-        return None
-    if res.status != 0 or res.x is None:
-        if res.status == 1:
-            deadline.fail()
-        raise RuntimeError(f"Kemeny-Young MILP failed: {res.message}")
-    y = res.x > 0.5
-    above = np.zeros(s, dtype=np.int64)
-    np.add.at(above, iu[y], 1)
-    np.add.at(above, ju[~y], 1)
-    order = np.argsort(-above, kind="stable")
-    return order, _order_value(margin, order)
+
+    def __init__(self, margin: np.ndarray, deadline: _Deadline) -> None:
+        s = margin.shape[0]
+        self.margin, self.deadline = margin, deadline
+        self.iu, self.ju = np.triu_indices(s, 1)
+        index = np.zeros((s, s), dtype=np.int64)
+        index[self.iu, self.ju] = np.arange(self.iu.size)
+        t = np.array(list(itertools.combinations(range(s), 3)), dtype=np.int64).reshape(-1, 3)
+        self.triples = np.stack([index[t[:, 0], t[:, 1]], index[t[:, 1], t[:, 2]],
+                                 index[t[:, 0], t[:, 2]]], axis=1)
+        self.active = np.zeros((2, len(t)), dtype=bool)  # cuts in use: y's sum <= 1, >= 0
+        self.reduced_costs: np.ndarray | None = None
+
+    def solve(self, fix: tuple[int, int] | None = None,
+              floor: float = -np.inf) -> tuple[np.ndarray, float] | None:
+        """(order best first, objective); ``fix=(a, b)`` forces a above b.  None when that
+        is infeasible or no order reaches ``floor`` (a relaxation's value bounds every
+        order's, so the cuts stop once it falls below).  Without ``fix`` and with an
+        integral LP optimum, ``reduced_costs`` are its reduced costs
+        (:func:`_certified_pairs`)."""
+        n_var = self.iu.size
+        lb, ub = np.zeros(n_var), np.ones(n_var)
+        if fix is not None:
+            a, b = fix
+            k = np.flatnonzero((self.iu == min(a, b)) & (self.ju == max(a, b)))
+            lb[k] = ub[k] = 1.0 if a < b else 0.0
+        cost = -self.margin[self.iu, self.ju]
+        sign = np.array([[1.0, 1.0, -1.0], [-1.0, -1.0, 1.0]])  # y_ij + y_jk - y_ik <= 1, >= 0
+        integer = False
+        while True:
+            side, which = np.nonzero(self.active)
+            A = sparse.csr_array((sign[side].ravel(), (np.repeat(np.arange(side.size), 3),
+                                                       self.triples[which].ravel())),
+                                 shape=(side.size, n_var))
+            bound = (side == 0).astype(float)
+            res = (optimize.milp(cost, integrality=np.ones(n_var), bounds=optimize.Bounds(lb, ub),
+                                 constraints=[optimize.LinearConstraint(A, -np.inf, bound)],
+                                 options=self.deadline.options()) if integer else
+                   optimize.linprog(cost, A_ub=A, b_ub=bound, bounds=np.c_[lb, ub],
+                                    method="highs", options=self.deadline.options()))
+            if res.status == 2:
+                return None
+            if res.status != 0 or res.x is None:
+                if res.status == 1:
+                    self.deadline.fail()
+                raise RuntimeError(f"Kemeny-Young linear ordering failed: {res.message}")
+            if 2 * -res.fun - self.margin[self.iu, self.ju].sum() < floor:
+                return None  # in _order_value's units: sum_{i<j} y Delta_ij - (1 - y) Delta_ij
+            y = np.round(res.x) if integer else res.x
+            t = self.triples
+            s = y[t[:, 0]] + y[t[:, 1]] - y[t[:, 2]]
+            excess = np.stack([s - 1.0, -s])
+            cuts = np.flatnonzero((excess > 1e-9) & ~self.active)
+            if cuts.size:
+                keep = cuts[np.argsort(-excess.ravel()[cuts])[:4 * n_var]]
+                self.active.ravel()[keep] = True
+            elif not integer and np.abs(y - np.round(y)).max() > 1e-9:
+                integer = True  # a fractional vertex of the relaxation: branch
+            else:
+                break
+        if fix is None and not integer:
+            self.reduced_costs = cost - A.T @ res.ineqlin.marginals  # multipliers >= 0
+            slack = np.abs(res.ineqlin.residual) > 1e-9  # the re-solves start without them
+            self.active[side[slack], which[slack]] = False
+        above = np.zeros(self.margin.shape[0], dtype=np.int64)
+        up = y > 0.5
+        np.add.at(above, self.iu[up], 1)
+        np.add.at(above, self.ju[~up], 1)
+        order = np.argsort(-above, kind="stable")
+        return order, _order_value(self.margin, order)
 
 
 def _order_value(margin: np.ndarray, order: np.ndarray) -> float:
@@ -359,32 +394,80 @@ def _order_value(margin: np.ndarray, order: np.ndarray) -> float:
     return float(margin[position[:, None] < position[None, :]].sum())
 
 
-def _forced_in_block(margin: np.ndarray, order: np.ndarray, best: float, tol: float,
-                     deadline: _Deadline) -> np.ndarray:
-    """Which pairs keep their order in *every* optimal total order of the block."""
+def _certified_pairs(solver: _LinearOrdering, threshold: float) -> np.ndarray:
+    """Pairs that keep their order in every optimum by the LP's reduced costs, closed
+    transitively (``forced[a, b]``: a above b).
+
+    The relaxation's optimal value is convex in a fixed ``y_ij``, with slope the reduced
+    cost ``r_ij`` at the optimum, so flipping a pair loses at least ``|r_ij|``; beyond
+    ``threshold`` (the tolerance of "optimal") no optimum flips it.
+    """
+    s = solver.margin.shape[0]
+    forced = np.zeros((s, s), dtype=bool)
+    r = solver.reduced_costs
+    if r is None:
+        return forced
+    up, down = r < -threshold, r > threshold
+    forced[solver.iu[up], solver.ju[up]] = True
+    forced[solver.ju[down], solver.iu[down]] = True
+    for k in range(s):
+        forced |= np.outer(forced[:, k], forced[k])
+    return forced
+
+
+def _free_by_moves(margin: np.ndarray, order: np.ndarray, tol: float) -> np.ndarray:
+    """Pairs that flip between optima found by swapping two adjacent runs of the optimal
+    ``order`` at no loss: the runs at positions p..q-1 and q..r-1 change places at a cost of
+    ``2 sum_{x in the second, y in the first} Delta_xy`` and flip exactly the pairs between
+    them (a single model moved up or down is a run of one)."""
     s = order.size
-    forced = np.zeros((s, s), dtype=bool)  # forced[a, b]: a above b in all optima
-    free = np.zeros((s, s), dtype=bool)  # both orders occur among optima
+    M = margin[np.ix_(order, order)]
+    total = np.zeros((s + 1, s + 1))
+    total[1:, 1:] = M.cumsum(axis=0).cumsum(axis=1)  # total[i, j] = sum M[:i, :j]
+    free = np.zeros((s, s), dtype=bool)  # in positions
+    for q in range(1, s):
+        # swap[p, r - q - 1] = 2 sum M[q:r, p:q] for p < q < r
+        r = np.arange(q + 1, s + 1)
+        p = np.arange(q)
+        block = (total[r, q] - total[q, q])[None, :] - (total[r][:, p].T - total[q, p][:, None])
+        ok = 2 * block >= -tol
+        # pair (x, y), x < q <= y, flips in some swap with p <= x and r > y
+        reach = np.logical_or.accumulate(np.logical_or.accumulate(ok, axis=0)[:, ::-1],
+                                         axis=1)[:, ::-1]
+        free[:q, q:] |= reach
+    free |= free.T
+    flipped = np.zeros((s, s), dtype=bool)
+    flipped[np.ix_(order, order)] = free
+    return flipped
+
+
+def _forced_in_block(solver: _LinearOrdering, order: np.ndarray, best: float,
+                     tol: float) -> np.ndarray:
+    """Which pairs keep their order in *every* optimal total order of the block.
+
+    Decided without a re-solve where a certificate exists (:func:`_certified_pairs`,
+    :func:`_free_by_moves`); each pair left is re-solved with its order fixed the other way.
+    """
+    margin = solver.margin
+    s = order.size
+    scale = max(1.0, float(np.abs(margin).max(initial=0.0)))
+    forced = _certified_pairs(solver, 1e-6 * scale)  # forced[a, b]: a above b in all optima
+    free = _free_by_moves(margin, order, tol)  # both orders occur among optima
+    ref = np.empty(s, dtype=np.int64)
+    ref[order] = np.arange(s)
 
     def note_optimum(opt_order: np.ndarray) -> None:
         pos = np.empty(s, dtype=np.int64)
         pos[opt_order] = np.arange(s)
-        ref = np.empty(s, dtype=np.int64)
-        ref[order] = np.arange(s)
-        differ = (pos[:, None] < pos[None, :]) != (ref[:, None] < ref[None, :])
-        free[differ] = True
-        # Adjacent pairs with zero margin can be swapped at no cost.
-        a, b = opt_order[:-1], opt_order[1:]
-        tied = np.abs(margin[a, b]) <= tol
-        free[a[tied], b[tied]] = free[b[tied], a[tied]] = True
+        free[(pos[:, None] < pos[None, :]) != (ref[:, None] < ref[None, :])] = True
+        free[...] |= _free_by_moves(margin, opt_order, tol)
 
-    note_optimum(order)
     for gap in range(1, s):
         for k in range(s - gap):
             a, b = order[k], order[k + gap]
             if free[a, b] or forced[a, b]:
                 continue
-            alt = _linear_ordering(margin, deadline, fix=(b, a))
+            alt = solver.solve(fix=(b, a), floor=best - tol)
             if alt is not None and alt[1] >= best - tol:
                 note_optimum(alt[0])
                 continue
@@ -450,11 +533,12 @@ def kemeny_young_scores(
     (``i -> j`` when ``Delta_ij >= 0``) is split into strongly connected
     components; they form a chain with strict majorities between them, so every
     optimal order ranks a higher component above a lower one (an adjacent swap
-    across the cut would gain ``Delta > 0``).  Each component is solved as a
-    linear-ordering MILP (HiGHS via :func:`scipy.optimize.milp`).
-
-    Components of up to 14 models are solved exactly by dynamic programming over
-    subsets, which also yields every pair's status across all optima at once.
+    across the cut would gain ``Delta > 0``).  Components of up to 14 models are
+    solved by dynamic programming over subsets, which also yields every pair's status
+    across all optima at once; larger ones as a linear ordering problem by cutting
+    planes (:class:`_LinearOrdering`), and tie-aware by re-solving, with the pair's
+    order fixed the other way, each pair that no certificate decides
+    (:func:`_forced_in_block`).
 
     Parameters
     ----------
@@ -465,7 +549,7 @@ def kemeny_young_scores(
         optimal order (level scores of that partial order; models whose relative
         order differs between optima tie).  False: one optimal order.
     time_limit : float, optional
-        Wall-clock budget in seconds for all MILPs together; exceeding it raises
+        Wall-clock budget in seconds for all linear programs together; exceeding it raises
         RuntimeError (the result would not be exact).
 
     Returns
@@ -507,8 +591,9 @@ def kemeny_young_scores(
             deadline.options()  # raises once the budget is spent
             local_order, local = _kemeny_subset_dp(block, tol)
         else:
-            local_order, best = _linear_ordering(block, deadline)
-            local = _forced_in_block(block, local_order, best, tol, deadline) if tie_aware else None
+            solver = _LinearOrdering(block, deadline)
+            local_order, best = solver.solve()
+            local = _forced_in_block(solver, local_order, best, tol) if tie_aware else None
         order_parts.append(idx[local_order])
         if tie_aware:
             forced[np.ix_(idx, idx)] = local

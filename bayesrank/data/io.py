@@ -555,6 +555,7 @@ def load(
     n_categories: int | None = None,
     trials: int | None = None,
     metric: str | None = None,
+    covariates: Sequence[str] | None = None,
 ) -> ResponseData:
     """Load response data from an array, a DataFrame, a file or a harness's logs.
 
@@ -589,12 +590,21 @@ def load(
         holding success counts out of ``trials`` (:func:`from_counts`).
     metric : str, optional
         The score to read from harness logs that hold several (an Inspect scorer, ...).
+    covariates : sequence of str, optional
+        A battles table's per-battle covariates to control for (style control,
+        :func:`bayesrank.from_battles`); refused for anything but battles.
     """
+    style = {} if covariates is None else {"covariates": covariates}
     pairs = load_pairwise(source, format, refused=dict(  # battles: bayesrank.data.pairwise
         key=key, R0=R0, columns=columns, models=models, questions=questions, weights=weights,
-        n_categories=n_categories, trials=trials, metric=metric))
+        n_categories=n_categories, trials=trials, metric=metric), **style)
     if pairs is not None:
         return pairs  # type: ignore[return-value]
+    if covariates is not None:
+        shown = "the DataFrame" if isinstance(source, pd.DataFrame) else source
+        raise LoadError(f"covariates apply to pairwise battles, and {shown} is not a battles "
+                        "table (columns model_a, model_b, winner and the covariates); leave "
+                        "covariates out for a response tensor")
     try:
         named = _named_prior(R0, columns)
         data = _load(source, key=key, R0=None if named is not None else R0, format=format,

@@ -18,6 +18,7 @@ import html
 import io
 import os
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -180,6 +181,35 @@ def _pairwise_data_section(data: PairwiseData, source: str | None) -> str:
     return _table_html(rows, name_columns=("quantity", "value"))
 
 
+def _style_section(post: RankAnalytics, level: float) -> str:
+    """The contextual model's coefficients (style control), where the fit has them: ``beta``
+    per root-mean-square unit of each covariate's difference and ``beta_per_unit`` per unit
+    of the covariate itself, with an equal-tailed interval and P(beta > 0)."""
+    idata = getattr(post, "idata", None)
+    if idata is None or "beta" not in idata.posterior:
+        return ""
+    draws = idata.posterior.to_dataset()
+    lo, hi = (1 - level) / 2, (1 + level) / 2
+
+    def stacked(name: str) -> np.ndarray:
+        return draws[name].stack(sample=("chain", "draw")).transpose("covariate", "sample").values
+
+    beta, per_unit = stacked("beta"), stacked("beta_per_unit")
+    pct = f"{100 * level:g}%"
+    rows = pd.DataFrame({
+        "covariate": [str(c) for c in draws["covariate"].values],
+        "beta per unit (mean)": [_fmt(b.mean(), 4) for b in per_unit],
+        f"{pct} interval": [f"[{_fmt(np.quantile(b, lo), 4)}, {_fmt(np.quantile(b, hi), 4)}]"
+                            for b in per_unit],
+        "beta per RMS unit (mean)": [_fmt(b.mean()) for b in beta],
+        "P(beta > 0)": [_fmt((b > 0).mean()) for b in beta],
+    })
+    return ("<p>Log-odds of winning added per unit by which a model's answer exceeds its "
+            "opponent's in each covariate; theta is each model's strength with the covariates "
+            "held equal. The baseline columns of the leaderboard rank the outcomes without "
+            "them.</p>" + _table_html(rows, name_columns=("covariate",), table_id="style"))
+
+
 def _data_section(data: ResponseData | PairwiseData, source: str | None) -> str:
     if isinstance(data, PairwiseData):
         return _pairwise_data_section(data, source)
@@ -208,7 +238,9 @@ def _baseline_rankings(data: ResponseData, baselines: Sequence[str]) -> dict[str
     out: dict[str, Any] = {}
     for ident in baselines:
         try:
-            out[ident] = rank(data, ident)
+            with warnings.catch_warnings():  # the style section says it once
+                warnings.filterwarnings("ignore", message=".*without their covariates")
+                out[ident] = rank(data, ident)
         except (BayesrankError, ValueError) as exc:  # shown in the report, not fatal
             out[ident] = exc
     return out
@@ -652,6 +684,7 @@ def render_report(post: RankAnalytics, options: ReportOptions | None = None) -> 
         ("Leaderboard", _leaderboard_section(post, board, baseline_results, prob, q, alpha,
                                              level, ppc)),
         ("Data", _data_section(data, o.source)),
+        *([("Style control", style)] if (style := _style_section(post, level)) else []),
         ("Credible intervals", _plot(plot_forest, "forest", post, "forest plot of credible "
                                      "intervals", prob=prob, q=q)),
         ("Superiority", "<p>Each cell is the posterior probability that the row model's "
