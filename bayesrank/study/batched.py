@@ -331,21 +331,11 @@ class _PoolStack(DrawStack):
     def counts(self) -> np.ndarray:
         return _frozen(self._parent.counts[self._rows, self.models])
 
-    @cached_property
-    def wins(self) -> np.ndarray:
-        return self._pairs(self._parent.wins)
-
-    @cached_property
-    def ties(self) -> np.ndarray:
-        return self._pairs(self._parent.ties)
-
-    @cached_property
-    def question_wins(self) -> np.ndarray:
-        return self._pairs(self._parent.question_wins)
-
-    @cached_property
-    def question_ties(self) -> np.ndarray:
-        return self._pairs(self._parent.question_ties)
+    # the pairwise counts: the parent's, restricted to every row's pool
+    wins = cached_property(lambda self: self._pairs(self._parent.wins))
+    ties = cached_property(lambda self: self._pairs(self._parent.ties))
+    question_wins = cached_property(lambda self: self._pairs(self._parent.question_wins))
+    question_ties = cached_property(lambda self: self._pairs(self._parent.question_ties))
 
 
 def _trial_pairs(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
