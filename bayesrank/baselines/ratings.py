@@ -89,13 +89,10 @@ def event_stream(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(data, PairwiseData):  # one event per battle, in the table's order
         return data.event_stream()
     data.require_binary("sequential ratings (Elo, Glicko, TrueSkill)")
-    L = data.L
-    outcomes = np.ascontiguousarray(data.R.transpose(2, 1, 0)).reshape(-1, L)
-    if data.mask is None:
-        present = np.ones(outcomes.shape, dtype=bool)
-    else:
-        present = np.ascontiguousarray(data.mask.transpose(2, 1, 0)).reshape(-1, L)
-    return outcomes, present
+    outcomes, present = event_streams(data.R[None])
+    if data.mask is not None:  # the mask's stream, in the same order
+        present = event_streams(data.mask[None])[0]
+    return outcomes[0], present[0]
 
 
 def event_streams(outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
