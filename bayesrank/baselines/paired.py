@@ -48,7 +48,6 @@ import numpy as np
 from scipy.special import expit
 
 from bayesrank.baselines._optim import (
-    average_groups,
     check_identified,
     exchangeable_groups,
     fit_options,
@@ -573,4 +572,4 @@ def bt_posterior_mean(draws: np.ndarray, W: np.ndarray) -> np.ndarray:
     The score of :func:`bayesian_mcmc`; models that swapping leaves ``W`` unchanged get
     the mean of their estimates (they are exactly tied, the difference is Monte Carlo noise).
     """
-    return average_groups(draws.mean(axis=0), exchangeable_groups(W))
+    return exchangeable_average(draws.mean(axis=0), W)
