@@ -55,7 +55,7 @@ from bayesrank.baselines._optim import (
     strengths,
     warn_stalled,
 )
-from bayesrank.baselines.paired import bt_log_strengths, exchangeable_average
+from bayesrank.baselines.paired import bt_log_strengths, exchangeable_average, strength_scores
 from bayesrank.baselines.pairwise_batch import btl_fit_batch, btl_terms_batch, pl_mm_batch
 from bayesrank.checks import check_finite, check_int
 from bayesrank.data import ResponseData
@@ -626,8 +626,7 @@ def plackett_luce(
     """
     W = data.reductions.wins
     if prior is not None:
-        theta = exchangeable_average(bt_log_strengths(W, prior=prior, max_iter=max_iter), W)
-        return strengths(theta), {"log_strengths": theta}
+        return strength_scores(bt_log_strengths(W, prior=prior, max_iter=max_iter), W)
     if W.sum() > 0:
         check_identified(W > 0, method="plackett_luce", suggestion="plackett_luce_map",
                          labels=data.models)

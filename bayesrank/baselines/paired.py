@@ -472,7 +472,9 @@ def exchangeable_average(theta: np.ndarray, *mats: np.ndarray) -> np.ndarray:
     return average_exchangeable(np.asarray(theta, float)[None], same)[0]
 
 
-def _strength_scores(theta: np.ndarray, *mats: np.ndarray) -> tuple[np.ndarray, dict]:
+def strength_scores(theta: np.ndarray, *mats: np.ndarray) -> tuple[np.ndarray, dict]:
+    """A strength rule's scores ``exp(theta)`` and details, ``theta`` averaged over the models
+    that the counts ``mats`` make exchangeable."""
     theta = exchangeable_average(theta, *mats)
     return strengths(theta), {"log_strengths": theta}
 
@@ -492,7 +494,7 @@ def bradley_terry(data: ResponseData, *, prior: float | None = None, max_iter: i
         check_identified(W > 0, method="bradley_terry", suggestion="bradley_terry_map",
                          labels=data.models)
     theta = bt_log_strengths(W, prior=prior, max_iter=max_iter)
-    return _strength_scores(theta, W)
+    return strength_scores(theta, W)
 
 
 @ranking_method
@@ -513,7 +515,7 @@ def bradley_terry_davidson(
         check_identified((W > 0) | (T > 0), method="bradley_terry_davidson",
                          suggestion="bradley_terry_davidson_map", labels=data.models)
     theta, nu = davidson_log_strengths(W, T, prior=prior, max_iter=max_iter)
-    scores, details = _strength_scores(theta, W, T)
+    scores, details = strength_scores(theta, W, T)
     return scores, {**details, "tie_parameter": nu}
 
 
@@ -538,7 +540,7 @@ def rao_kupper(
                          suggestion="rao_kupper_map", labels=data.models)
     theta, kappa = rao_kupper_log_strengths(W, T, tie_strength=tie_strength, prior=prior,
                                             max_iter=max_iter)
-    scores, details = _strength_scores(theta, W, T)
+    scores, details = strength_scores(theta, W, T)
     return scores, {**details, "tie_parameter": kappa}
 
 

@@ -338,6 +338,14 @@ class _PoolStack(DrawStack):
     question_ties = cached_property(lambda self: self._pairs(self._parent.question_ties))
 
 
+def _without_diagonal(wins: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairwise counts (D, L, L) with zero diagonals (a model never meets itself), read-only."""
+    eye = np.eye(wins.shape[1], dtype=bool)
+    wins[:, eye] = 0.0
+    ties[:, eye] = 0.0
+    return _frozen(wins), _frozen(ties)
+
+
 def _trial_pairs(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """W_dij and T_dij of every draw from outcomes X (D, L, K) over K question-trials."""
     D, L, K = X.shape
@@ -355,10 +363,7 @@ def _trial_pairs(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.nda
             below = np.isin(X, np.flatnonzero(weights < level)).astype(np.float32)
             ties += np.rint(at @ np.swapaxes(at, 1, 2))
             wins += np.rint(at @ np.swapaxes(below, 1, 2))
-    eye = np.eye(L, dtype=bool)
-    wins[:, eye] = 0.0
-    ties[:, eye] = 0.0
-    return _frozen(wins), _frozen(ties)
+    return _without_diagonal(wins, ties)
 
 
 def _question_pairs(counts: np.ndarray, weights: np.ndarray, binary: bool):
@@ -368,10 +373,7 @@ def _question_pairs(counts: np.ndarray, weights: np.ndarray, binary: bool):
     D, L, M = u.shape
     wins = (u[:, :, None, :] > u[:, None, :, :]).sum(axis=3).astype(np.float64)
     ties = M - wins - np.swapaxes(wins, 1, 2)
-    eye = np.eye(L, dtype=bool)
-    wins[:, eye] = 0.0
-    ties[:, eye] = 0.0
-    return _frozen(wins), _frozen(ties)
+    return _without_diagonal(wins, ties)
 
 
 def is_batched(method: str) -> bool:
