@@ -1,4 +1,4 @@
-"""Stacked Thompson ranks (bayesrank.study.stack_thompson) against the per-draw path, cold.
+"""Stacked Thompson ranks (bayesrank.study.stack_rules) against the per-draw path, cold.
 
 On pools of 5, 10 and 15 models of the bundled aime24 example (20 x 30 x 80) with its 80
 single-trial draws, in the same run: ranking every draw of a pool alone (``_per_draw``

@@ -1,4 +1,4 @@
-"""Stacked Thompson ranks (bayesrank.study.stack_thompson): identical scores to each draw alone.
+"""Stacked Thompson ranks (bayesrank.study.stack_rules): identical scores to each draw alone.
 
 The oracle is :func:`bayesrank.baselines.metrics.thompson` on ``ResponseData.subset`` of
 each draw (and of each pool), which never touches the stack; scores must be equal exactly,

@@ -215,8 +215,8 @@ def laplace_precision(first, second, weights, met, prior_var, L):
     """Laplace precisions ``B^T diag(w) B + I / prior_var`` of B chains, (B, L, L).
 
     ``weights`` (B, P): ``n s (1 - s)`` of the pairs ``(first[p], second[p])`` at the
-    mode; ``met`` (B, P): the pairs that met, the only ones the one-chain construction
-    (:meth:`bayesrank.baselines.paired._Pairs.laplacian` plus the prior) keeps.  Its
+    mode; ``met`` (B, P): the pairs that met, the only ones a chain's sparse construction
+    (the met pairs' ``-w`` off the diagonal, their ``np.bincount`` sums on it) keeps.  Its
     sums run in the same order, so each matrix equals that construction bit for bit.
     """
     B = weights.shape[0]

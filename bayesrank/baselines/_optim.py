@@ -36,10 +36,12 @@ __all__ = [
     "fit_options",
     "newton",
     "newton_step",
+    "normalised_strengths",
     "penalise",
     "prior_variance",
     "require_connected",
     "strengths",
+    "warn_stalled",
 ]
 
 GTOL = 1e-11  # on the gradient of the per-comparison objective
@@ -160,6 +162,13 @@ def newton(
             stacklevel=3,
         )
     return x
+
+
+def warn_stalled(stalled: np.ndarray, what: str, max_iter: int) -> None:
+    """Warn (at the caller's caller) when a batched Newton fit of one problem ``stalled``."""
+    if stalled.any():
+        warnings.warn(f"{what}: Newton stopped after max_iter={max_iter} iterations without "
+                      "converging; raise max_iter", RuntimeWarning, stacklevel=3)
 
 
 # -- identifiability ---------------------------------------------------------------------------
@@ -318,3 +327,9 @@ def average_groups(scores: np.ndarray, groups: np.ndarray) -> np.ndarray:
 def strengths(theta: np.ndarray) -> np.ndarray:
     """Strengths ``pi = exp(theta)`` with ``|theta|`` capped at 30 (no overflow)."""
     return np.exp(np.clip(theta, -_LOG_CAP, _LOG_CAP))
+
+
+def normalised_strengths(theta: np.ndarray) -> np.ndarray:
+    """``exp(theta)`` normalised to sum 1 over the last axis (Plackett–Luce's scores)."""
+    pi = np.exp(theta)
+    return pi / np.sum(pi, axis=-1, keepdims=True)

@@ -19,11 +19,8 @@ linear solve, Grassmann–Taksar–Heyman elimination or a dense eigensolver);
 ``solver="power"`` runs the paper's power iteration with ``max_iter``/``tol``.
 
 The array-level functions (:func:`pagerank_scores`, :func:`stationary_distribution`,
-:func:`alpharank_scores`, :func:`nash_equilibrium`, :func:`serial_rank_scores`,
-:func:`hodge_potential`, ...) work on plain matrices so they can be used on any
-graph or game.  Their numeric cores live in :mod:`bayesrank.baselines.graph_batch`
-(a leading batch axis) and are called here with a batch of one, so the study's stacked
-rules (:mod:`bayesrank.study.stack_graph`) reproduce these scores bit for bit.
+:func:`nash_equilibrium`, ...) work on plain matrices of any graph or game; their numeric
+cores are :mod:`bayesrank.baselines.graph_batch`'s, called here with a batch of one.
 """
 
 from __future__ import annotations

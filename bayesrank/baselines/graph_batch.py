@@ -119,12 +119,9 @@ def strongly_connected_batch(edges: np.ndarray) -> np.ndarray:
 
 # -- Markov chains, PageRank, Perron vectors ----------------------------------------------
 def stationary_batch(P: np.ndarray) -> np.ndarray:
-    """Stationary distributions of irreducible row-stochastic matrices (B, n, n) by GTH.
-
-    Grassmann–Taksar–Heyman state reduction (no subtractions, full relative accuracy
-    for tiny masses), one elimination step for all problems at a time.  Only
-    off-diagonal entries are read; irreducibility is the caller's to check.
-    """
+    """Stationary distributions of irreducible row-stochastic matrices (B, n, n) by GTH
+    (see :func:`bayesrank.baselines.graph.stationary_distribution`), one elimination step
+    for all problems at a time; irreducibility is the caller's to check."""
     A = np.array(_stacked(P))
     n = A.shape[1]
     _diagonal_set(A, 0.0)
@@ -140,13 +137,9 @@ def stationary_batch(P: np.ndarray) -> np.ndarray:
 
 
 def pagerank_batch(adjacency: np.ndarray, damping: float, teleport: np.ndarray) -> np.ndarray:
-    """PageRank of every weighted digraph (B, L, L) by one stacked linear solve.
-
-    ``adjacency[b, j, i]`` weighs the link j -> i; ``P_ij = a_ji / sum_k a_jk`` and a
-    dangling node jumps by ``teleport`` (L,), summing to 1.  Solves
-    ``(I - d P) r = (1 - d) e`` and normalises ``r`` to sum 1
-    (see :func:`bayesrank.baselines.graph.pagerank_scores`).
-    """
+    """PageRank of every weighted digraph (B, L, L) by one stacked linear solve of
+    ``(I - d P) r = (1 - d) e``, ``teleport`` (L,) summing to 1 (see
+    :func:`bayesrank.baselines.graph.pagerank_scores`)."""
     A = _stacked(adjacency)
     L = A.shape[1]
     e = np.asarray(teleport, dtype=float)
@@ -312,14 +305,8 @@ def _serial_block(C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def serial_rank_batch(C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """SerialRank scores (B, L) of skew-symmetric comparison matrices (B, L, L).
-
-    Fiedler vectors of ``L_S = diag(S 1) - S``, ``S = (L 11^T + C C^T) / 2``, oriented to
-    agree with the most comparisons (ties: the |C|-weighted agreement); where the Fiedler
-    eigenvalue is repeated (or the vector constant) the scores are the net comparison
-    ``mean_j C_ij`` and ``unique`` (B,) is False (see
-    :func:`bayesrank.baselines.graph.serial_rank_scores`).
-    """
+    """SerialRank scores (B, L) and ``unique`` (B,) of skew-symmetric comparison matrices
+    (B, L, L) (see :func:`bayesrank.baselines.graph.serial_rank_scores`)."""
     C = _stacked(C)
     L = C.shape[1]
     if L < 3:
@@ -354,12 +341,9 @@ def hodge_flow_batch(
 
 
 def hodge_potential_batch(flow: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Mean-zero least-squares potentials (B, L) of edge flows on connected weighted graphs.
-
-    Solves the bordered Laplacian systems ``[[Delta_0, 1], [1^T, 0]] [s; mu] = [-div Y; 0]``
-    (``Delta_0 = diag(w 1) - w``, ``(div Y)_i = sum_j w_ij Y_ij``) in one stacked solve
-    (Jiang, Lim, Yao & Ye, 2011).  Connectivity is the caller's to check.
-    """
+    """Mean-zero least-squares potentials (B, L) of edge flows on connected weighted graphs
+    (:func:`bayesrank.baselines.graph.hodge_potential`): the bordered Laplacian systems
+    ``[[Delta_0, 1], [1^T, 0]] [s; mu] = [-div Y; 0]`` in one stacked solve."""
     Y, w = _stacked(flow), np.array(_stacked(weights))
     B, L, _ = w.shape
     _diagonal_set(w, 0.0)

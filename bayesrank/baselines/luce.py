@@ -50,10 +50,12 @@ from bayesrank.baselines._optim import (
     check_identified,
     fit_options,
     newton,
+    normalised_strengths,
     penalise,
     strengths,
+    warn_stalled,
 )
-from bayesrank.baselines.paired import bt_log_strengths, exchangeable_average
+from bayesrank.baselines.paired import bt_log_strengths, exchangeable_average, strength_scores
 from bayesrank.baselines.pairwise_batch import btl_fit_batch, btl_terms_batch, pl_mm_batch
 from bayesrank.checks import check_finite, check_int
 from bayesrank.data import ResponseData
@@ -523,10 +525,7 @@ def btl_log_strengths(
     x0 = bt_log_strengths(wins, prior=prior_var, max_iter=max_iter)
     theta, stalled = btl_fit_batch(st.U[None], st.V[None], st.c[None], x0[None],
                                    prior_var=prior_var, max_iter=max_iter)
-    if stalled[0]:
-        warnings.warn(f"Bradley-Terry-Luce fit: Newton stopped after max_iter={max_iter} "
-                      "iterations without converging; raise max_iter", RuntimeWarning,
-                      stacklevel=2)
+    warn_stalled(stalled, "Bradley-Terry-Luce fit", max_iter)
     return theta[0]
 
 
@@ -627,14 +626,12 @@ def plackett_luce(
     """
     W = data.reductions.wins
     if prior is not None:
-        theta = exchangeable_average(bt_log_strengths(W, prior=prior, max_iter=max_iter), W)
-        return strengths(theta), {"log_strengths": theta}
+        return strength_scores(bt_log_strengths(W, prior=prior, max_iter=max_iter), W)
     if W.sum() > 0:
         check_identified(W > 0, method="plackett_luce", suggestion="plackett_luce_map",
                          labels=data.models)
     theta = exchangeable_average(pl_log_strengths(W, max_iter=max_iter, tol=tol), W)
-    pi = np.exp(theta)
-    return pi / pi.sum(), {"log_strengths": theta}
+    return normalised_strengths(theta), {"log_strengths": theta}
 
 
 def _setwise(data: ResponseData, what: str):

@@ -193,10 +193,6 @@ def pass_scores(pmf: np.ndarray, metric: str) -> np.ndarray:
     return np.nanmean(per_cell, axis=-1)
 
 
-def _question_mean(per_cell: np.ndarray) -> np.ndarray:
-    return np.nanmean(per_cell, axis=1)
-
-
 @ranking_method
 def pass_at_k(data: ResponseData, *, k: int) -> np.ndarray:
     """Pass@k: mean over questions of ``1 - C(n - nu, k) / C(n, k)`` (unbiased; Chen et al.)."""
@@ -223,7 +219,7 @@ def g_pass_at_k_tau(data: ResponseData, *, k: int, tau: float) -> np.ndarray:
     """
     pmf = draw_success_pmf(data, k, "g_pass_at_k_tau")
     j0 = _threshold(tau, check_int("k", k))
-    return _question_mean(pmf[..., j0:].sum(axis=-1))
+    return np.nanmean(pmf[..., j0:].sum(axis=-1), axis=1)
 
 
 @ranking_method
@@ -232,7 +228,6 @@ def mg_pass_at_k(data: ResponseData, *, k: int) -> np.ndarray:
 
     Equals ``(2/k) sum_{i=m0+1}^{k} G-Pass@k_{i/k}``; for ``k = 2`` it is Pass-hat@2.
     """
-    k = check_int("k", k)
     return pass_scores(draw_success_pmf(data, k, "mg_pass_at_k")[None], "mg_pass_at_k")[0]
 
 
@@ -384,13 +379,10 @@ def thompson(
     ``details["posterior"]``: the (alpha, beta) pairs.
 
     Random stream: each model's ``T`` draws come from its own stream seeded by ``seed``
-    and the bits of its ``(alpha, beta)`` (:func:`thompson_draws`), not from one
-    ``rng.beta(a, b, size=(T, L))`` call over all models as before (and as scorio does).
-    So a model's draws do not depend on which other models are ranked: the score is a
-    sum of pairwise terms, a model pool's scores are sums over its members of the full
-    data's pairwise counts (the study's pool stacks use this), and identical posteriors
-    get identical draws (exact ties).  Results differ from the former stream by Monte
-    Carlo error only.  ``seed=None`` draws a fresh seed for the call.
+    and the bits of its ``(alpha, beta)`` (:func:`thompson_draws`), so a model's draws do
+    not depend on which other models are ranked and identical posteriors get identical
+    draws (``docs/baselines.md``: the departure from scorio).  ``seed=None`` draws a
+    fresh seed for the call.
     """
     data.require_binary("thompson")
     n_samples, prior_alpha, prior_beta, entropy = thompson_options(n_samples, prior_alpha,

@@ -42,19 +42,18 @@ answer.  With no decisive comparison at all every model is tied (all scores equa
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit
 
 from bayesrank.baselines._optim import (
-    average_groups,
     check_identified,
     exchangeable_groups,
     fit_options,
     prior_variance,
     strengths,
+    warn_stalled,
 )
 from bayesrank.baselines.pairwise_batch import (
     PairBatch,
@@ -134,16 +133,6 @@ class _Pairs:
         """B^T v: scatter a per-pair derivative w.r.t. d onto theta (d = theta_i - theta_j)."""
         return np.bincount(self.i, per_pair, self.L) - np.bincount(self.j, per_pair, self.L)
 
-    def laplacian(self, per_pair: np.ndarray) -> np.ndarray:
-        """B^T diag(v) B: the theta-Hessian of a function of the differences d."""
-        H = np.zeros((self.L, self.L))
-        H[self.i, self.j] = -per_pair
-        H[self.j, self.i] = -per_pair
-        H[np.diag_indices(self.L)] = np.bincount(self.i, per_pair, self.L) + np.bincount(
-            self.j, per_pair, self.L
-        )
-        return H
-
 
 def _pairs(W: np.ndarray, T: np.ndarray | None = None) -> _Pairs:
     W = _as_count_matrix(W, "W")
@@ -194,12 +183,6 @@ def rao_kupper_loglik(theta: np.ndarray, kappa: float, W: np.ndarray, T: np.ndar
     return float(rao_kupper_terms(p, p.diff(np.asarray(theta, float)), np.log(kappa))[0].sum())
 
 
-def _warn_stalled(stalled: np.ndarray, what: str, max_iter: int) -> None:
-    if stalled.any():
-        warnings.warn(f"{what}: Newton stopped after max_iter={max_iter} iterations without "
-                      "converging; raise max_iter", RuntimeWarning, stacklevel=3)
-
-
 # -- public estimators on counts -----------------------------------------------------------
 def bt_log_strengths(
     W: np.ndarray, *, prior: float | None = None, max_iter: int = 500
@@ -230,13 +213,11 @@ def bt_log_strengths(
     """
     p = _pairs(W)
     prior_var, max_iter = fit_options(prior, max_iter)
-    if p.decisive == 0:
-        return np.zeros(p.L)
-    if prior_var is None:
+    if prior_var is None and p.decisive > 0:  # without one, every model ties (zeros)
         check_identified(np.asarray(W) > 0, method="Bradley-Terry ML")
     theta, stalled = bt_fit_batch(np.asarray(W, float)[None], prior_var=prior_var,
                                   max_iter=max_iter)
-    _warn_stalled(stalled, "bt fit", max_iter)
+    warn_stalled(stalled, "bt fit", max_iter)
     return theta[0]
 
 
@@ -252,16 +233,12 @@ def davidson_log_strengths(
     """
     p = _pairs(W, T)
     prior_var, max_iter = fit_options(prior, max_iter)
-    if p.decisive == 0:
-        return np.zeros(p.L), np.inf
-    if p.t.sum() == 0:
-        return bt_log_strengths(W, prior=prior, max_iter=max_iter), 0.0
-    if prior_var is None:
+    if prior_var is None and p.decisive > 0:
         check_identified((np.asarray(W) > 0) | (np.asarray(T) > 0), method="Davidson ML")
     theta, nu, stalled = davidson_fit_batch(np.asarray(W, float)[None],
                                             np.asarray(T, float)[None],
                                             prior_var=prior_var, max_iter=max_iter)
-    _warn_stalled(stalled, "davidson fit", max_iter)
+    warn_stalled(stalled, "davidson fit", max_iter)
     return theta[0], float(nu[0])
 
 
@@ -294,7 +271,7 @@ def rao_kupper_log_strengths(
         theta, stalled = rao_kupper_fit_batch(np.asarray(W, float)[None],
                                               np.asarray(T, float)[None], kappa=kappa,
                                               prior_var=prior_var, max_iter=max_iter)
-        _warn_stalled(stalled, "rk fit", max_iter)
+        warn_stalled(stalled, "rk fit", max_iter)
         return theta[0], kappa
     if p.t.sum() == 0:
         return bt_log_strengths(W, prior=prior, max_iter=max_iter), 1.0
@@ -305,7 +282,7 @@ def rao_kupper_log_strengths(
     pairs = PairBatch.from_counts(np.asarray(W, float)[None], np.asarray(T, float)[None])
     theta, log_eta, stalled = pair_fit_batch(pairs, "rk_free", prior_var=prior_var,
                                              max_iter=max_iter, tie0=float(np.log(eta0)))
-    _warn_stalled(stalled, "rk_free fit", max_iter)
+    warn_stalled(stalled, "rk_free fit", max_iter)
     return theta[0], float(np.exp(np.exp(log_eta[0])))
 
 
@@ -406,7 +383,7 @@ def _chains(Ws, *, n_samples=5000, burnin=1000, prior_var=1.0, seed=42, df=5.0) 
     log_u = np.log(rng.random(total))
     # the modes in one lockstep Newton solve: each problem's iterates are those it has alone
     modes, stalled = bt_fit_batch(Ws, prior_var=var, max_iter=200)
-    _warn_stalled(stalled, "bt fit", 200)
+    warn_stalled(stalled, "bt fit", 200)
     i, j = np.triu_indices(L, 1)
     n = Ws[:, i, j] + Ws[:, j, i]
     s = expit(modes[:, i] - modes[:, j])
@@ -495,7 +472,9 @@ def exchangeable_average(theta: np.ndarray, *mats: np.ndarray) -> np.ndarray:
     return average_exchangeable(np.asarray(theta, float)[None], same)[0]
 
 
-def _strength_scores(theta: np.ndarray, *mats: np.ndarray) -> tuple[np.ndarray, dict]:
+def strength_scores(theta: np.ndarray, *mats: np.ndarray) -> tuple[np.ndarray, dict]:
+    """A strength rule's scores ``exp(theta)`` and details, ``theta`` averaged over the models
+    that the counts ``mats`` make exchangeable."""
     theta = exchangeable_average(theta, *mats)
     return strengths(theta), {"log_strengths": theta}
 
@@ -515,7 +494,7 @@ def bradley_terry(data: ResponseData, *, prior: float | None = None, max_iter: i
         check_identified(W > 0, method="bradley_terry", suggestion="bradley_terry_map",
                          labels=data.models)
     theta = bt_log_strengths(W, prior=prior, max_iter=max_iter)
-    return _strength_scores(theta, W)
+    return strength_scores(theta, W)
 
 
 @ranking_method
@@ -536,7 +515,7 @@ def bradley_terry_davidson(
         check_identified((W > 0) | (T > 0), method="bradley_terry_davidson",
                          suggestion="bradley_terry_davidson_map", labels=data.models)
     theta, nu = davidson_log_strengths(W, T, prior=prior, max_iter=max_iter)
-    scores, details = _strength_scores(theta, W, T)
+    scores, details = strength_scores(theta, W, T)
     return scores, {**details, "tie_parameter": nu}
 
 
@@ -561,7 +540,7 @@ def rao_kupper(
                          suggestion="rao_kupper_map", labels=data.models)
     theta, kappa = rao_kupper_log_strengths(W, T, tie_strength=tie_strength, prior=prior,
                                             max_iter=max_iter)
-    scores, details = _strength_scores(theta, W, T)
+    scores, details = strength_scores(theta, W, T)
     return scores, {**details, "tie_parameter": kappa}
 
 
@@ -595,4 +574,4 @@ def bt_posterior_mean(draws: np.ndarray, W: np.ndarray) -> np.ndarray:
     The score of :func:`bayesian_mcmc`; models that swapping leaves ``W`` unchanged get
     the mean of their estimates (they are exactly tied, the difference is Monte Carlo noise).
     """
-    return average_groups(draws.mean(axis=0), exchangeable_groups(W))
+    return exchangeable_average(draws.mean(axis=0), W)

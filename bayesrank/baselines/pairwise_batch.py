@@ -15,8 +15,9 @@ every problem and give bit-identical estimates.  That needs three things:
 - pairs are dense: all ``L (L - 1) / 2`` pairs ``i < j`` of every problem, unmet pairs
   with zero counts (they add exact zeros).
 
-Identification (strong connectivity of the beat graph) is checked by the callers; here
-:func:`strongly_connected` gives it for a whole batch, and :func:`exchangeable_batch` /
+Identification (strong connectivity of the beat graph) is checked by the callers (for a
+batch: :func:`~bayesrank.baselines.graph_batch.strongly_connected_batch`, imported here as
+``strongly_connected``); :func:`exchangeable_batch` /
 :func:`average_exchangeable` put exactly tied models on exactly equal scores.
 """
 
@@ -29,6 +30,7 @@ import numpy as np
 from scipy.special import expit, log_expit
 
 from bayesrank.baselines._optim import GTOL
+from bayesrank.baselines.graph_batch import strongly_connected_batch as strongly_connected
 
 __all__ = [
     "PairBatch",
@@ -529,21 +531,6 @@ def btl_fit_batch(U: np.ndarray, V: np.ndarray, c: np.ndarray, x0: np.ndarray, *
 
 
 # -- identification and exact ties ------------------------------------------------------------
-def strongly_connected(beats: np.ndarray) -> np.ndarray:
-    """Whether each directed graph ``beats`` (D, L, L) is strongly connected (D,).
-
-    This is the condition of :func:`bayesrank.baselines._optim.check_identified` (a
-    finite maximum-likelihood estimate exists; Zermelo 1929, Hunter 2004), by repeated
-    squaring of the reachability matrix.
-    """
-    A = np.asarray(beats, dtype=bool)
-    L = A.shape[-1]
-    reach = (A | np.eye(L, dtype=bool)).astype(float)
-    for _ in range(max(1, int(np.ceil(np.log2(max(L, 2)))))):
-        reach = ((reach @ reach) > 0).astype(float)
-    return (reach > 0).all(axis=(1, 2))
-
-
 def exchangeable_batch(*mats: np.ndarray) -> np.ndarray:
     """``same[d, i, j]``: swapping models i and j leaves every matrix of problem d unchanged.
 

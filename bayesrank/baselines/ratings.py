@@ -89,39 +89,20 @@ def event_stream(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(data, PairwiseData):  # one event per battle, in the table's order
         return data.event_stream()
     data.require_binary("sequential ratings (Elo, Glicko, TrueSkill)")
-    L = data.L
-    outcomes = np.ascontiguousarray(data.R.transpose(2, 1, 0)).reshape(-1, L)
-    if data.mask is None:
-        present = np.ones(outcomes.shape, dtype=bool)
-    else:
-        present = np.ascontiguousarray(data.mask.transpose(2, 1, 0)).reshape(-1, L)
-    return outcomes, present
+    outcomes, present = event_streams(data.R[None])
+    if data.mask is not None:  # the mask's stream, in the same order
+        present = event_streams(data.mask[None])[0]
+    return outcomes[0], present[0]
 
 
-def event_streams(R: np.ndarray, draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The match streams of D trial draws of complete binary outcomes, in processing order.
-
-    Stream ``d`` is :func:`event_stream` of ``R[:, :, draws[d]]``: row ``e = n * M + m``
-    holds ``R[:, m, draws[d, n]]``.
-
-    Parameters
-    ----------
-    R : numpy.ndarray, shape (L, M, N)
-        Complete binary outcomes.
-    draws : numpy.ndarray of int, shape (D, n)
-        Trial positions of each draw.
-
-    Returns
-    -------
-    outcomes : numpy.ndarray, shape (D, n * M, L)
-    present : numpy.ndarray of bool, shape (D, n * M, L)
-        All True (complete data).
-    """
-    idx = np.asarray(draws, dtype=np.int64)
-    L, M, _ = R.shape
-    D, n = idx.shape
-    outcomes = np.ascontiguousarray(R[:, :, idx].transpose(2, 3, 1, 0)).reshape(D, n * M, L)
-    return outcomes, np.ones(outcomes.shape, dtype=bool)
+def event_streams(outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The match streams of D complete binary outcome tensors (D, L, M, n) (e.g. a study's
+    trial draws), in processing order: stream ``d`` is :func:`event_stream` of
+    ``outcomes[d]``, row ``e = n M + m`` holding ``outcomes[d, :, m, n]``; ``present``
+    (D, n M, L) is all True."""
+    D, L, M, n = outcomes.shape
+    streams = np.ascontiguousarray(outcomes.transpose(0, 3, 2, 1)).reshape(D, n * M, L)
+    return streams, np.ones(streams.shape, dtype=bool)
 
 
 # --------------------------------------------------------------------------------------
@@ -180,10 +161,7 @@ def elo_ratings(
     initial_rating: float = 1500.0,
     tie_handling: str = "correct_draw_only",
 ) -> np.ndarray:
-    """Final Elo ratings (B, L) of B independent match streams (B, E, L).
-
-    :func:`elo` is a batch of one; each stream gets exactly the ratings it gets alone.
-    """
+    """Final Elo ratings (B, L) of B independent match streams (B, E, L)."""
     K = check_finite("K", K, positive=True)
     initial_rating = check_finite("initial_rating", initial_rating)
     code = _tie_code(tie_handling)
@@ -308,10 +286,7 @@ def glicko_ratings(
     rd_max: float = 350.0,
     tie_handling: str = "correct_draw_only",
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Final Glicko ratings and RDs, each (B, L), of B independent match streams (B, E, L).
-
-    :func:`glicko` is a batch of one; each stream gets exactly the ratings it gets alone.
-    """
+    """Final Glicko ratings and RDs, each (B, L), of B independent match streams (B, E, L)."""
     initial_rating = check_finite("initial_rating", initial_rating)
     initial_rd = check_finite("initial_rd", initial_rd, positive=True)
     c = check_finite("c", c, nonnegative=True)
@@ -415,7 +390,6 @@ def trueskill_ratings(
     """Final TrueSkill ``mu`` and ``sigma``, each (B, L), of B match streams (B, E, L).
 
     The drift ``tau`` is applied after every ``events_per_trial`` events (M questions).
-    :func:`trueskill` is a batch of one; each stream gets exactly the result it gets alone.
     """
     mu_initial = check_finite("mu_initial", mu_initial)
     sigma_initial = check_finite("sigma_initial", sigma_initial, positive=True)

@@ -49,9 +49,7 @@ UNDEFINED_TAU = "tau_b undefined (a ranking with every model tied)"
 
 
 #: Paper identifiers that cost > 10 ms per ranking of an N=1 draw of the 20 x 120
-#: example (measured, ms per call: rasch_3pl_map 1370, rasch_3pl 30, rasch_2pl 29,
-#: bayesian_mcmc 29, rasch_2pl_map 27, thompson 11; every other identifier <= 5 ms).
-#: ``methods="fast"`` leaves them out; see docs/study.md.
+#: example (docs/study.md has the times); ``methods="fast"`` leaves them out.
 SLOW_METHODS = (
     "rasch_3pl_map", "rasch_3pl", "rasch_2pl", "rasch_2pl_map", "bayesian_mcmc", "thompson",
 )

@@ -18,13 +18,10 @@ recomputing anything (the model-pool bootstrap reduces its draws once), and
 stack (row ``p * D + d`` is draw ``d`` on pool ``p``), so a rule runs once on every
 draw of every pool instead of once per pool.
 
-Every rule with a stacked form (:data:`BATCHED_RULES`, the table of
-:mod:`bayesrank.study.stack_rules`) runs once over the whole stack, through the same
-numeric core that :func:`bayesrank.rank` runs on one draw as a batch of one, so each
-draw gets the scores it gets alone.  Draws (or options) a stacked form does not cover,
-and the rules without one, take the per-draw path: :meth:`DrawStack.subset` builds the
-draw's ``ResponseData`` with its reductions cache already filled from the stack, and the
-rule runs unchanged (:func:`rank_stack`).
+Every rule with a stacked form (:data:`BATCHED_RULES`, :mod:`bayesrank.study.stack_rules`)
+runs once over the whole stack; the other rules, and the draws or options a stacked form
+leaves, take the per-draw path (:func:`rank_stack`) on :meth:`DrawStack.subset`, whose
+reductions cache is filled from the stack.
 
 ``tests/test_study_batched.py`` checks both paths against :func:`bayesrank.rank` on
 each draw alone for every registered identifier.
@@ -334,21 +331,19 @@ class _PoolStack(DrawStack):
     def counts(self) -> np.ndarray:
         return _frozen(self._parent.counts[self._rows, self.models])
 
-    @cached_property
-    def wins(self) -> np.ndarray:
-        return self._pairs(self._parent.wins)
+    # the pairwise counts: the parent's, restricted to every row's pool
+    wins = cached_property(lambda self: self._pairs(self._parent.wins))
+    ties = cached_property(lambda self: self._pairs(self._parent.ties))
+    question_wins = cached_property(lambda self: self._pairs(self._parent.question_wins))
+    question_ties = cached_property(lambda self: self._pairs(self._parent.question_ties))
 
-    @cached_property
-    def ties(self) -> np.ndarray:
-        return self._pairs(self._parent.ties)
 
-    @cached_property
-    def question_wins(self) -> np.ndarray:
-        return self._pairs(self._parent.question_wins)
-
-    @cached_property
-    def question_ties(self) -> np.ndarray:
-        return self._pairs(self._parent.question_ties)
+def _without_diagonal(wins: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairwise counts (D, L, L) with zero diagonals (a model never meets itself), read-only."""
+    eye = np.eye(wins.shape[1], dtype=bool)
+    wins[:, eye] = 0.0
+    ties[:, eye] = 0.0
+    return _frozen(wins), _frozen(ties)
 
 
 def _trial_pairs(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -368,10 +363,7 @@ def _trial_pairs(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.nda
             below = np.isin(X, np.flatnonzero(weights < level)).astype(np.float32)
             ties += np.rint(at @ np.swapaxes(at, 1, 2))
             wins += np.rint(at @ np.swapaxes(below, 1, 2))
-    eye = np.eye(L, dtype=bool)
-    wins[:, eye] = 0.0
-    ties[:, eye] = 0.0
-    return _frozen(wins), _frozen(ties)
+    return _without_diagonal(wins, ties)
 
 
 def _question_pairs(counts: np.ndarray, weights: np.ndarray, binary: bool):
@@ -381,10 +373,7 @@ def _question_pairs(counts: np.ndarray, weights: np.ndarray, binary: bool):
     D, L, M = u.shape
     wins = (u[:, :, None, :] > u[:, None, :, :]).sum(axis=3).astype(np.float64)
     ties = M - wins - np.swapaxes(wins, 1, 2)
-    eye = np.eye(L, dtype=bool)
-    wins[:, eye] = 0.0
-    ties[:, eye] = 0.0
-    return _frozen(wins), _frozen(ties)
+    return _without_diagonal(wins, ties)
 
 
 def is_batched(method: str) -> bool:
@@ -454,6 +443,16 @@ def competition_ranks(scores: np.ndarray) -> np.ndarray:
     ranks = np.empty(rows.shape)
     np.put_along_axis(ranks, order, first + 1.0, axis=1)
     return ranks if s.ndim == 2 else ranks[0]
+
+
+def finite_ranks(scores: np.ndarray) -> np.ndarray:
+    """:func:`competition_ranks` of every row of ``scores`` (..., L) whose scores are all
+    finite; NaN rows for the others (draws or pools that take another path)."""
+    finite = np.isfinite(scores).all(axis=-1)
+    ranks = np.full(scores.shape, np.nan)
+    if finite.any():
+        ranks[finite] = competition_ranks(scores[finite])
+    return ranks
 
 
 def _scores_once(sub: ResponseData, method: str) -> tuple[np.ndarray, bool]:
@@ -530,14 +529,11 @@ def rank_stack(
         given: list[str | None] | None = None
         if isinstance(scores, tuple):  # (scores, reasons) from a rule that knows why it fails
             scores, given = scores
-        scored = (np.zeros(stack.D, bool) if scores is None
-                  else np.isfinite(scores).all(axis=1))
+        ranked = finite_ranks(scores) if scores is not None else np.full((stack.D, 1), np.nan)
+        scored = ~np.isnan(ranked[:, 0])
         reasons: list[str | None] = [None] * stack.D if given is None else list(given)
-        ranks: list[np.ndarray | None] = [None] * stack.D
-        if scored.any():
-            for d, r in zip(np.flatnonzero(scored), competition_ranks(scores[scored]),
-                            strict=True):
-                ranks[d] = r
+        ranks: list[np.ndarray | None] = [r if ok else None for r, ok in zip(ranked, scored,
+                                                                          strict=True)]
         # draws the rule neither scored nor explained take the per-draw path
         alone = np.flatnonzero(~scored & np.array([why is None for why in reasons]))
         for d in alone:

@@ -44,12 +44,9 @@ class Progress:
         self, quiet: bool | None = None, stream: TextIO | None = None, min_interval: float = 0.5
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
-        if quiet is None:
-            isatty = getattr(self.stream, "isatty", None)
-            quiet = not (isatty is not None and isatty())
-        self.enabled = not quiet
         isatty = getattr(self.stream, "isatty", None)
         self.redraw = isatty is not None and isatty()  # one updating line on a terminal
+        self.enabled = self.redraw if quiet is None else not quiet
         # elsewhere (a forced log) one plain line per interval
         self.min_interval = min_interval if self.redraw else max(min_interval, 10.0)
         self._label = ""

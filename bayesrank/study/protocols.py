@@ -46,6 +46,7 @@ from bayesrank.study.batched import (
     batched_scores,
     competition_ranks,
     draws_per_stack,
+    finite_ranks,
     pair_signs,
     pools_per_stack,
     rank_stack,
@@ -221,13 +222,18 @@ def convergence(
     return pd.DataFrame(rows)
 
 
+def check_pool_sizes(sizes: Sequence[int], L: int) -> None:
+    """Raise ValueError naming the first model-pool size outside 2..L."""
+    for k in sizes:
+        if isinstance(k, bool) or not 2 <= int(k) <= L:
+            raise ValueError(f"model-pool size {k} is outside 2..L={L} (the data have L={L})")
+
+
 def model_subsets(
     L: int, sizes: Sequence[int], subsets: int, rng: np.random.Generator
 ) -> dict[int, list[np.ndarray]]:
     """``subsets`` random model pools of each size (sorted indices, no repeats in a pool)."""
-    for k in sizes:
-        if isinstance(k, bool) or not 2 <= int(k) <= L:
-            raise ValueError(f"model-pool size {k} is outside 2..L={L} (the data have L={L})")
+    check_pool_sizes(sizes, L)
     if subsets < 1:
         raise ValueError(f"subsets must be a positive integer, got {subsets!r}")
     return {int(k): [np.sort(rng.choice(L, size=int(k), replace=False)) for _ in range(subsets)]
@@ -261,15 +267,12 @@ def model_pool_bootstrap(
     pools; the default 50 keeps a 72-method run to minutes.
 
     With ``engine="reference"`` every drawn pool is one task, ranked draw by draw.
-    With ``engine="batched"`` a pool drawn twice is ranked once and counted twice;
-    the draws (and the full data) are reduced once on all models, and the distinct
-    pools of one size are stacked (:meth:`DrawStack.pools`: every draw on every pool
-    as one stack, a few stacks per size as memory allows), so each closed-form rule
-    runs once per stack on every draw of every pool, for the draws and for the
-    pools' own full-N references alike; the other rules run pool by pool, draw by
-    draw, as before.  Rules whose model scores depend only on the model's own counts
-    (avg, Bayes@N) are scored once and restricted to each pool.  Each pool stack is
-    one task (on a Dask ``client``, about two per worker and size).
+    With ``engine="batched"`` a pool drawn twice is ranked once, the draws are reduced
+    once on all models, and the distinct pools of one size are stacked
+    (:meth:`DrawStack.pools`) so that a stacked rule runs once on every draw of every
+    pool, for the draws and the pools' full-N references alike; rules scored model by
+    model (avg, Bayes@N) are scored once and restricted to each pool.  Each pool stack
+    is one task (on a Dask ``client``, about two per worker and size).
 
     Returns
     -------
@@ -490,11 +493,8 @@ def _pool_references(pools, data, methods, full, separable):
             own[m] = competition_ranks(separable[m][0][pools])
             continue
         scores = _pool_stack_scores(pooled, m)
-        own[m] = np.full((P, k), np.nan)
-        ok = np.zeros(P, dtype=bool) if scores is None else np.isfinite(scores).all(axis=1)
-        if ok.any():
-            own[m][ok] = competition_ranks(scores[ok])
-        for p in np.flatnonzero(~ok):
+        own[m] = np.full((P, k), np.nan) if scores is None else finite_ranks(scores)
+        for p in np.flatnonzero(np.isnan(own[m][:, 0])):
             if p not in subs:
                 subs[p] = data.subset(models=pools[p])
             ranks, own_why[m][p], _ = safe_ranks(subs[p], m)
@@ -529,11 +529,7 @@ def _stacked_ranks(pooled: DrawStack, pools: np.ndarray, method: str, separable)
         if scores is None:
             return None
         scores = scores.reshape(P, -1, k)
-    finite = np.isfinite(scores).all(axis=2)
-    ranks = np.full(scores.shape, np.nan)
-    if finite.any():
-        ranks[finite] = competition_ranks(scores[finite])
-    return ranks, [[None] * scores.shape[1] for _ in range(P)]
+    return finite_ranks(scores), [[None] * scores.shape[1] for _ in range(P)]
 
 
 def _stacked_pool_scores(signs: np.ndarray, target: np.ndarray, missing: list[str | None]):

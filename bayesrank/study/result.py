@@ -22,6 +22,7 @@ from bayesrank.study.engine import connect
 from bayesrank.study.priors import _require_model_prior, prior_diagnostics, prior_effect
 from bayesrank.study.progress import Progress
 from bayesrank.study.protocols import (
+    check_pool_sizes,
     convergence,
     gold_standard_agreement,
     model_pool_bootstrap,
@@ -161,10 +162,7 @@ def _check_plan(data: ResponseData, protocols: Sequence[str], budgets, sizes, sc
     if budgets is not None:
         check_budgets(budgets, data.N)
     if "bootstrap" in protocols:
-        bad = [k for k in sizes if not 2 <= int(k) <= data.L]
-        if bad:
-            raise ValueError(f"model-pool size(s) {bad} outside 2..L={data.L} (the data have "
-                             f"L={data.L})")
+        check_pool_sizes(sizes, data.L)
     if "prior" in protocols:
         _require_model_prior(data, "the 'prior' protocol")
     if "categorical" in protocols and not schemes:

@@ -1,18 +1,12 @@
 """Graph, spectral and game-theoretic rules over a whole :class:`DrawStack` at once.
 
-Each rule reads the stack's trial-level pairwise counts (D, L, L) and runs the batched
-numeric core of :mod:`bayesrank.baselines.graph_batch`, the same functions that
-:mod:`bayesrank.baselines.graph` calls with a batch of one, so every draw gets the scores
-it gets alone; the options are checked by the rule's own checks (``graph.*_options``),
-whose DataError sends every draw to the per-draw path.  A rule returns scores (D, L), or
-None for options it does not reproduce (power iteration, fictitious play).  A draw on
-which the per-draw rule would raise (disconnected comparison graph, reducible walk,
-repeated Perron root, underflowing fixation probabilities) or would need a search the
-stack does not run (the Nash linear program when the best models do not dominate) gets a
-row of NaN: the caller then ranks that draw on the per-draw path, which raises or
-searches exactly as before.  The rules read only the stack's pairwise counts (``wins``,
-``ties``; L is their size), so a stack holding the draws of many model pools of one size
-works as well.
+The rules read only the stack's trial-level pairwise counts (``wins``, ``ties``; L is
+their size, so a stack of many model pools of one size works as well) and run
+:mod:`bayesrank.baselines.graph_batch` on blocks of :data:`CHUNK` rows that share their
+win probabilities.  Power iteration and fictitious play give None.  A draw on which the
+per-draw rule would raise (disconnected comparison graph, reducible walk, repeated Perron
+root, underflowing fixation probabilities) or search (the Nash linear program when the
+best models do not dominate) gets a NaN row.
 """
 
 from __future__ import annotations
@@ -58,6 +52,12 @@ class _Rows:
             a.setflags(write=False)
         return hit
 
+    def probabilities(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``P_hat``, the comparison graphs (read-only; 13 of the 15 identifiers start from
+        them) and a fresh mask of the draws whose graph is connected."""
+        P_hat, compared, connected = self._probabilities
+        return P_hat, compared, connected.copy()
+
 
 def _blocks(stack: DrawStack) -> list[_Rows]:
     """The stack's rows in blocks of :data:`CHUNK`, shared by every rule called on it
@@ -85,18 +85,11 @@ def _over_blocks(rule: Callable[..., np.ndarray | None]) -> Callable[..., np.nda
     return over_stack
 
 
-def _probabilities(rows: _Rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``P_hat``, the comparison graphs (read-only; 13 of the 15 identifiers start from them)
-    and a fresh mask of the draws whose graph is connected."""
-    P_hat, compared, connected = rows._probabilities
-    return P_hat, compared, connected.copy()
-
-
 def _pagerank(rows: _Rows, *, damping, solver, max_iter, tol):
     damping = graph.pagerank_options(damping, solver, max_iter, tol)
     if solver != "exact":
         return None
-    P_hat, compared, ok = _probabilities(rows)
+    P_hat, compared, ok = rows.probabilities()
     L = rows.wins.shape[1]
     adjacency = np.swapaxes(np.where(compared, P_hat, 0.0), 1, 2)
     return _where_ok(ok, gb.pagerank_batch(adjacency, damping, np.full(L, 1.0 / L)))
@@ -105,7 +98,7 @@ def _pagerank(rows: _Rows, *, damping, solver, max_iter, tol):
 def _spectral(rows: _Rows, *, solver, max_iter, tol):
     if not graph.check_solver(solver, max_iter, tol):
         return None
-    P_hat, compared, ok = _probabilities(rows)
+    P_hat, compared, ok = rows.probabilities()
     v, simple = gb.perron_batch(gb.spectral_matrix_batch(P_hat, compared))
     return _where_ok(ok & simple, v)
 
@@ -135,7 +128,7 @@ def _alpharank(rows: _Rows, *, alpha, population_size, solver, max_iter, tol):
     L = rows.wins.shape[1]
     if L == 1:
         return np.ones((rows.D, 1))
-    P_hat, _, ok = _probabilities(rows)
+    P_hat, _, ok = rows.probabilities()
     C = gb.alpharank_chain_batch(P_hat, alpha, population_size, constant_sum=True)
     off = ~np.eye(L, dtype=bool)
     ok &= np.all(C[:, off] > 0, axis=1)
@@ -149,7 +142,7 @@ def _nash(rows: _Rows, *, solver, score_type, selection, n_iter, temperature,
     check_choice("selection", selection, ("max_entropy", "lp"))  # which equilibria close
     if solver != "lp":
         return None
-    P_hat, _, ok = _probabilities(rows)
+    P_hat, _, ok = rows.probabilities()
     A = graph.zero_sum_game(P_hat)
     AT = np.swapaxes(A, 1, 2)
     antisymmetric = np.all(np.abs(A + AT) <= 1e-12 + 1e-5 * np.abs(AT), axis=(1, 2))
@@ -164,7 +157,7 @@ def _nash(rows: _Rows, *, solver, score_type, selection, n_iter, temperature,
 
 def _serial_rank(rows: _Rows, *, comparison):
     check_choice("comparison", comparison, ("prob_diff", "sign"))
-    P_hat, _, ok = _probabilities(rows)
+    P_hat, _, ok = rows.probabilities()
     C = graph.zero_sum_game(P_hat)
     scores, _ = gb.serial_rank_batch(np.sign(C) if comparison == "sign" else C)
     return _where_ok(ok, scores)
@@ -172,7 +165,7 @@ def _serial_rank(rows: _Rows, *, comparison):
 
 def _hodge_rank(rows: _Rows, *, pairwise_stat, weight_method, epsilon, return_diagnostics):
     epsilon = graph.hodge_options(pairwise_stat, weight_method, epsilon)
-    _, compared, ok = _probabilities(rows)
+    _, compared, ok = rows.probabilities()
     total = rows.wins + np.swapaxes(rows.wins, 1, 2) + rows.ties
     Y, w = gb.hodge_flow_batch(rows.wins, total, compared, pairwise_stat, weight_method,
                                epsilon)

@@ -1,22 +1,13 @@
 """IRT rules over a whole :class:`~bayesrank.study.batched.DrawStack` at once.
 
-The JML / MAP Rasch, 2PL and 3PL fits of every draw of a stack run as one batch through
-:func:`bayesrank.baselines.irt.xpl_batch.fit_xpl_batch`, the same solver that
-:func:`bayesrank.baselines.irt.fit_irt` runs with a batch of one, so each draw's
-abilities (and ranks) are exactly those of the per-draw path.  A draw whose fit fails
-(:class:`~bayesrank.errors.NotIdentifiedError`: Ford's condition, abilities running off)
-gets a row of NaN scores and the reason the per-draw rule gives (the rules return
-``(scores, reasons)``), so :func:`~bayesrank.study.batched.rank_stack` reports it without
-fitting the draw again.  ``dynamic_irt`` with ``variant="linear"`` is the Rasch JML fit.
-
-Rules return None (per-draw path) for non-binary data and for options they do not
-reproduce: anything the per-draw rule would reject, and the growth variant of
-``dynamic_irt`` on draws of several trials (on single-trial draws it is the Rasch JML
-fit).  ``rasch_mml`` (EM over Gauss-Hermite quadrature) runs the same way through
-:func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.  Rules that fit the same model
-share one fit per stack (:meth:`~bayesrank.study.batched.DrawStack.once`): ``rasch``,
-``dynamic_irt_linear`` and, on single-trial draws, ``dynamic_irt_growth``; ``rasch_mml``
-and ``rasch_mml_credible``.
+The JML / MAP Rasch, 2PL and 3PL fits of every draw run as one batch of
+:func:`bayesrank.baselines.irt.xpl_batch.fit_xpl_batch`, ``rasch_mml`` of
+:func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.  A draw whose fit fails
+(:class:`~bayesrank.errors.NotIdentifiedError`) gets a NaN row and the per-draw rule's
+reason.  ``dynamic_irt`` is the Rasch JML fit with ``variant="linear"`` and, on
+single-trial draws, with ``"growth"``; the growth model over several trials gives None.
+Rules that fit the same model share one fit per stack
+(:meth:`~bayesrank.study.batched.DrawStack.once`).
 """
 
 from __future__ import annotations
@@ -35,7 +26,6 @@ from bayesrank.baselines.irt.mml import _mml_options, fit_rasch_mml_batch
 from bayesrank.baselines.irt.xpl import _layout, fit_irt
 from bayesrank.baselines.irt.xpl_batch import fit_xpl_batch
 from bayesrank.checks import check_probability
-from bayesrank.errors import DataError
 
 if TYPE_CHECKING:
     from bayesrank.study.batched import DrawStack
@@ -62,12 +52,9 @@ def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter, return_item_para
     if not stack.data.is_binary:
         return None
     o = {**_FIT, **fit}
-    try:
-        lay = _layout(model, prior_variance(prior), max_iter, o["reg_discrimination"],
-                      o["reg_guessing"], o["guessing_upper"], o["fix_guessing"])
-    except (ValueError, TypeError):
-        return None  # the rule rejects these options; the per-draw path says why
-    lay = replace(lay, labels=tuple(map(str, stack.data.models)))
+    lay = replace(_layout(model, prior_variance(prior), max_iter, o["reg_discrimination"],
+                          o["reg_guessing"], o["guessing_upper"], o["fix_guessing"]),
+                  labels=tuple(map(str, stack.data.models)))
 
     def fit() -> Scores:
         k = stack.counts[..., 1].astype(float)
@@ -93,13 +80,10 @@ def _rasch_mml(stack: DrawStack, *, quantile, max_iter, em_iter, n_quadrature, p
     posterior, :meth:`~bayesrank.baselines.irt.mml.MmlBatch.person_scores`)."""
     if not stack.data.is_binary:
         return None
-    try:
-        em_iter, max_iter, population_sd = _mml_options(n_quadrature, em_iter, max_iter,
-                                                        population_sd)
-        if quantile is not None:
-            check_probability("quantile", quantile)
-    except (DataError, ValueError, TypeError):
-        return None
+    em_iter, max_iter, population_sd = _mml_options(n_quadrature, em_iter, max_iter,
+                                                    population_sd)
+    if quantile is not None:
+        check_probability("quantile", quantile)
 
     def fit():
         k = stack.counts[..., 1].astype(float)

@@ -1,17 +1,11 @@
 """Paired-comparison rules over a whole :class:`~bayesrank.study.batched.DrawStack`.
 
 Bradley–Terry, Davidson, Rao–Kupper, Plackett–Luce and Bradley–Terry–Luce (ML and MAP)
-fitted on every draw of a stack at once with the batched solvers of
-:mod:`bayesrank.baselines.pairwise_batch` (lockstep damped Newton / MM with a per-draw
-convergence mask).  The per-draw rules call
-the same solvers with a batch of one, so every draw gets exactly the scores it gets alone.
-
-Each rule returns scores (D, L) with a NaN row for every draw the per-draw rule would
-reject (no finite ML estimate: the win graph is not strongly connected) or would warn
-about (the solver ran out of iterations), so that :func:`~bayesrank.study.batched.rank_stack`
-runs those through the per-draw path, which reports the reason and the warning.  Options
-are checked as the rules check them (their DataError: every draw per draw); a free
-Rao–Kupper ``kappa`` gives None.
+fitted on every draw at once by the lockstep solvers of
+:mod:`bayesrank.baselines.pairwise_batch` (damped Newton / MM with a per-draw
+convergence mask).  A draw the per-draw rule would reject (no finite ML estimate: the
+win graph is not strongly connected) or warn about (the solver ran out of iterations)
+gets a NaN row; a free Rao–Kupper ``kappa`` gives None.
 """
 
 from __future__ import annotations
@@ -21,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bayesrank.baselines._optim import fit_options, strengths
+from bayesrank.baselines._optim import fit_options, normalised_strengths, strengths
 from bayesrank.baselines.pairwise_batch import (
     average_exchangeable,
     bt_fit_batch,
@@ -110,11 +104,6 @@ def _rao_kupper(stack: DrawStack, *, tie_strength, prior, max_iter):
     return _scores(theta, ok, stalled, stack.D)
 
 
-def _normalised(theta: np.ndarray) -> np.ndarray:
-    pi = np.exp(theta)
-    return pi / np.sum(pi, axis=-1, keepdims=True)
-
-
 def _plackett_luce(stack: DrawStack, *, prior, max_iter, tol):
     if prior is not None:  # the MAP rule is Bradley-Terry MAP
         return _bradley_terry(stack, prior=prior, max_iter=max_iter)
@@ -129,7 +118,7 @@ def _plackett_luce(stack: DrawStack, *, prior, max_iter, tol):
     if fit.any():
         theta[fit], stalled[fit] = pl_mm_batch(W[ok][fit], max_iter=max_iter, tol=tol)
     theta = average_exchangeable(theta, exchangeable_batch(W[ok]))
-    return _scores(theta, ok, stalled, stack.D, score=_normalised)
+    return _scores(theta, ok, stalled, stack.D, score=normalised_strengths)
 
 
 def setwise_events(stack: DrawStack) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -12,7 +12,16 @@ core rejects raises its :class:`~bayesrank.errors.DataError`, and
 path, which says why.
 
 The count rules (avg, inverse difficulty, Bayes@N, Borda, Copeland, win rate, Minimax,
-Schulze) are defined here; each family's other rules in its ``stack_*`` module.  Rules a
+Schulze) and Thompson sampling are defined here; each family's other rules in its
+``stack_*`` module.
+
+Thompson: :func:`bayesrank.baselines.metrics.thompson` draws each model's posterior
+samples from a stream seeded by the seed and the model's own ``(alpha, beta)``, so its
+score is a sum of pairwise counts that do not depend on which other models are ranked.
+They are computed once per draw on all models of a stack and kept in it; a pool stack
+takes its rows' counts from the full stack it was cut from (integer sums, then the same
+division: exactly the scores of ranking the pool alone).  ``seed=None`` gives None (each
+call draws a fresh seed).  Rules a
 record marks ``per_draw`` (:attr:`bayesrank.baselines.MethodSpec.per_draw`) have no
 entry (``tests/test_rule_snapshot.py`` checks that the table and the records agree).
 """
@@ -26,7 +35,7 @@ import numpy as np
 
 from bayesrank.baselines import metrics, voting
 from bayesrank.conjugate import bayes_moments
-from bayesrank.study import stack_graph, stack_irt, stack_pairwise, stack_seq, stack_thompson
+from bayesrank.study import stack_graph, stack_irt, stack_pairwise, stack_seq
 
 if TYPE_CHECKING:
     from bayesrank.study.batched import DrawStack
@@ -34,10 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["BATCHED_RULES", "SEPARABLE_RULES"]
 
 Scores = np.ndarray | tuple[np.ndarray, list[str | None]] | None
-
-
-def _avg(stack: DrawStack) -> np.ndarray:
-    return metrics.avg_batch(stack.cell_utility)
 
 
 def _inverse_difficulty(stack: DrawStack, *, clip_range) -> np.ndarray | None:
@@ -60,41 +65,61 @@ def _bayes(stack: DrawStack, *, R0: Any, quantile, weights) -> np.ndarray | None
     return metrics.bayes_score(*bayes_moments(nu, stack.data.weights), quantile)
 
 
-def _borda(stack: DrawStack) -> np.ndarray:
-    return voting.borda_scores(stack.question_preferences("half"))
+#: Posterior draws kept for reuse across the draws of one stack (floats, about 128 MiB).
+DRAW_CACHE_ELEMENTS = 2**24
 
 
-def _copeland(stack: DrawStack) -> np.ndarray:
-    return voting.copeland_scores(stack.question_preferences("half"))
+def _pair_counts(stack: DrawStack, n_samples: int, prior_alpha: float, prior_beta: float,
+                 entropy: int) -> np.ndarray:
+    """``C`` (D, L, L) of every draw of a stack that is not a pool stack, kept in the stack
+    (:meth:`~bayesrank.study.batched.DrawStack.once`) for the pool stacks cut from it."""
+    def compute() -> np.ndarray:
+        trials = np.full(stack.counts.shape[:2], stack.n_trials * stack.data.M, dtype=np.int64)
+        a, b = metrics.thompson_posterior(stack.counts[..., 1].sum(axis=2), trials,
+                                          prior_alpha, prior_beta)
+        out = np.empty((stack.D, stack.data.L, stack.data.L), dtype=np.int64)
+        seen: dict[tuple[float, float], np.ndarray] = {}
+        for d in range(stack.D):
+            if len(seen) * n_samples > DRAW_CACHE_ELEMENTS:
+                seen.clear()
+            draws = metrics.thompson_draws(a[d], b[d], n_samples, entropy, seen)
+            out[d] = metrics.thompson_pair_counts(draws)
+        out.setflags(write=False)
+        return out
+
+    return stack.once(("thompson_pair_counts", n_samples, prior_alpha, prior_beta, entropy),
+                      compute)
 
 
-def _win_rate(stack: DrawStack) -> np.ndarray:
-    return voting.win_rate_scores(stack.question_wins)
-
-
-def _minimax(stack: DrawStack, *, variant, tie_policy) -> np.ndarray:
-    return voting.minimax_scores(stack.question_preferences(tie_policy), variant)
-
-
-def _schulze(stack: DrawStack, *, tie_policy, strength) -> np.ndarray:
-    # a cycle in some draw's beatpath order raises: per draw, which reports it
-    return voting.schulze_levels(stack.question_preferences(tie_policy), strength)
+def _thompson(stack: DrawStack, *, n_samples: int, prior_alpha: float, prior_beta: float,
+              seed: Any) -> np.ndarray | None:
+    if not stack.data.is_binary or seed is None:
+        return None
+    options = metrics.thompson_options(n_samples, prior_alpha, prior_beta, seed)
+    if stack.models is None:
+        return metrics.thompson_scores(_pair_counts(stack, *options), n_samples)
+    # a pool stack: row p * D + d is draw d of the full stack on the models of pool p
+    full = _pair_counts(stack._parent, *options)
+    return metrics.thompson_scores(stack._pairs(full), n_samples)
 
 
 _COUNTS: dict[str, Callable[..., Scores]] = {
-    "avg": _avg,
+    "avg": lambda stack: metrics.avg_batch(stack.cell_utility),
     "inverse_difficulty": _inverse_difficulty,
     "bayes": _bayes,
-    "borda": _borda,
-    "copeland": _copeland,
-    "win_rate": _win_rate,
-    "minimax": _minimax,
-    "schulze": _schulze,
+    "borda": lambda stack: voting.borda_scores(stack.question_preferences("half")),
+    "copeland": lambda stack: voting.copeland_scores(stack.question_preferences("half")),
+    "win_rate": lambda stack: voting.win_rate_scores(stack.question_wins),
+    "minimax": lambda stack, *, variant, tie_policy: voting.minimax_scores(
+        stack.question_preferences(tie_policy), variant),
+    # a cycle in some draw's beatpath order raises: per draw, which reports it
+    "schulze": lambda stack, *, tie_policy, strength: voting.schulze_levels(
+        stack.question_preferences(tie_policy), strength),
+    "thompson": _thompson,
 }
 
 
-_PARTS = (_COUNTS, stack_irt.RULES, stack_pairwise.RULES, stack_graph.RULES, stack_seq.RULES,
-          stack_thompson.RULES)
+_PARTS = (_COUNTS, stack_irt.RULES, stack_pairwise.RULES, stack_graph.RULES, stack_seq.RULES)
 #: Base rule name -> its stacked form (see the module docstring).
 BATCHED_RULES: dict[str, Callable[..., Scores]] = {k: v for p in _PARTS for k, v in p.items()}
 if len(BATCHED_RULES) != sum(map(len, _PARTS)):

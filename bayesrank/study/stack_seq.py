@@ -1,37 +1,20 @@
 """Sequential ratings (and their stochastic and count-based neighbours) over a whole DrawStack.
 
-Each rule takes a :class:`~bayesrank.study.batched.DrawStack` and an identifier's default
-options and returns the scores (D, L) of every draw, or None where it does not reproduce
-the per-draw rule exactly (other options, non-binary data, invalid options: the per-draw
-path then ranks, or reports why it cannot).
-
-Elo, Glicko and TrueSkill: the D draws' match streams (same event order: trial-major,
-paper App. "Sequential Rating Systems") go to the batched kernels of
-:mod:`bayesrank.baselines.ratings` in one call; every stream runs through the same
-compiled per-stream loop as :func:`bayesrank.baselines.ratings.elo` on the draw alone (a
-batch of one), so the scores are bit-identical to the per-draw path.  The streams are read
-from the stack's outcomes, so pool stacks (every pool of the model-pool bootstrap in one
-stack) run them too.
+Elo, Glicko and TrueSkill: the D draws' match streams (trial-major, paper App.
+"Sequential Rating Systems"), read from the stack's outcomes (so pool stacks run them
+too), go to the batched kernels of :mod:`bayesrank.baselines.ratings` in one call.
 
 Bayesian Bradley-Terry by MCMC (``bayesian_mcmc``): with a fixed seed every draw's chain
 uses the same random stream, which
 :func:`bayesrank.baselines.paired.bt_posterior_means_batch` draws once for a block of
-draws; each chain then runs the per-draw code and keeps only the mean of its draws (a
-seed that is not an integer, e.g. None or a Generator, gives each draw another stream:
-per-draw path).
+draws (any other seed: per-draw path).
 
-Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters): the draws'
-question-level counts (or cell utilities) go to the lockstep voting rules of
-:mod:`bayesrank.baselines.voting_batch`, which the per-draw rules call with a batch of one.
+Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters) run through
+the lockstep rules of :mod:`bayesrank.baselines.voting_batch`; Kemeny-Young solves each row
+exactly, once per stack for both tie policies (they have the same margins).
 
-Kemeny-Young: the exact solve of each row's question-level preferences, without building
-the draw's data; both tie policies have the same margins, so the paper's two identifiers
-read one solve per stack.
-
-Pass@k, Pass-hat@k and mG-Pass@k: closed forms over the draws' success counts through
-:func:`bayesrank.baselines.metrics.pass_scores` (per draw: a batch of one); draws of fewer
-than ``k`` trials (every N=1 draw for k = 2) are left to the per-draw rule, which says why
-it cannot rank them.
+Pass@k, Pass-hat@k and mG-Pass@k: :func:`bayesrank.baselines.metrics.pass_scores` of the
+draws' success counts; draws of fewer than ``k`` trials take the per-draw path.
 """
 
 from __future__ import annotations
@@ -53,19 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["RULES"]
 
 
-def _event_streams(stack: DrawStack) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`bayesrank.baselines.ratings.event_streams` of every row, from the stack's own
-    outcomes (D, L, M, n): row ``e = n M + m`` of stream ``d`` holds ``outcomes[d, :, m, n]``.
-
-    Read through :attr:`DrawStack.outcomes`, so a pool stack (whose rows hold different
-    models) gives each row its pool's streams.
-    """
-    X = stack.outcomes
-    D, L, M, n = X.shape
-    outcomes = np.ascontiguousarray(X.transpose(0, 3, 2, 1)).reshape(D, n * M, L)
-    return outcomes, np.ones(outcomes.shape, dtype=bool)
-
-
 def _rating_rule(
     final_scores: Callable[[DrawStack, tuple[np.ndarray, np.ndarray], dict], np.ndarray],
 ) -> Callable[..., np.ndarray | None]:
@@ -74,7 +44,7 @@ def _rating_rule(
     def rule(stack: DrawStack, **options: Any) -> np.ndarray | None:
         if not stack.data.is_binary:
             return None  # the rule raises DataError; the per-draw path reports it
-        return final_scores(stack, _event_streams(stack), options)
+        return final_scores(stack, ratings.event_streams(stack.outcomes), options)
 
     return rule
 
@@ -143,10 +113,6 @@ def _borda_elimination(rule: str) -> Callable[..., np.ndarray | None]:
     return scores
 
 
-def _majority_judgment(stack: DrawStack) -> np.ndarray:
-    return voting_batch.majority_judgment_batch(stack.cell_grades)
-
-
 def _pass_family(metric: str) -> Callable[..., np.ndarray | None]:
     def scores(stack: DrawStack, *, k: int) -> np.ndarray | None:
         k = check_int("k", k)
@@ -169,7 +135,7 @@ RULES: dict[str, Callable[..., np.ndarray | None]] = {
     "kemeny_young": _kemeny_young,
     "nanson": _borda_elimination("nanson"),
     "baldwin": _borda_elimination("baldwin"),
-    "majority_judgment": _majority_judgment,
+    "majority_judgment": lambda stack: voting_batch.majority_judgment_batch(stack.cell_grades),
     "pass_at_k": _pass_family("pass_at_k"),
     "pass_hat_k": _pass_family("pass_hat_k"),
     "mg_pass_at_k": _pass_family("mg_pass_at_k"),

@@ -8,8 +8,10 @@ information about abilities; :func:`informative_mask` selects the others and
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -25,6 +27,7 @@ __all__ = [
     "informative_mask",
     "initial_location",
     "logit",
+    "over_problems",
 ]
 
 IrtModel = Literal["1pl", "2pl", "3pl"]
@@ -108,3 +111,18 @@ def initial_location(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarr
     theta = logit((k.sum(axis=1) + 0.5) / (n.sum(axis=1) + 1.0))
     b = -logit((k.sum(axis=0) + 0.5) / (n.sum(axis=0) + 1.0))
     return theta - b.mean(), b - b.mean()
+
+
+def over_problems(run: Callable[[np.ndarray], Any], B: int, per_thread: int,
+                  threads: int) -> list:
+    """``run(rows)`` over blocks of ``per_thread`` of the B problems, results in block order.
+
+    Up to ``threads`` threads (one per ``per_thread`` problems) take the blocks as they
+    become free: problems differ many-fold in iterations, and the compiled kernels release
+    the GIL.  A problem's result does not depend on its block or thread.
+    """
+    workers = min(threads, max(1, B // per_thread))
+    if workers == 1:
+        return [run(np.arange(B))]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(run, np.array_split(np.arange(B), -(-B // per_thread))))

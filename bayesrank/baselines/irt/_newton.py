@@ -4,7 +4,7 @@ Parameters split into "person" parameters ``u`` (abilities, P of them) and per-i
 parameters ``v`` (M, q).  Persons interact only through items, so the item block of the
 Hessian is block-diagonal and a Newton step eliminates it with a Schur complement
 (O(P^2 M q^2)) instead of factoring the full matrix; linear constraints (centred
-difficulties) enter as Lagrange multipliers and bounds by projection.  Used by the growth
+difficulties) enter as Lagrange multipliers.  Used by the growth
 model (:mod:`.dynamic`); the JML/MAP xPL fits solve the same system in compiled form
 (:func:`._xpl_kernel.newton_step`).
 """
@@ -58,8 +58,8 @@ class Terms:
 
     Parameters are split into "person" parameters ``u`` (P,) and per-item
     parameters ``v`` (M, q).  The value is computed at once; the gradient and
-    the curvature (observed Hessian, then fallbacks such as the Fisher
-    information) only where a step is taken, not at rejected line-search points.
+    the curvature (the Hessian) only where a step is taken, not at rejected
+    line-search points.
     """
 
     def __init__(self, value: float, derivatives: Callable[[], tuple]):
@@ -78,13 +78,11 @@ class Terms:
     def g_v(self) -> np.ndarray:
         return self._d[1]
 
-    def curvature(self) -> tuple[Hessian, ...]:
+    def curvature(self) -> Hessian:
         return self._d[2]()
 
 
-def newton_step(
-    t: Terms, H: Hessian, E: np.ndarray, require_convex: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
+def newton_step(t: Terms, H: Hessian, E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Solve the Newton system subject to linear constraints ``sum_m E[m]^T dv_m = 0``.
 
     ``E`` (M, q, n_c) holds one column per constraint (e.g. ones on the
@@ -92,27 +90,18 @@ def newton_step(
     block-diagonal item block is eliminated (Schur complement onto the P
     person parameters and the multipliers), so the cost is O(P^2 M q^2)
     instead of a dense factorisation of the full Hessian; when persons
-    outnumber item parameters the persons are eliminated instead.  With
-    ``require_convex`` it raises LinAlgError unless H is positive semi-definite
-    (item blocks positive definite and Schur complement without negative
-    eigenvalues), so that an indefinite observed Hessian is never used.
+    outnumber item parameters the persons are eliminated instead.
     """
     P = t.g_u.size
     M, q = t.g_v.shape
     d_uu = np.diag(H.uu)
     if P > M * q and np.array_equal(H.uu, np.diag(d_uu)):
-        return _step_eliminating_persons(t, H, d_uu, E, require_convex)
+        return _step_eliminating_persons(t, H, d_uu, E)
     ridge = 1e-12 * (np.abs(np.diagonal(H.vv, axis1=1, axis2=2)).mean() + 1e-300)
-    if require_convex and np.any(np.linalg.eigvalsh(H.vv)[:, 0] <= 0):
-        raise np.linalg.LinAlgError("indefinite item block")
     K = np.linalg.inv(H.vv + ridge * np.eye(q))  # (M, q, q)
     uv = H.uv.reshape(P, M * q)
     HK = (H.uv.transpose(1, 0, 2) @ K).transpose(1, 0, 2).reshape(P, M * q)
     S = H.uu - HK @ uv.T
-    if require_convex:
-        eig = np.linalg.eigvalsh(S)
-        if eig[0] < -1e-9 * max(abs(eig[-1]), 1e-300):
-            raise np.linalg.LinAlgError("indefinite Schur complement")
     Kg = (K @ t.g_v[:, :, None])[:, :, 0]
     g = t.g_v.reshape(M * q)
     rhs_u = -t.g_u + HK @ g
@@ -130,7 +119,7 @@ def newton_step(
     return du, -(K @ forcing[:, :, None])[:, :, 0]
 
 
-def _step_eliminating_persons(t: Terms, H: Hessian, d_uu, E, require_convex):
+def _step_eliminating_persons(t: Terms, H: Hessian, d_uu, E):
     """The same Newton system when persons outnumber item parameters (P > M q).
 
     The person block is diagonal (abilities interact only through items), so
@@ -139,17 +128,11 @@ def _step_eliminating_persons(t: Terms, H: Hessian, d_uu, E, require_convex):
     """
     P = t.g_u.size
     M, q = t.g_v.shape
-    if require_convex and np.any(d_uu <= 0):
-        raise np.linalg.LinAlgError("indefinite person block")
     inv_u = 1.0 / d_uu
     B = H.uv.reshape(P, M * q)
     S = -(B.T * inv_u) @ B
     for m in range(M):
         S[m * q : (m + 1) * q, m * q : (m + 1) * q] += H.vv[m]
-    if require_convex:
-        eig = np.linalg.eigvalsh(S)
-        if eig[0] < -1e-9 * max(abs(eig[-1]), 1e-300):
-            raise np.linalg.LinAlgError("indefinite Schur complement")
     rhs = -t.g_v.ravel() + B.T @ (inv_u * t.g_u)
     Ef = E.reshape(M * q, -1)
     n_c = Ef.shape[1]
@@ -157,15 +140,6 @@ def _step_eliminating_persons(t: Terms, H: Hessian, d_uu, E, require_convex):
     dv = np.linalg.solve(system, np.r_[rhs, np.zeros(n_c)])[: M * q]
     du = -inv_u * (t.g_u + B @ dv)
     return du, dv.reshape(M, q)
-
-
-def _freeze(t: Terms, H: Hessian, fixed: np.ndarray) -> tuple[Terms, Hessian]:
-    """Remove item components held at a bound from the Newton system (their step is 0)."""
-    g_v = np.where(fixed, 0.0, t.g_v)
-    uv = np.where(fixed[None], 0.0, H.uv)
-    vv = H.vv * ~fixed[:, :, None] * ~fixed[:, None, :]
-    vv = vv + np.einsum("mq,qr->mqr", fixed.astype(float), np.eye(fixed.shape[1]))
-    return Terms(t.value, lambda: (t.g_u, g_v, t.curvature)), Hessian(H.uu, uv, vv)
 
 
 class Diverged(Exception):
@@ -188,67 +162,37 @@ def divergence_error(
     )
 
 
-def structured_newton(
-    evaluate,
-    u,
-    v,
-    constrained: tuple[int, ...],
-    max_iter: int,
-    what: str,
-    bounds: dict[int, float] | None = None,
-):
-    """Newton / Fisher-scoring iterations with a projected Armijo line search.
+def structured_newton(evaluate, u, v, constrained: tuple[int, ...], max_iter: int, what: str):
+    """Newton iterations with an Armijo line search.
 
     ``evaluate(u, v)`` returns :class:`Terms`; ``v[:, j]`` for j in
-    ``constrained`` keeps summing to zero (the identifiability constraints)
-    and ``|v[:, j]| <= bounds[j]`` (projected Newton: components at a bound
-    whose gradient pushes outwards are held fixed for the step).  Stops when
-    the Newton decrement falls to the rounding level of the objective (scaled
-    to O(1)), when no step decreases the objective any more, or when FLAT_STEPS
-    accepted steps in a row gain at most FLAT_GAIN relative (the objective is
-    flat to rounding; the compiled xPL stages stop by the same rule).
+    ``constrained`` keeps summing to zero (the identifiability constraints).
+    Stops when the Newton decrement falls to the rounding level of the objective
+    (scaled to O(1)), when no step decreases the objective any more, or when
+    FLAT_STEPS accepted steps in a row gain at most FLAT_GAIN relative (the
+    objective is flat to rounding; the compiled xPL stages stop by the same rule).
     """
-    bounds = bounds or {}
     M, q = v.shape
     v = v.copy()
-    for j in constrained:
+    E = np.zeros((M, q, len(constrained)))
+    for c, j in enumerate(constrained):
         v[:, j] -= v[:, j].mean()
-    for j, lim in bounds.items():
-        v[:, j] = np.clip(v[:, j], -lim, lim)
-
-    def project(w):
-        for j, lim in bounds.items():
-            w[:, j] = np.clip(w[:, j], -lim, lim)
-        return w
-
+        E[:, j, c] = 1.0
     t = evaluate(u, v)
     flat = 0
     for it in range(1, int(max_iter) + 1):
-        fixed = np.zeros((M, q), dtype=bool)
-        for j, lim in bounds.items():
-            fixed[:, j] = ((v[:, j] >= lim) & (t.g_v[:, j] < 0)) | (
-                (v[:, j] <= -lim) & (t.g_v[:, j] > 0)
-            )
-        E = np.zeros((M, q, len(constrained)))
-        for c, j in enumerate(constrained):
-            E[:, j, c] = ~fixed[:, j]
-        hessians = t.curvature()
-        for i, H in enumerate(hessians):  # first convex curvature (the last is a fallback)
-            tf, Hf = _freeze(t, H, fixed) if fixed.any() else (t, H)
-            try:
-                du, dv = newton_step(tf, Hf, E, i < len(hessians) - 1)
-            except np.linalg.LinAlgError:
-                continue
-            decrement = -(tf.g_u @ du + np.sum(tf.g_v * dv))
-            if np.isfinite(decrement) and decrement > -1e-14:
-                break
-        else:
+        try:
+            du, dv = newton_step(t, t.curvature(), E)
+        except np.linalg.LinAlgError:
+            raise Diverged(u) from None
+        decrement = -(t.g_u @ du + np.sum(t.g_v * dv))
+        if not (np.isfinite(decrement) and decrement > -1e-14):
             raise Diverged(u)
         if decrement < 1e-16 * max(1.0, abs(t.value)):  # converged to rounding error
             return u, v, t, it
         step = 1.0
         for _ in range(40):
-            v_new = project(v + step * dv)
+            v_new = v + step * dv
             trial = evaluate(u + step * du, v_new)
             predicted = -(t.g_u @ (step * du) + np.sum(t.g_v * (v_new - v)))
             if np.isfinite(trial.value) and trial.value <= t.value - 1e-4 * max(predicted, 0.0):

@@ -3,11 +3,8 @@
 The numeric core of :func:`.xpl_batch.fit_xpl_batch` (paper App. "Item Response Theory
 (IRT) Methods", Alg. "Binomial xPL IRT"), compiled with Numba: the objective, its
 gradient and curvatures, the constrained Newton step and the projected Armijo iteration
-of one problem.  A problem's result does not depend on the problems given with it, so the
-per-draw fit (:func:`.xpl.fit_irt`, a batch of one) and the study's stacked rules
-(:mod:`bayesrank.study.stack_irt`) give identical abilities.  The numpy lockstep this
-replaces spent 0.8-1.6 ms of interpreter and small-array overhead per problem and
-iteration on the study's 20 x 30 pools; ``docs/study.md`` has the measured ratio.
+of one problem, whose result does not depend on the problems given with it (compiled
+rather than a numpy lockstep: ``docs/study.md`` has the measurements).
 
 Per cell, with ``eta = a (theta - b)``, ``p = c + (1 - c) sigma(eta)`` and
 ``s = (1 - c) sigma / p``, the loss ``-k log p - (n - k) log(1 - p)`` has

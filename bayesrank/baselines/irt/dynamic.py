@@ -95,7 +95,7 @@ def fit_growth_irt(
         p_lm = p.sum(axis=2)
         g_u = np.r_[p_lm.sum(axis=1) - S, (p @ t).sum(axis=1) - U + 2 * slope_reg * th1]
 
-        def curvature() -> tuple[Hessian]:
+        def curvature() -> Hessian:
             w = p * (1.0 - p)  # zero where unobserved (p = 0 there)
             A, B, C = w.sum(axis=2), w @ t, w @ (t * t)
             H_uu = np.block(
@@ -105,7 +105,7 @@ def fit_growth_irt(
                 ]
             )
             uv = -np.concatenate([A, B])[:, :, None]
-            return (Hessian(H_uu / scale, uv / scale, A.sum(axis=0)[:, None, None] / scale),)
+            return Hessian(H_uu / scale, uv / scale, A.sum(axis=0)[:, None, None] / scale)
 
         value = (nll + slope_reg * th1 @ th1) / scale
         return Terms(

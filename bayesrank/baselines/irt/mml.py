@@ -19,15 +19,8 @@ data the log posterior depends on a model's counts only through its total succes
 ``K``, so the scores are strictly increasing in the total and equal, bit for bit, where
 totals are equal.
 
-Accuracy, measured (``tests/test_mml_person_scores.py``) against an independent 2,001-node
-reference (a uniform grid over ``mean +- 20 sd`` of each posterior, log-likelihood from
-``log_expit`` matrix products, trapezoid mean, Simpson CDF inverted by a cubic spline): on
-the shared real sets (LiveCodeBench repair 15 x 713 x 10, Reasoning Gym hard 10 x 4,550 x
-1, ZeroEval GSM8K 41 x 1,319 x 1 and MATH L5 38 x 721 x 1) and simulated ones (13 x 250 x
-20, 9 x 12 x 1 with a model solving nothing) the EAP is within 4e-13 and the 5% quantile
-within 8e-10 (the reference's own error) of it; the grid EAP of the 21-node E-step is off
-by up to 0.31 on the real sets.  With 32 (48) Gauss-Legendre nodes the EAP error on
-simulated sets was 5e-7 (1e-12).
+The accuracy of these scores, measured against an independent reference
+(``tests/test_mml_person_scores.py``), is in ``docs/baselines.md``.
 
 This is where bayesrank differs from scorio 0.2.3 (the paper's implementation), which
 takes the EAP and the quantile on the 21-node grid: a model with many trials has a
@@ -39,7 +32,6 @@ mean; the grid is an approximation of it.  The fitted difficulties and the grid 
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +43,7 @@ from bayesrank.baselines.irt._common import (
     binomial_counts,
     boundary_difficulty,
     logit,
+    over_problems,
 )
 from bayesrank.checks import check_finite, check_int, check_probability
 from bayesrank.data import ResponseData
@@ -196,11 +189,6 @@ class MmlBatch:
     trials: np.ndarray  # (B, L, M) trials, 0 on uninformative items
     _scores: dict = field(default_factory=dict, repr=False)
 
-    @property
-    def eap(self) -> np.ndarray:
-        """(B, L) posterior means ``E[theta_l | R]``."""
-        return self.person_scores()[..., 0]
-
     def person_scores(self, quantile: float | None = None) -> np.ndarray:
         """(B, L, 3): posterior mean, sd and ``quantile`` (NaN if None) of each ability.
 
@@ -217,7 +205,8 @@ class MmlBatch:
                 return _person_kernel.scores_many(self.successes[rows], n[rows], b[rows],
                                                   self.slope[rows], _PERSON_RULES, q, t0)
 
-            self._scores[quantile] = np.concatenate(_over_problems(self.slope.size, run))
+            self._scores[quantile] = np.concatenate(over_problems(
+                run, self.slope.size, _PROBLEMS_PER_THREAD, worker_threads()))
         return self._scores[quantile].copy()
 
 
@@ -236,17 +225,6 @@ def _merge_items(difficulty, trials, keep):
         b[i, :u.size] = u
         np.add.at(n[i].T, inverse, trials[i][:, keep[i]].T)
     return b, n
-
-
-def _over_problems(B: int, run) -> list:
-    """``run(rows)`` over blocks of the B problems, in threads when there are enough
-    (the compiled kernels release the GIL); results in block order."""
-    workers = min(worker_threads(), max(1, B // _PROBLEMS_PER_THREAD))
-    blocks = np.array_split(np.arange(B), workers)
-    if workers == 1:
-        return [run(blocks[0])]
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(run, blocks))
 
 
 def fit_rasch_mml_batch(k, n, *, n_quadrature, em_iter, max_iter, population_sd, tol=1e-8):
@@ -276,7 +254,7 @@ def fit_rasch_mml_batch(k, n, *, n_quadrature, em_iter, max_iter, population_sd,
         out = _mml_kernel.em_many(kk[rows], nn[rows], z, args[0], slope_rows, b_rows, *args[1:])
         return (b_rows, slope_rows, *out)
 
-    parts = _over_problems(B, run)
+    parts = over_problems(run, B, _PROBLEMS_PER_THREAD, worker_threads())
     b, slope, post, log_lik, n_iter, converged = (np.concatenate(x) for x in zip(*parts,
                                                                                 strict=True))
     return MmlBatch(keep, b, slope, post, slope[:, None] * z, log_lik, n_iter, converged,
@@ -369,10 +347,8 @@ def rasch_mml(
     :func:`fit_rasch_mml`.
 
     The EM fits the difficulties on the ``n_quadrature``-node grid, as in the paper; the
-    scores are then computed from each model's own posterior (module docstring, "Person
-    scores"), so a model with many trials, whose posterior is far narrower than the grid
-    spacing (about 0.3 for 21 nodes), does not snap to a node and tie with its neighbours
-    (scorio 0.2.3 scores on the grid).  ``return_item_params=True`` adds ``difficulty``,
+    scores are each model's own posterior's (module docstring, "Person scores"), not the
+    grid's.  ``return_item_params=True`` adds ``difficulty``,
     ``ability_sd`` (posterior sd) and ``population_sd`` to ``details``.
     """
     k, n = binary_counts(data, "Rasch MML")

@@ -172,6 +172,15 @@ def _assemble(lay: Layout, k, n, keep, theta, v, objective: float, n_iter: int) 
     return IrtFit(theta, difficulty, discrimination, guessing, objective, n_iter, extra)
 
 
+def _xpl_rule(data: ResponseData, model: IrtModel, what: str, prior: float | None,
+              return_item_params: bool, **fit: object) -> tuple[np.ndarray, dict]:
+    """The ``model`` fit of a rule (:func:`fit_irt`): abilities, and item parameters on request."""
+    k, n = binary_counts(data, what)
+    result = fit_irt(k, n, model=model, prior_var=prior_variance(prior), labels=data.models,
+                     **fit)
+    return result.ability, (result.item_params() if return_item_params else {})
+
+
 @ranking_method
 def rasch(
     data: ResponseData,
@@ -188,10 +197,7 @@ def rasch(
     ``details``.  On complete data the JML ranking equals the ranking by total
     successes (the Rasch sufficient statistic).
     """
-    k, n = binary_counts(data, "Rasch IRT")
-    fit = fit_irt(k, n, model="1pl", prior_var=prior_variance(prior), max_iter=max_iter,
-                  labels=data.models)
-    return fit.ability, (fit.item_params() if return_item_params else {})
+    return _xpl_rule(data, "1pl", "Rasch IRT", prior, return_item_params, max_iter=max_iter)
 
 
 @ranking_method
@@ -208,17 +214,8 @@ def rasch_2pl(
     Identifiers ``rasch_2pl`` (prior=None) and ``rasch_2pl_map`` (prior=1.0).
     ``reg_discrimination`` is the ridge on ``log a`` (see :func:`fit_irt`).
     """
-    k, n = binary_counts(data, "2PL IRT")
-    fit = fit_irt(
-        k,
-        n,
-        model="2pl",
-        prior_var=prior_variance(prior),
-        max_iter=max_iter,
-        reg_discrimination=reg_discrimination,
-        labels=data.models,
-    )
-    return fit.ability, (fit.item_params() if return_item_params else {})
+    return _xpl_rule(data, "2pl", "2PL IRT", prior, return_item_params, max_iter=max_iter,
+                     reg_discrimination=reg_discrimination)
 
 
 @ranking_method
@@ -239,17 +236,6 @@ def rasch_3pl(
     Guessing ``c_m`` is estimated in ``(0, guessing_upper)`` unless
     ``fix_guessing`` gives a known chance level (see :func:`fit_irt`).
     """
-    k, n = binary_counts(data, "3PL IRT")
-    fit = fit_irt(
-        k,
-        n,
-        model="3pl",
-        prior_var=prior_variance(prior),
-        max_iter=max_iter,
-        fix_guessing=fix_guessing,
-        labels=data.models,
-        guessing_upper=guessing_upper,
-        reg_discrimination=reg_discrimination,
-        reg_guessing=reg_guessing,
-    )
-    return fit.ability, (fit.item_params() if return_item_params else {})
+    return _xpl_rule(data, "3pl", "3PL IRT", prior, return_item_params, max_iter=max_iter,
+                     fix_guessing=fix_guessing, guessing_upper=guessing_upper,
+                     reg_discrimination=reg_discrimination, reg_guessing=reg_guessing)

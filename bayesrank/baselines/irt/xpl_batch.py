@@ -14,7 +14,6 @@ Newton steps and of the centring ``sum_m b_m = 0``.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -23,7 +22,7 @@ import numpy as np
 from bayesrank.baselines._optim import check_ford_condition
 from bayesrank.baselines.graph_batch import strongly_connected_batch
 from bayesrank.baselines.irt import _xpl_kernel
-from bayesrank.baselines.irt._common import IrtModel, logit
+from bayesrank.baselines.irt._common import IrtModel, logit, over_problems
 from bayesrank.baselines.irt._newton import divergence_error
 from bayesrank.baselines.irt._xpl_kernel import DIVERGED_STATUS, MAX_ITER
 from bayesrank.errors import NotIdentifiedError
@@ -133,25 +132,15 @@ def kernel_config(lay: Layout) -> np.ndarray:
 def _stage(lay: Layout, k, n, keep, scale, theta, v, max_iter) -> StageResult:
     """One Newton stage of the xPL objective for every problem given (rows of k, n, ...).
 
-    Each problem runs :func:`._xpl_kernel.stage` alone (compiled, without the GIL), so the
-    problems are split over threads; a problem's result does not depend on the split.
-    Problems differ up to 20-fold in iterations (3PL MAP: median 33, some at
-    ``max_iter``), so the threads take blocks of ``_PROBLEMS_PER_THREAD`` problems as they
-    become free rather than one fixed half each (on the bootstrap's 160-problem stacks the
-    two fixed halves differed by 3-16% in iterations: 2-8% of the wall time idle).
+    Each problem runs :func:`._xpl_kernel.stage` alone (compiled, without the GIL), on
+    threads by :func:`._common.over_problems` (3PL MAP problems differ up to 20-fold in
+    iterations: median 33, some at ``max_iter``).
     """
     cfg, B = kernel_config(lay), k.shape[0]
     args = [np.ascontiguousarray(x, dtype=dt) for x, dt in (
         (k, float), (n, float), (keep, bool), (scale, float), (theta, float), (v, float))]
-    workers = min(worker_threads(), max(1, B // _PROBLEMS_PER_THREAD))
-    blocks = np.array_split(np.arange(B), workers if workers == 1 else
-                            -(-B // _PROBLEMS_PER_THREAD))
     run = lambda rows: _xpl_kernel.stages(*(x[rows] for x in args), cfg, int(max_iter))  # noqa: E731
-    if workers == 1:
-        parts = [run(blocks[0])]
-    else:
-        with ThreadPoolExecutor(workers) as pool:
-            parts = list(pool.map(run, blocks))
+    parts = over_problems(run, B, _PROBLEMS_PER_THREAD, worker_threads())
     u, w, value, n_iter, status = (np.concatenate(x) for x in zip(*parts, strict=True))
     return StageResult(u, w, value, n_iter, status)
 
