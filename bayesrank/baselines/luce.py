@@ -56,7 +56,7 @@ from bayesrank.baselines._optim import (
     warn_stalled,
 )
 from bayesrank.baselines.paired import bt_log_strengths, exchangeable_average, strength_scores
-from bayesrank.baselines.pairwise_batch import btl_fit_batch, btl_terms_batch, pl_mm_batch
+from bayesrank.baselines.pairwise_batch import btl_fit_batch, pl_mm_batch
 from bayesrank.checks import check_finite, check_int
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError, NotIdentifiedError
@@ -67,7 +67,6 @@ __all__ = [
     "davidson_luce_log_normalizer",
     "davidson_luce_loglik",
     "davidson_luce_log_strengths",
-    "btl_loglik",
     "btl_log_strengths",
     "pl_log_strengths",
     "pl_rankings_log_strengths",
@@ -474,27 +473,6 @@ def _dl_fit_profile(st: _DLStats, prior_var: float | None, max_iter: int):
 
 
 # -- Bradley–Terry–Luce (setwise choice from each winner vs the loser set) -------------------
-class _BTLEvents:
-    """Grouped events that make a choice (a winner and a loser, positive count)."""
-
-    def __init__(self, U: np.ndarray, V: np.ndarray, c: np.ndarray) -> None:
-        keep = V.any(axis=1) & (c > 0)  # a winner with no loser makes no choice
-        self.U, self.V, self.c = U[keep], V[keep].astype(float), c[keep]
-        self.E, self.L = self.U.shape
-
-
-def btl_loglik(theta: np.ndarray, winners: np.ndarray, losers: np.ndarray,
-               counts: np.ndarray) -> float:
-    """Bradley–Terry–Luce composite log-likelihood of grouped setwise events.
-
-    ``sum_e c_e sum_{i in U_e} [theta_i - log(pi_i + sum_{j in V_e} pi_j)]`` (paper, BTL);
-    winners of an event without losers make no choice and contribute nothing.
-    """
-    st = _BTLEvents(*_events(winners, losers, counts))
-    theta = np.asarray(theta, float)[None]
-    return float(btl_terms_batch(theta, st.U[None], st.V[None], st.c[None], False)[0][0])
-
-
 def btl_log_strengths(
     winners: np.ndarray,
     losers: np.ndarray,
@@ -511,19 +489,20 @@ def btl_log_strengths(
     i -> j when ``i`` wins an event ``j`` loses) is not strongly connected; ``labels`` name
     the models in that message.
     """
-    st = _BTLEvents(*_events(winners, losers, counts))
+    U, V, c = _events(winners, losers, counts)
     prior_var, max_iter = fit_options(prior, max_iter)
-    L = st.L
-    if st.E == 0:
-        return np.zeros(L)
-    wins = _co_occurrence(st.U, st.V, st.c)  # pairwise wins implied by the events
+    keep = V.any(axis=1) & (c > 0)  # a winner with no loser makes no choice
+    U, V, c = U[keep], V[keep].astype(float), c[keep]
+    if not keep.any():
+        return np.zeros(U.shape[1])
+    wins = _co_occurrence(U, V, c)  # pairwise wins implied by the events
     if prior_var is None:
         check_identified(wins > 0, method="Bradley-Terry-Luce ML", labels=labels,
                          suggestion="prior=... or the bradley_terry_luce_map rule")
     # Bradley-Terry on the implied pairwise wins is a close, cheap starting point (the same
     # identification condition), so Newton needs only a few iterations
     x0 = bt_log_strengths(wins, prior=prior_var, max_iter=max_iter)
-    theta, stalled = btl_fit_batch(st.U[None], st.V[None], st.c[None], x0[None],
+    theta, stalled = btl_fit_batch(U[None], V[None], c[None], x0[None],
                                    prior_var=prior_var, max_iter=max_iter)
     warn_stalled(stalled, "Bradley-Terry-Luce fit", max_iter)
     return theta[0]

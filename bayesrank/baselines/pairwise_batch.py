@@ -37,7 +37,6 @@ __all__ = [
     "average_exchangeable",
     "bt_fit_batch",
     "btl_fit_batch",
-    "btl_terms_batch",
     "davidson_fit_batch",
     "exchangeable_batch",
     "newton_batch",
@@ -461,8 +460,7 @@ def _event_gram(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     return _halving_sum(np.matmul(A, B))
 
 
-def btl_terms_batch(theta: np.ndarray, U: np.ndarray, V: np.ndarray, c: np.ndarray,
-                    need_hessian: bool):
+def btl_terms_batch(theta: np.ndarray, U: np.ndarray, V: np.ndarray, c: np.ndarray):
     """Value, gradient and Hessian of the Bradley–Terry–Luce log-likelihood, every problem.
 
     Each winner ``i`` of event ``e`` is a Luce choice from ``{i} ∪ V_e`` (paper, BTL):
@@ -494,8 +492,6 @@ def btl_terms_batch(theta: np.ndarray, U: np.ndarray, V: np.ndarray, c: np.ndarr
     cc = c[:, :, None]
     loser_mass = pi * _event_sum(V * (c * np.sum(r, axis=-1))[:, :, None])
     grad = _event_sum(np.where(U, cc * (1.0 - q), 0.0)) - loser_mass
-    if not need_hessian:
-        return value, grad, None
     dvec = _event_sum(cc * q * (1.0 - q)) + loser_mass
     winner_loser = _event_gram(cc * q * r, V)
     M = winner_loser * pi[:, None, :]
@@ -523,7 +519,7 @@ def btl_fit_batch(U: np.ndarray, V: np.ndarray, c: np.ndarray, x0: np.ndarray, *
     scale = _event_sum(c * np.sum(U, axis=-1))  # winner entries (the choices)
 
     def objective(x, rows):
-        value, g, H = btl_terms_batch(x, U[rows], V[rows], c[rows], True)
+        value, g, H = btl_terms_batch(x, U[rows], V[rows], c[rows])
         return penalise_batch(-value, -g, -H, x, prior_var, scale[rows])
 
     x, stalled = newton_batch(objective, x0, max_iter)
