@@ -153,15 +153,10 @@ def elo(
                        tie_handling=tie_handling)[0]
 
 
-def elo_ratings(
-    outcomes: np.ndarray,
-    present: np.ndarray,
-    *,
-    K: float = 32.0,
-    initial_rating: float = 1500.0,
-    tie_handling: str = "correct_draw_only",
-) -> np.ndarray:
-    """Final Elo ratings (B, L) of B independent match streams (B, E, L)."""
+def elo_ratings(outcomes: np.ndarray, present: np.ndarray, *, K: float, initial_rating: float,
+                tie_handling: str) -> np.ndarray:
+    """Final Elo ratings (B, L) of B independent match streams (B, E, L); the options (and
+    their defaults) are :func:`elo`'s."""
     K = check_finite("K", K, positive=True)
     initial_rating = check_finite("initial_rating", initial_rating)
     code = _tie_code(tie_handling)
@@ -276,17 +271,11 @@ def glicko(
     return rating[0], {"rating_deviation": rd[0]}
 
 
-def glicko_ratings(
-    outcomes: np.ndarray,
-    present: np.ndarray,
-    *,
-    initial_rating: float = 1500.0,
-    initial_rd: float = 350.0,
-    c: float = 0.0,
-    rd_max: float = 350.0,
-    tie_handling: str = "correct_draw_only",
-) -> tuple[np.ndarray, np.ndarray]:
-    """Final Glicko ratings and RDs, each (B, L), of B independent match streams (B, E, L)."""
+def glicko_ratings(outcomes: np.ndarray, present: np.ndarray, *, initial_rating: float,
+                   initial_rd: float, c: float, rd_max: float,
+                   tie_handling: str) -> tuple[np.ndarray, np.ndarray]:
+    """Final Glicko ratings and RDs, each (B, L), of B independent match streams (B, E, L);
+    the options (and their defaults) are :func:`glicko`'s."""
     initial_rating = check_finite("initial_rating", initial_rating)
     initial_rd = check_finite("initial_rd", initial_rd, positive=True)
     c = check_finite("c", c, nonnegative=True)
@@ -375,21 +364,13 @@ def trueskill(
     return mu[0], {"sigma": sigma[0]}
 
 
-def trueskill_ratings(
-    outcomes: np.ndarray,
-    present: np.ndarray,
-    events_per_trial: int,
-    *,
-    mu_initial: float = 25.0,
-    sigma_initial: float = 25.0 / 3.0,
-    beta: float = 25.0 / 6.0,
-    tau: float = 25.0 / 300.0,
-    tie_handling: str = "skip",
-    draw_margin: float = 0.0,
-) -> tuple[np.ndarray, np.ndarray]:
+def trueskill_ratings(outcomes: np.ndarray, present: np.ndarray, events_per_trial: int, *,
+                      mu_initial: float, sigma_initial: float, beta: float, tau: float,
+                      tie_handling: str, draw_margin: float) -> tuple[np.ndarray, np.ndarray]:
     """Final TrueSkill ``mu`` and ``sigma``, each (B, L), of B match streams (B, E, L).
 
-    The drift ``tau`` is applied after every ``events_per_trial`` events (M questions).
+    The drift ``tau`` is applied after every ``events_per_trial`` events (M questions); the
+    options (and their defaults) are :func:`trueskill`'s.
     """
     mu_initial = check_finite("mu_initial", mu_initial)
     sigma_initial = check_finite("sigma_initial", sigma_initial, positive=True)

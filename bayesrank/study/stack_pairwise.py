@@ -34,9 +34,12 @@ if TYPE_CHECKING:
 __all__ = ["RULES", "setwise_events"]
 
 
-def _scores(theta: np.ndarray, ok: np.ndarray, stalled: np.ndarray, D: int,
+def _scores(theta: np.ndarray, ok: np.ndarray, stalled: np.ndarray, D: int, *mats: np.ndarray,
             score=strengths) -> np.ndarray:
-    """Scores of the fitted draws ``ok``; NaN rows for the others and for stalled fits."""
+    """Scores of the fitted draws ``ok``, ``theta`` averaged over the models that each draw's
+    counts ``mats`` (all draws) make exchangeable; NaN rows for the others and stalled fits."""
+    if mats:
+        theta = average_exchangeable(theta, exchangeable_batch(*(M[ok] for M in mats)))
     out = np.full((D, theta.shape[-1]), np.nan)
     fitted = score(theta)
     fitted[stalled] = np.nan
@@ -73,8 +76,7 @@ def _bt_fit(stack: DrawStack, prior_var: float | None, max_iter: int):
 
 def _bradley_terry(stack: DrawStack, *, prior, max_iter):
     ok, theta, stalled = _bt_fit(stack, *fit_options(prior, max_iter))
-    theta = average_exchangeable(theta[ok], exchangeable_batch(stack.wins[ok]))
-    return _scores(theta, ok, stalled[ok], stack.D)
+    return _scores(theta[ok], ok, stalled[ok], stack.D, stack.wins)
 
 
 def _davidson(stack: DrawStack, *, prior, max_iter):
@@ -84,8 +86,7 @@ def _davidson(stack: DrawStack, *, prior, max_iter):
     ok = _identified((W > 0) | (T > 0), check)
     theta, _, stalled = davidson_fit_batch(W[ok], T[ok], prior_var=prior_var,
                                            max_iter=max_iter)
-    theta = average_exchangeable(theta, exchangeable_batch(W[ok], T[ok]))
-    return _scores(theta, ok, stalled, stack.D)
+    return _scores(theta, ok, stalled, stack.D, W, T)
 
 
 def _rao_kupper(stack: DrawStack, *, tie_strength, prior, max_iter):
@@ -100,8 +101,7 @@ def _rao_kupper(stack: DrawStack, *, tie_strength, prior, max_iter):
     ok = _identified((W > 0) | (T > 0), check)
     theta, stalled = rao_kupper_fit_batch(W[ok], T[ok], kappa=kappa, prior_var=prior_var,
                                           max_iter=max_iter)
-    theta = average_exchangeable(theta, exchangeable_batch(W[ok], T[ok]))
-    return _scores(theta, ok, stalled, stack.D)
+    return _scores(theta, ok, stalled, stack.D, W, T)
 
 
 def _plackett_luce(stack: DrawStack, *, prior, max_iter, tol):
@@ -117,8 +117,7 @@ def _plackett_luce(stack: DrawStack, *, prior, max_iter, tol):
     fit = decisive[ok]
     if fit.any():
         theta[fit], stalled[fit] = pl_mm_batch(W[ok][fit], max_iter=max_iter, tol=tol)
-    theta = average_exchangeable(theta, exchangeable_batch(W[ok]))
-    return _scores(theta, ok, stalled, stack.D, score=normalised_strengths)
+    return _scores(theta, ok, stalled, stack.D, W, score=normalised_strengths)
 
 
 def setwise_events(stack: DrawStack) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
