@@ -106,11 +106,14 @@ def logit(p: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def initial_location(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """theta from smoothed model accuracy, b from smoothed item solve rate (paper, Alg. xPL)."""
-    theta = logit((k.sum(axis=1) + 0.5) / (n.sum(axis=1) + 1.0))
-    b = -logit((k.sum(axis=0) + 0.5) / (n.sum(axis=0) + 1.0))
-    return theta - b.mean(), b - b.mean()
+def initial_location(k: np.ndarray, n: np.ndarray,
+                     keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """theta from smoothed model accuracy, b from smoothed item solve rate (paper, Alg. xPL),
+    of B problems (B, L, M), centred on each one's informative items ``keep`` (B, M)."""
+    theta = logit((k.sum(axis=2) + 0.5) / (n.sum(axis=2) + 1.0))
+    b = -logit((k.sum(axis=1) + 0.5) / (n.sum(axis=1) + 1.0))
+    centre = np.where(keep, b, 0.0).sum(axis=1) / np.maximum(keep.sum(axis=1), 1)
+    return theta - centre[:, None], np.where(keep, b - centre[:, None], 0.0)
 
 
 def over_problems(run: Callable[[np.ndarray], Any], B: int, per_thread: int,

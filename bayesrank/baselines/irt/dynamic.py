@@ -112,10 +112,10 @@ def fit_growth_irt(
             value, lambda: (g_u / scale, (K - p_lm.sum(axis=0))[:, None] / scale, curvature)
         )
 
-    theta0, b0 = initial_location(kk, n[:, keep])
+    theta0, b0 = initial_location(kk[None], n[:, keep][None], np.ones((1, kk.shape[1]), bool))
     try:
         u, v, terms, n_iter = structured_newton(
-            evaluate, np.r_[theta0, np.zeros(L)], b0[:, None], (0,), max_iter, what
+            evaluate, np.r_[theta0[0], np.zeros(L)], b0[0][:, None], (0,), max_iter, what
         )
     except Diverged as exc:
         raise divergence_error(what, exc.u[:L], "baseline abilities", labels) from None

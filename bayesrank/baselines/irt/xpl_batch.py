@@ -22,7 +22,7 @@ import numpy as np
 from bayesrank.baselines._optim import check_ford_condition
 from bayesrank.baselines.graph_batch import strongly_connected_batch
 from bayesrank.baselines.irt import _xpl_kernel
-from bayesrank.baselines.irt._common import IrtModel, logit, over_problems
+from bayesrank.baselines.irt._common import IrtModel, initial_location, over_problems
 from bayesrank.baselines.irt._newton import divergence_error
 from bayesrank.baselines.irt._xpl_kernel import DIVERGED_STATUS, MAX_ITER
 from bayesrank.errors import NotIdentifiedError
@@ -103,14 +103,6 @@ def ford_condition_batch(k: np.ndarray, n: np.ndarray, keep: np.ndarray) -> np.n
     return strongly_connected_batch(graph)
 
 
-def _initial_location(k, n, keep):
-    """theta from smoothed model accuracy, b from smoothed item solve rate (Alg. xPL)."""
-    theta = logit((k.sum(axis=2) + 0.5) / (n.sum(axis=2) + 1.0))
-    b = -logit((k.sum(axis=1) + 0.5) / (n.sum(axis=1) + 1.0))
-    centre = np.where(keep, b, 0.0).sum(axis=1) / np.maximum(keep.sum(axis=1), 1)
-    return theta - centre[:, None], np.where(keep, b - centre[:, None], 0.0)
-
-
 class StageResult(NamedTuple):
     """Final iterate, objective, iterations and status (``_xpl_kernel.CONVERGED``, ...)."""
 
@@ -171,7 +163,7 @@ def fit_xpl_batch(k: np.ndarray, n: np.ndarray, lay: Layout, max_iter: int) -> X
     out = XplBatchFit(np.zeros((B, L)), np.zeros((B, M, q)), keep, np.full(B, np.nan),
                       np.zeros(B, dtype=int), errors, np.zeros(B, dtype=int))
     idx = np.flatnonzero(np.array([e is None for e in errors]) & keep.any(axis=1))
-    theta0, b0 = _initial_location(kk[idx], nn[idx], keep[idx])
+    theta0, b0 = initial_location(kk[idx], nn[idx], keep[idx])
     one = _stage(Layout("1pl", lay.prior_var, lay.reg_a, lay.reg_c, lay.upper, lay.fixed_c),
                  kk[idx], nn[idx], keep[idx], scale[idx], theta0, b0[..., None], max_iter)
     out.unconverged[idx] += one.status == MAX_ITER
