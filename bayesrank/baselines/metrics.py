@@ -92,10 +92,8 @@ def inverse_difficulty(
     return scores[0], {"question_weights": w[0]}
 
 
-def inverse_difficulty_batch(
-    trials: np.ndarray, successes: np.ndarray, solve_rate: np.ndarray,
-    clip_range: Sequence[float] = (0.01, 0.99),
-) -> tuple[np.ndarray, np.ndarray]:
+def inverse_difficulty_batch(trials: np.ndarray, successes: np.ndarray, solve_rate: np.ndarray,
+                             clip_range: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     """:func:`inverse_difficulty` of B datasets: cell counts and solve rates (B, L, M).
 
     Returns the scores (B, L) and the question weights (B, M).

@@ -392,16 +392,9 @@ def _chains(Ws, *, n_samples=5000, burnin=1000, prior_var=1.0, seed=42, df=5.0) 
     return _Chains(pairs, var, burnin, z, radius, log_q, log_u, modes, chol)
 
 
-def bt_posterior_draws_batch(
-    Ws: np.ndarray,
-    *,
-    n_samples: int = 5000,
-    burnin: int = 1000,
-    prior_var: float = 1.0,
-    seed: int | None = 42,
-    df: float = 5.0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`bt_posterior_draws` of B win matrices ``Ws`` (B, L, L) with one seed.
+def bt_posterior_draws_batch(Ws: np.ndarray, **options) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bt_posterior_draws` of B win matrices ``Ws`` (B, L, L) with one seed (its
+    ``options``: ``n_samples``, ``burnin``, ``prior_var``, ``seed``, ``df``, same defaults).
 
     The random numbers of the sampler (standard normals and chi-square radii of the
     proposals, the uniforms of the accept steps) do not depend on ``W``, so all B chains
@@ -419,10 +412,9 @@ def bt_posterior_draws_batch(
     """
     from bayesrank.baselines import _mcmc_kernels as kernels
 
-    ch = _chains(Ws, n_samples=n_samples, burnin=burnin, prior_var=prior_var, seed=seed,
-                 df=df)
+    ch = _chains(Ws, **options)
     B, L = ch.modes.shape
-    out = np.empty((B, n_samples, L))
+    out = np.empty((B, ch.z.shape[0] - ch.burnin, L))
     rates = np.empty(B)
     for b in range(B):
         states = ch.states(slice(b, b + 1))[0]
@@ -431,7 +423,7 @@ def bt_posterior_draws_batch(
         index, accepted = kernels.independence_chain(ch.log_u, log_w[1:] - ch.log_q, log_w[0])
         # centre every state once; a draw is a copy of its (centred) state
         states -= states.mean(axis=1, keepdims=True)
-        np.take(states, index[burnin:] + 1, axis=0, out=out[b])
+        np.take(states, index[ch.burnin:] + 1, axis=0, out=out[b])
         rates[b] = accepted / ch.z.shape[0]
     return out, rates
 
@@ -472,11 +464,11 @@ def exchangeable_average(theta: np.ndarray, *mats: np.ndarray) -> np.ndarray:
     return average_exchangeable(np.asarray(theta, float)[None], same)[0]
 
 
-def strength_scores(theta: np.ndarray, *mats: np.ndarray) -> tuple[np.ndarray, dict]:
-    """A strength rule's scores ``exp(theta)`` and details, ``theta`` averaged over the models
-    that the counts ``mats`` make exchangeable."""
+def strength_scores(theta: np.ndarray, *mats: np.ndarray, **details) -> tuple[np.ndarray, dict]:
+    """A strength rule's scores ``exp(theta)`` and ``details`` with ``log_strengths``,
+    ``theta`` averaged over the models that the counts ``mats`` make exchangeable."""
     theta = exchangeable_average(theta, *mats)
-    return strengths(theta), {"log_strengths": theta}
+    return strengths(theta), {"log_strengths": theta, **details}
 
 
 @ranking_method
@@ -515,8 +507,7 @@ def bradley_terry_davidson(
         check_identified((W > 0) | (T > 0), method="bradley_terry_davidson",
                          suggestion="bradley_terry_davidson_map", labels=data.models)
     theta, nu = davidson_log_strengths(W, T, prior=prior, max_iter=max_iter)
-    scores, details = strength_scores(theta, W, T)
-    return scores, {**details, "tie_parameter": nu}
+    return strength_scores(theta, W, T, tie_parameter=nu)
 
 
 @ranking_method
@@ -540,8 +531,7 @@ def rao_kupper(
                          suggestion="rao_kupper_map", labels=data.models)
     theta, kappa = rao_kupper_log_strengths(W, T, tie_strength=tie_strength, prior=prior,
                                             max_iter=max_iter)
-    scores, details = strength_scores(theta, W, T)
-    return scores, {**details, "tie_parameter": kappa}
+    return strength_scores(theta, W, T, tie_parameter=kappa)
 
 
 @ranking_method
