@@ -54,8 +54,8 @@ Rasch, a benchmark's location mu_b and its centred difficulties are sampled as d
 from the mean ability of its models (shears, Jacobian 1): the direction the likelihood
 leaves to the priors, theta_.b + t with b_m + t, is then a move of the abilities alone,
 not of every difficulty with them, and mu_b's own coordinate is its offset from them; in
-the 2PL likewise beta_m + a_m level_b and mu_beta_b + level_b (theta_.b + t with
-beta_m - a_m t).
+the 2PL likewise beta_m + a_m level_b and mu_beta_b + mean_b(a) level_b (theta_.b + t
+with beta_m - a_m t).
 
 A model that did not run b has no cells there: its theta_lb is skill_l plus a deviation
 drawn from the spread, a prediction from the hierarchy, never imputed data.  Items are
@@ -233,7 +233,8 @@ def pooled_items(name: str, scale_name: str, suite: SuiteData, location_scale: f
     With ``level`` (B,), the mean ability of each benchmark's models, the location and the
     centred effects are sampled as their differences from how they move with level_b
     (shears, Jacobian 1): the Rasch's difficulties by +level_b, the 2PL's intercepts
-    beta_m = -a_m b_m by -a_m level_b (``slope`` = a, (M,)) and their location by -level_b.
+    beta_m = -a_m b_m by -a_m level_b (``slope`` = a, (M,)) and their location by the mean
+    of those, -mean_b(a) level_b.
     A benchmark's abilities, location and effects then move together in one step, the
     direction the likelihood leaves to the priors (module docstring), and the location's
     free coordinate is its own (from the effects' mean, not with every effect)."""
@@ -245,8 +246,9 @@ def pooled_items(name: str, scale_name: str, suite: SuiteData, location_scale: f
         location_shift, shift = pt.zeros(size), zeros
     elif slope is None:  # e = v + level_b
         location_shift, shift = -level, -level[which]
-    else:  # e = v - a_m level_b, location = v - level_b
-        location_shift, shift = level, slope * level[which]
+    else:  # e = v - a_m level_b, location = v - mean_b(a) level_b
+        mean_slope = pt.zeros(size)[which].inc(slope) / np.bincount(which, minlength=size)
+        location_shift, shift = mean_slope * level, slope * level[which]
     location = item_effects(f"mu_{name}", pt.zeros(size), location_scale, location_scale,
                             centred=np.ones(size), shift=location_shift, dims="benchmark",
                             **no_walls)

@@ -38,7 +38,7 @@ def zeroeval(shared_dir: Path) -> dict[str, bayesrank.ResponseData]:
     return load_suite(shared_dir / "data")
 
 
-@pytest.mark.parametrize("model", ["rasch"])
+@pytest.mark.parametrize("model", ["rasch", "2pl"])
 def test_default_suite_fit_converges_on_the_zeroeval_suite(zeroeval, model):
     post = bayesrank.fit_benchmarks(zeroeval, model, random_seed=0, progressbar=False)
     assert_converged(post)
