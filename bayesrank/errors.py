@@ -37,3 +37,8 @@ class UnknownMethodError(BayesrankError, KeyError):
 
 class MissingDependencyError(BayesrankError, ImportError):
     """An optional dependency needed for the requested feature is not installed."""
+
+
+class CovariatesIgnoredWarning(UserWarning):
+    """A deterministic rule ranked battles that carry covariates without them (only
+    :func:`bayesrank.fit`'s contextual models hold covariates equal)."""

@@ -18,7 +18,7 @@ import pandas as pd
 from bayesrank.baselines import METHODS, MethodSpec
 from bayesrank.data import ResponseData
 from bayesrank.data.pairwise import PAIRWISE_RULES, PairwiseData
-from bayesrank.errors import UnknownMethodError
+from bayesrank.errors import CovariatesIgnoredWarning, UnknownMethodError
 from bayesrank.ranking import Ranking
 
 __all__ = ["METHODS", "MethodSpec", "rank", "methods", "get_method"]
@@ -60,7 +60,7 @@ def rank(
         warnings.warn(f"{method} ranks the battles' outcomes without their covariates "
                       f"({', '.join(data.covariate_names)}); bayesrank.fit(data, "
                       "'bradley_terry' or 'davidson') holds them equal (style control)",
-                      UserWarning, stacklevel=2)
+                      CovariatesIgnoredWarning, stacklevel=2)
     result = dataclasses.replace(spec.function(data, **{**spec.defaults, **options}), method=method)
     return result if ties == "competition" else result.with_ties(ties)  # type: ignore[arg-type]
 

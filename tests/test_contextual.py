@@ -26,6 +26,7 @@ from scipy.special import expit, log_expit, log_softmax
 import bayesrank as br
 from bayesrank import DataError
 from bayesrank.data.pairwise import PairwiseData, from_battles
+from bayesrank.errors import CovariatesIgnoredWarning
 
 FIT = {"chains": 2, "draws": 500, "tune": 500, "progressbar": False, "log_likelihood": False}
 COVARIATES = ["length", "markdown"]
@@ -249,7 +250,8 @@ def test_load_reads_covariates_and_rank_says_it_ignores_them(tmp_path, small):
     np.testing.assert_array_equal(
         read.battles.covariates,
         br.load_battles(tmp_path / "battles.csv", covariates=["length"]).battles.covariates)
-    with pytest.warns(UserWarning, match=r"without their covariates \(length, markdown\)"):
+    with pytest.warns(CovariatesIgnoredWarning,
+                      match=r"without their covariates \(length, markdown\)"):
         br.rank(small, "bradley_terry")
     np.save(tmp_path / "R.npy", np.ones((2, 3, 1), dtype=np.int8))
     with pytest.raises(br.LoadError, match="covariates apply to pairwise battles") as info:

@@ -32,6 +32,7 @@ from bayesrank.analysis.posterior import NormalPosterior, Posterior, RankAnalyti
 from bayesrank.analysis.suite import SuitePosterior
 from bayesrank.data import ResponseData
 from bayesrank.data.pairwise import PairwiseData
+from bayesrank.errors import CovariatesIgnoredWarning
 
 __all__ = [
     "DEFAULT_BASELINES", "DEFAULT_MODEL", "DEFAULT_MODEL_OPTIONS", "ReportOptions",
@@ -239,7 +240,7 @@ def _baseline_rankings(data: ResponseData, baselines: Sequence[str]) -> dict[str
     for ident in baselines:
         try:
             with warnings.catch_warnings():  # the style section says it once
-                warnings.filterwarnings("ignore", message=".*without their covariates")
+                warnings.simplefilter("ignore", CovariatesIgnoredWarning)
                 out[ident] = rank(data, ident)
         except (BayesrankError, ValueError) as exc:  # shown in the report, not fatal
             out[ident] = exc

@@ -134,10 +134,10 @@ def davidson_cells(o, a, b, z, theta, beta, log_nu):
 def _residuals(o, a, b, z, theta, beta, log_nu, cells):
     """delta, then the cells (into ``cells``), the residuals (in delta's place) and the
     tie scores."""
-    u = linear_predictor(a, b, z, theta, beta)
-    tie = np.empty(u.size)
-    for k in range(u.size):
-        half = 0.5 * u[k]
+    delta = linear_predictor(a, b, z, theta, beta)
+    tie = np.empty(delta.size)
+    for k in range(delta.size):
+        half = 0.5 * delta[k]
         m = max(abs(half), log_nu)
         e_a, e_b = exp_nonpositive(half - m), exp_nonpositive(-half - m)
         e_tie = exp_nonpositive(log_nu - m)
@@ -147,9 +147,9 @@ def _residuals(o, a, b, z, theta, beta, log_nu, cells):
         chosen = half if outcome == 0 else (-half if outcome == 1 else log_nu)
         cells[k] = chosen - normaliser
         won = 1.0 if outcome == 0 else (-1.0 if outcome == 1 else 0.0)
-        u[k] = 0.5 * (won - (e_a - e_b) / total)
+        delta[k] = 0.5 * (won - (e_a - e_b) / total)
         tie[k] = (1.0 if outcome == 2 else 0.0) - e_tie / total
-    return u, tie
+    return delta, tie
 
 
 @njit(**SUM_OPTIONS)
