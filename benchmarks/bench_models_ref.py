@@ -14,8 +14,12 @@ bulk ESS over every reported variable (the user's diagnostics table) and over th
 abilities ``theta``, its ratio to the wall time (min-ESS/s), the largest R-hat and the
 divergences; then, per model, today's min-ESS/s over the ref's.
 
-Run: ``python benchmarks/bench_models_ref.py --ref 78aa85c^ [--every 4] [--models rasch,2pl]
-[--sets lcb_repair,aime]``; the table is written to ``bench-results/bench_models_ref.csv``.
+``--rounds R`` repeats the whole sequence R times (the order of the versions alternating
+between rounds too) and reports each fit's median over the rounds.
+
+Run: ``python benchmarks/bench_models_ref.py --ref 78aa85c^ [--every 4] [--rounds 2]
+[--models rasch,2pl] [--sets lcb_repair,aime]``; the table is written to
+``bench-results/bench_models_ref.csv``.
 """
 
 from __future__ import annotations
@@ -92,6 +96,7 @@ def main() -> None:
     parser.add_argument("--sets", type=lambda s: s.split(","),
                         default=["lcb_repair", "zeroeval_math_l5", "reasoning_gym_hard",
                                  "matharena_aime2025_I", "alpaca_eval_wins"])
+    parser.add_argument("--rounds", type=int, default=1, help="repeats of the whole run")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per child")
     args = parser.parse_args()
     sys.path.insert(0, str(HERE))
@@ -100,16 +105,18 @@ def main() -> None:
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         package = extract_package(args.ref, Path(tmp) / "ref")
-        for i, name in enumerate(args.sets):
-            order = [("ref", package), ("today", None)]
-            for version, where in order if i % 2 == 0 else order[::-1]:
-                rows += _run(version, where, name, args)
+        for r in range(args.rounds):
+            for i, name in enumerate(args.sets):
+                order = [("ref", package), ("today", None)]
+                for version, where in order if (i + r) % 2 == 0 else order[::-1]:
+                    rows += [{**row, "round": r} for row in _run(version, where, name, args)]
     table = pd.DataFrame(rows)
     out = HERE.parent / "bench-results"
     out.mkdir(exist_ok=True)
     table.to_csv(out / "bench_models_ref.csv", index=False)
     print(table.to_string(index=False, float_format="%.3g"))
-    wide = table.pivot_table(index=["model", "set"], columns="version", values="min_ess_per_s")
+    wide = table.pivot_table(index=["model", "set"], columns="version", values="min_ess_per_s",
+                             aggfunc="median")
     wide["today / ref"] = wide["today"] / wide["ref"]
     print(wide.to_string(float_format="%.3g"))
     print(wide.groupby("model")["today / ref"].agg(["min", "median"]).to_string(

@@ -24,8 +24,8 @@ leapfrog steps per draw as plain non-centred intercepts, 0.127 and 31 with the m
   winner set's size, eta_t + h_t(theta), and from their wall for sizes no event has.
 
 The fast path (``models.build(..., fast=True)``) computes the one-sided intercepts' map
-with one Op (:mod:`models.fast.wall_map`); both give the same values and gradients
-(``tests/test_fast_path.py``).
+and its log-Jacobian with one Op (:mod:`models.fast.wall_map`); both give the same values
+and gradients (``tests/test_fast_path.py``).
 """
 
 from __future__ import annotations
@@ -90,27 +90,21 @@ class ItemEffects(Transform):
         mu, sigma, own, centred, shift, wall, side = inputs[2:9]
         return mu, sigma, own, centred > 0, shift, wall, side
 
-    def _walled(self, value, mu, own, wall, side):
-        """The one-sided questions' effects (fast: the map in one Op) and log-Jacobians.
-
-        The log-Jacobian is PyTensor's in both builds: recovered from the Op's density
-        output it cancelled (v^2 - z^2) / 2 and lost up to 5e-8 of the gradient."""
-        log_jacobian = wall_map(value, wall, side, own)[1]
+    def _walled(self, value, own, wall, side):
+        """The one-sided questions' effects and log-Jacobians: :func:`wall_map`, or on the
+        fast path the same map in one Op (:mod:`models.fast.wall_map`)."""
         if self.fast:
             from .fast.wall_map import wall_map as fast_wall_map
 
-            # z in the scale's units; the Op's wall sits at -slope reference = wall.  PyMC
-            # hands scalar parameters over with a leading axis: the Op takes scalars
-            mu, own = pt.flatten(mu)[0], pt.flatten(own)[0]
-            z, _ = fast_wall_map(value, mu, own, -pt.ones_like(value), wall, side)
-            return mu + own * z, log_jacobian
-        return wall_map(value, wall, side, own)[0], log_jacobian
+            # PyMC hands scalar parameters over with a leading axis: the Op takes a scalar
+            return fast_wall_map(value, wall, side, pt.flatten(own)[0])
+        return wall_map(value, wall, side, own)
 
     def backward(self, value, *inputs):
         mu, sigma, own, centred, shift, wall, side = self._parts(inputs)
         other = mu + sigma * value
         if self.walls:
-            other = pt.where(pt.neq(side, 0), self._walled(value, mu, own, wall, side)[0], other)
+            other = pt.where(pt.neq(side, 0), self._walled(value, own, wall, side)[0], other)
         return pt.where(centred, value - shift, other)
 
     def forward(self, value, *inputs):
@@ -125,7 +119,7 @@ class ItemEffects(Transform):
         mu, sigma, own, centred, shift, wall, side = self._parts(inputs)
         other = pt.log(sigma) * pt.ones_like(value)
         if self.walls:
-            other = pt.where(pt.neq(side, 0), self._walled(value, mu, own, wall, side)[1], other)
+            other = pt.where(pt.neq(side, 0), self._walled(value, own, wall, side)[1], other)
         return pt.where(centred, 0.0, other)
 
 

@@ -1,30 +1,19 @@
-"""The one-sided 2PL/3PL intercepts' wall map (:func:`models.item_effects.wall_intercepts`)
-as one PyTensor Op: the map, its log density and their partial derivatives in one pass.
+"""The wall map of :func:`models.transforms.wall_map` as one PyTensor Op: the map, its
+log-Jacobian and their partial derivatives in one pass over the questions.
 
-For a question with ``side`` s = +1 (solved by no model) or -1 (by every model), free
-coordinate v (``raw``), pooled location mu and scale sigma, slope a and wall ability
-t (``reference``),
+For a free coordinate v, the wall w, the side s (+1 bounded above, -1 below) and the
+scale sigma, with l = logistic(-v),
 
-    z_w = (-a t - mu) / sigma,   h(v) = -softplus(-v) + v / sigma,   z = z_w + s h(v)
-    log_density = (v^2 - z^2) / 2 + log(logistic(-v) + 1 / sigma)
+    x = w + s (v - sigma softplus(-v)),          J = log(1 + sigma l)
+    dx/dv = s (1 + sigma l),                     dJ/dv = -sigma l (1 - l) / (1 + sigma l)
+    dx/dsigma = -s softplus(-v),                 dJ/dsigma = l / (1 + sigma l)
 
-and for every other question z = v, log_density = 0.  With u = e^(-|v|),
-softplus(-v) = max(-v, 0) + log(1 + u) and logistic(-v) = u / (1 + u) or 1 / (1 + u):
-two logarithms and one exponential per question.  The graph this replaces evaluated
-softplus, the logistic and the logarithm in several passes and again in its gradient,
-each a scalar library call: on Reasoning Gym hard (1,584 one-sided questions of 4,550)
-that was about a third of the 2PL's gradient (docs/samplers.md).  The Numba loop
-computes every question's values without a branch, with the functions of
-:mod:`models._vector_math`, so LLVM vectorises it, and selects the one-sided ones.
-On Reasoning Gym hard the 2PL's log-density and gradient took 513 us with the graph and
-301 us with this Op (both with the vectorised cells of :mod:`models.slope_cells`), the
-3PL's 2,441 against 1,800; the default 2PL fit 160.1 against 118.3 s (seed 0, same
-session, 31 steps per draw both).
-
-The Op also returns, per question, dz/dv, d(log_density)/dv, dz/dsigma and
-d(log_density)/dsigma; the gradient in mu, a and t follows from z alone
-(dz/dmu = -1/sigma, dz/da = -t/sigma, dz/dt = -a/sigma on one-sided questions, and
-d(log_density) = -z dz for these three).
+and dx/dw = 1.  With u = e^(-|v|), softplus(-v) = max(-v, 0) + log(1 + u) and l = u / (1 +
+u) for v >= 0, 1 / (1 + u) below: one exponential and two logarithms per question, where
+PyTensor's graph of the same map evaluates softplus, the logistic and log1p in separate
+passes and again in the gradient, each a scalar library call.  The Numba loop computes
+every question without a branch, with the functions of :mod:`._vector_math`, so LLVM
+vectorises it.  Measurements: docs/samplers.md ("The walls' log-Jacobian in the Op").
 """
 
 from __future__ import annotations
@@ -40,85 +29,64 @@ from ._vector_math import exp_nonpositive, log1p_unit, log_positive
 
 __all__ = ["WallMap", "wall_map"]
 
-_N_OUT = 6  # z, log_density, dz/dv, dlog_density/dv, dz/dsigma, dlog_density/dsigma
+_N_OUT = 6  # x, J, dx/dv, dJ/dv, dx/dsigma, dJ/dsigma
 
 
-def _wall_map_arrays(xp, raw, location, scale, slope, reference, side, softplus_neg,
-                     logistic_neg):
-    """The map as array code of the module ``xp`` (NumPy or jax.numpy), given
-    softplus(-raw) and logistic(-raw) computed that module's way."""
-    one_sided = side != 0
-    slope_h = logistic_neg + 1.0 / scale  # h'(v) > 0
-    z_wall = (-slope * reference - location) / scale
-    z = xp.where(one_sided, z_wall + side * (raw / scale - softplus_neg), raw)
-    dz_draw = xp.where(one_sided, side * slope_h, 1.0)
-    dz_dscale = xp.where(one_sided, -z_wall / scale - side * raw / scale**2, 0.0)
-    log_density = xp.where(one_sided, 0.5 * (raw**2 - z**2) + xp.log(slope_h), 0.0)
-    dld_draw = xp.where(
-        one_sided, raw - z * dz_draw - logistic_neg * (1.0 - logistic_neg) / slope_h, 0.0)
-    dld_dscale = xp.where(one_sided, -z * dz_dscale - 1.0 / (scale**2 * slope_h), 0.0)
-    return z, log_density, dz_draw, dld_draw, dz_dscale, dld_dscale
+def _wall_map_arrays(v, wall, side, scale, softplus_neg, logistic_neg, log1p):
+    """The map and its derivatives as array code, given softplus(-v), logistic(-v) and
+    log1p computed the array module's way."""
+    slope = 1.0 + scale * logistic_neg  # dx/dv / side > 0
+    return (wall + side * (v - scale * softplus_neg), log1p(scale * logistic_neg),
+            side * slope, -scale * logistic_neg * (1.0 - logistic_neg) / slope,
+            -side * softplus_neg, logistic_neg / slope)
 
 
-def _wall_map_numpy(raw, location, scale, slope, reference, side):
-    u = np.exp(-np.abs(raw))
-    softplus_neg = np.maximum(-raw, 0.0) + np.log(1.0 + u)
-    logistic_neg = np.where(raw >= 0.0, u / (1.0 + u), 1.0 / (1.0 + u))
-    return _wall_map_arrays(np, raw, location, scale, slope, reference, side, softplus_neg,
-                            logistic_neg)
+def _wall_map_numpy(v, wall, side, scale):
+    u = np.exp(-np.abs(v))
+    softplus_neg = np.maximum(-v, 0.0) + np.log1p(u)
+    logistic_neg = np.where(v >= 0.0, u / (1.0 + u), 1.0 / (1.0 + u))
+    return _wall_map_arrays(v, wall, side, scale, softplus_neg, logistic_neg, np.log1p)
 
 
-def _wall_map_loop(raw, location, scale, slope, reference, side):
+def _wall_map_loop(v, wall, side, scale):
     """The map for every question, without branches (compiled by Numba for nutpie and
-    vectorised: :mod:`models._vector_math`); the one-sided questions' values are selected."""
-    M = raw.shape[0]
-    mu, sigma = location[()], scale[()]
-    z_out, log_density, dz_draw = np.empty(M), np.empty(M), np.empty(M)
-    dld_draw, dz_dscale, dld_dscale = np.empty(M), np.empty(M), np.empty(M)
+    vectorised: :mod:`._vector_math`)."""
+    M = v.shape[0]
+    sigma = scale[()]
+    x, log_jacobian, dx_dv = np.empty(M), np.empty(M), np.empty(M)
+    dj_dv, dx_dscale, dj_dscale = np.empty(M), np.empty(M), np.empty(M)
     for m in range(M):
-        v, s = raw[m], side[m]
-        one_sided = s != 0.0
-        u = exp_nonpositive(-abs(v))
-        softplus_neg = 0.5 * (abs(v) - v) + log1p_unit(u)
-        logistic_neg = (u if v >= 0.0 else 1.0) / (1.0 + u)
-        slope_h = logistic_neg + 1.0 / sigma
-        z_wall = (-slope[m] * reference[m] - mu) / sigma
-        z = z_wall + s * (v / sigma - softplus_neg)
-        dz = s * slope_h
-        dz_sigma = -z_wall / sigma - s * v / (sigma * sigma)
-        ld = 0.5 * (v * v - z * z) + log_positive(slope_h)
-        dld = v - z * dz - logistic_neg * (1.0 - logistic_neg) / slope_h
-        dld_sigma = -z * dz_sigma - 1.0 / (sigma * sigma * slope_h)
-        # selects, not branches: a branch around a call stops the vectorisation
-        z_out[m] = z if one_sided else v
-        log_density[m] = ld if one_sided else 0.0
-        dz_draw[m] = dz if one_sided else 1.0
-        dld_draw[m] = dld if one_sided else 0.0
-        dz_dscale[m] = dz_sigma if one_sided else 0.0
-        dld_dscale[m] = dld_sigma if one_sided else 0.0
-    return z_out, log_density, dz_draw, dld_draw, dz_dscale, dld_dscale
+        vm, s = v[m], side[m]
+        u = exp_nonpositive(-abs(vm))
+        softplus_neg = 0.5 * (abs(vm) - vm) + log1p_unit(u)
+        logistic_neg = (u if vm >= 0.0 else 1.0) / (1.0 + u)
+        slope = 1.0 + sigma * logistic_neg
+        x[m] = wall[m] + s * (vm - sigma * softplus_neg)
+        log_jacobian[m] = log_positive(slope)
+        dx_dv[m] = s * slope
+        dj_dv[m] = -sigma * logistic_neg * (1.0 - logistic_neg) / slope
+        dx_dscale[m] = -s * softplus_neg
+        dj_dscale[m] = logistic_neg / slope
+    return x, log_jacobian, dx_dv, dj_dv, dx_dscale, dj_dscale
 
 
-def _wall_map_jax(raw, location, scale, slope, reference, side):
+def _wall_map_jax(v, wall, side, scale):
     import jax.numpy as jnp
     from jax.nn import sigmoid, softplus
 
-    return _wall_map_arrays(jnp, raw, location, scale, slope, reference, side, softplus(-raw),
-                            sigmoid(-raw))
+    return _wall_map_arrays(v, wall, side, scale, softplus(-v), sigmoid(-v), jnp.log1p)
 
 
 class WallMap(Op):
-    """(raw, location, scale, slope, reference, side) -> z, log_density and four partial
-    derivatives, each (M,); module docstring.  Only z and log_density are differentiable."""
+    """(v, wall, side, scale) -> x, J and four partial derivatives, each (M,); module
+    docstring.  Only x and J are differentiable."""
 
     __props__ = ()
 
-    def make_node(self, raw, location, scale, slope, reference, side):
-        inputs = [pt.as_tensor_variable(v).astype("float64")
-                  for v in (raw, location, scale, slope, reference, side)]
-        if tuple(v.ndim for v in inputs) != (1, 0, 0, 1, 1, 1):
-            raise ValueError("WallMap takes raw, slope, reference, side of shape (M,) and "
-                             "scalar location and scale")
+    def make_node(self, v, wall, side, scale):
+        inputs = [pt.as_tensor_variable(a).astype("float64") for a in (v, wall, side, scale)]
+        if tuple(a.ndim for a in inputs) != (1, 1, 1, 0):
+            raise ValueError("WallMap takes v, wall and side of shape (M,) and a scalar scale")
         return Apply(self, inputs, [inputs[0].type() for _ in range(_N_OUT)])
 
     def perform(self, node, inputs, output_storage):
@@ -129,26 +97,21 @@ class WallMap(Op):
         return [shapes[0]] * _N_OUT
 
     def pullback(self, inputs, outputs, output_grads):
-        raw, location, scale, slope, reference, side = inputs
-        z, _, dz_draw, dld_draw, dz_dscale, dld_dscale = outputs
+        v, wall, side, scale = inputs
+        _, _, dx_dv, dj_dv, dx_dscale, dj_dscale = outputs
         if any(not isinstance(g.type, DisconnectedType) for g in output_grads[2:]):
             raise NotImplementedError("WallMap's derivative outputs are not differentiable")
-        g_z, g_ld = (pt.zeros_like(raw) if isinstance(g.type, DisconnectedType) else g
-                     for g in output_grads[:2])
-        # mu, a and t enter through z_w only: d/dx (g_z z + g_ld log_density) = (g_z - g_ld z) dz
-        through_wall = pt.neq(side, 0) * (g_z - g_ld * z) / scale
-        return [g_z * dz_draw + g_ld * dld_draw,
-                -through_wall.sum(),
-                (g_z * dz_dscale + g_ld * dld_dscale).sum(),
-                -through_wall * reference,
-                -through_wall * slope,
-                pt.zeros_like(side)]
+        g_x, g_j = (pt.zeros_like(v) if isinstance(g.type, DisconnectedType) else g
+                    for g in output_grads[:2])
+        return [g_x * dx_dv + g_j * dj_dv, g_x, pt.zeros_like(side),
+                (g_x * dx_dscale + g_j * dj_dscale).sum()]
 
 
-def wall_map(raw, location, scale, slope, reference, side):
-    """``(z, log_density)`` of the wall map (module docstring), each (M,)."""
-    z, log_density, *_ = WallMap()(raw, location, scale, slope, reference, side)
-    return z, log_density
+def wall_map(v, wall, side, scale):
+    """``(x, log dx/dv)`` of the wall map, each (M,): :func:`models.transforms.wall_map`
+    in one Op (module docstring)."""
+    x, log_jacobian, *_ = WallMap()(v, wall, side, scale)
+    return x, log_jacobian
 
 
 register_cells_backends(WallMap, _wall_map_loop, _wall_map_jax, __file__)
