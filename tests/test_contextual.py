@@ -19,7 +19,7 @@ from _battles import BETA, THETA, simulate_style_battles
 from _cells_ops import MODES
 from _html_tables import parse
 from bayesrank.models import build
-from bayesrank.models.fast.battle_cells import BattleCells, BattleCellsTotal
+from bayesrank.models.fast.battle_cells import BLOCK, BattleCells, BattleCellsTotal
 from bayesrank.models.fast.davidson_battles import DavidsonCells, DavidsonCellsTotal
 from scipy.special import expit, log_expit, log_softmax
 
@@ -144,11 +144,11 @@ def test_fast_and_plain_contextual_are_one_model(small, mode, model, observed, t
     np.testing.assert_allclose(cells[0], cells[1], rtol=1e-10, atol=1e-13)
 
 
-def _random_battles(seed: int, outcomes: int):
+def _random_battles(seed: int, outcomes: int, n: int = 257):
     """A generator, the sizes (L, K, n) and n random battles: sides a != b, covariate
     differences z (K, n) and outcomes 0..outcomes-1."""
     rng = np.random.default_rng(seed)
-    L, K, n = 5, 3, 257
+    L, K, n = 5, 3, n
     a = rng.integers(0, L, n)
     b = (a + rng.integers(1, L, n)) % L
     z, outcome = rng.normal(size=(K, n)), rng.integers(0, outcomes, n).astype(np.int8)
@@ -215,6 +215,35 @@ def test_davidson_kernels_match_a_stable_reference(mode):
         h = 1e-6
         central = (fn(theta, beta, log_nu + h)[3] - fn(theta, beta, log_nu - h)[3]) / (2 * h)
         assert float(d_nu) == pytest.approx(float(central), rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_summed_kernels_cover_every_block(mode):
+    """Over two blocks of battles and part of a third (the Numba sums go block by block),
+    each summed Op gives the sum of its elementwise Op's cells and the scores of its
+    residuals, in the same back end."""
+    if mode == "jax":
+        pytest.importorskip("jax")
+    for outcomes, cells_op, total_op in ((2, BattleCells, BattleCellsTotal),
+                                         (3, DavidsonCells, DavidsonCellsTotal)):
+        rng, (L, K, n), (a, b, z, o) = _random_battles(8, outcomes, n=2 * BLOCK + 257)
+        inputs = [pt.vector("theta"), pt.vector("beta")] + ([pt.scalar("log_nu")]
+                                                            if outcomes == 3 else [])
+        cells = cells_op()(o, a, b, z, *inputs)
+        total = total_op()(o, a, b, z, *inputs)
+        fn = pytensor.function(inputs, [*cells, *total], mode=MODES[mode])
+        point = [rng.normal(0, 1.5, L), rng.normal(0, 1.0, K)] + ([-0.6] if outcomes == 3
+                                                                  else [])
+        got = fn(*point)
+        n_cells = len(cells)
+        cell, residual = got[0], got[1]
+        total_value, d_theta, d_beta = got[n_cells:n_cells + 3]
+        assert float(total_value) == pytest.approx(cell.sum(), rel=1e-13)
+        scores = np.bincount(a, residual, L) - np.bincount(b, residual, L)
+        np.testing.assert_allclose(d_theta, scores, rtol=1e-12, atol=1e-11)
+        np.testing.assert_allclose(d_beta, z @ residual, rtol=1e-12, atol=1e-11)
+        if outcomes == 3:
+            assert float(got[-1]) == pytest.approx(got[2].sum(), rel=1e-12)
 
 
 def test_davidson_fits_ties_with_covariates(small, tmp_path):

@@ -22,7 +22,10 @@ works in passes that LLVM vectorises (eta, one covariate row at a time; softplus
 residual; each covariate's score), with the one scatter into theta last: that is why z
 is covariate-major, each covariate's differences contiguous.  One fused loop over
 battles, scattering as it went, could not be vectorised (timings of both and of PyMC's
-graph: docs/pairwise.md, "Style control").
+graph: docs/pairwise.md, "Style control").  The summed kernel makes these passes over
+one block of :data:`BLOCK` battles at a time, so that the block's predictor and residuals
+stay in the core's cache between passes and the covariates are read from memory once a
+gradient, not twice, and the predictor never (docs/pairwise.md).
 
 NumPy ``perform``, Numba (nutpie; the softplus and logistic of
 :mod:`models.fast._vector_math`) and JAX (NumPyro).
@@ -138,37 +141,48 @@ def battle_cells(y, a, b, z, theta, beta):
     return BattleCells()(y, a, b, z, theta, beta)[0]
 
 
+#: Battles per block of the summed kernels (module docstring).
+BLOCK = 2048
+
+
 @njit(**KERNEL_OPTIONS)
-def linear_predictor(a, b, z, theta, beta):
-    """eta_k = theta[a_k] - theta[b_k] + z_k . beta in passes: the strengths, then one
-    covariate row at a time."""
-    K, n = z.shape
-    eta = np.empty(n)
+def block_predictor(a, b, z, theta, beta, start, eta):
+    """eta_k = theta[a_k] - theta[b_k] + z_k . beta into ``eta`` for the battles ``start``
+    to ``start + eta.size - 1``, in passes: the strengths, then one covariate row at a time.
+    The loops index slices from 0: an index ``start + k`` may be negative as far as Numba
+    knows, and its wraparound check stops the vectorisation (5x slower)."""
+    n = eta.size
+    a, b = a[start:start + n], b[start:start + n]
     for k in range(n):
         eta[k] = theta[a[k]] - theta[b[k]]
-    for c in range(K):
-        row, coefficient = z[c], beta[c]
+    for c in range(z.shape[0]):
+        row, coefficient = z[c, start:start + n], beta[c]
         for k in range(n):
             eta[k] += row[k] * coefficient
     return eta
 
 
+@njit(**KERNEL_OPTIONS)
+def linear_predictor(a, b, z, theta, beta):
+    """eta_k for every battle (:func:`block_predictor`)."""
+    return block_predictor(a, b, z, theta, beta, 0, np.empty(z.shape[1]))
+
+
 @njit(**SUM_OPTIONS)
-def score_passes(a, b, z, residual, n_models):
-    """The gradient in theta and beta of a sum of battle cells with residuals ``residual``
-    (d cells_k / d eta_k): each covariate's score, then the one scatter into theta."""
-    K, n = z.shape
-    d_beta = np.zeros(K)
-    for c in range(K):
-        row, score = z[c], 0.0
+def add_block_scores(a, b, z, residual, start, d_theta, d_beta):
+    """Add to ``d_theta`` and ``d_beta`` the gradient of the cells of the battles ``start``
+    to ``start + residual.size - 1`` with residuals ``residual`` (d cells_k / d eta_k): each
+    covariate's score, then the scatter into theta."""
+    n = residual.size
+    for c in range(z.shape[0]):
+        row, score = z[c, start:start + n], 0.0
         for k in range(n):
             score += residual[k] * row[k]
-        d_beta[c] = score
-    d_theta = np.zeros(n_models)
+        d_beta[c] += score
+    a, b = a[start:start + n], b[start:start + n]
     for k in range(n):
         d_theta[a[k]] += residual[k]
         d_theta[b[k]] -= residual[k]
-    return d_theta, d_beta
 
 
 @njit(**KERNEL_OPTIONS)
@@ -184,13 +198,19 @@ def _residuals(y, a, b, z, theta, beta, cells):
 
 @njit(**SUM_OPTIONS)
 def _battle_total(y, a, b, z, theta, beta):
-    """The sum of the battles' cells and its gradient in theta and beta."""
-    cells = np.empty(z.shape[1])
-    residual = _residuals(y, a, b, z, theta, beta, cells)
-    total = 0.0
-    for k in range(cells.size):
-        total += cells[k]
-    d_theta, d_beta = score_passes(a, b, z, residual, theta.size)
+    """The sum of the battles' cells and its gradient in theta and beta, block by block."""
+    n = z.shape[1]
+    buffer = np.empty(min(BLOCK, n))
+    total, d_theta, d_beta = 0.0, np.zeros(theta.size), np.zeros(beta.size)
+    for start in range(0, n, BLOCK):
+        residual = block_predictor(a, b, z, theta, beta, start,
+                                   buffer[:min(BLOCK, n - start)])
+        outcome = y[start:start + residual.size]
+        for k in range(residual.size):
+            softplus, sigmoid = softplus_and_sigmoid(residual[k])
+            total += outcome[k] * residual[k] - softplus
+            residual[k] = outcome[k] - sigmoid
+        add_block_scores(a, b, z, residual, start, d_theta, d_beta)
     return total, d_theta, d_beta
 
 

@@ -33,7 +33,7 @@ from pytensor.graph.op import Op
 from . import battle_cells
 from ._backends import register_cells_backends
 from ._vector_math import KERNEL_OPTIONS, SUM_OPTIONS, exp_nonpositive, log_positive
-from .battle_cells import battle_inputs, linear_predictor, score_passes
+from .battle_cells import BLOCK, add_block_scores, battle_inputs, block_predictor, linear_predictor
 from .slope_cells import broadcast_scalar, register_sum_of_cells
 
 __all__ = ["DavidsonCells", "DavidsonCellsTotal", "davidson_cells"]
@@ -130,6 +130,20 @@ def davidson_cells(o, a, b, z, theta, beta, log_nu):
     return DavidsonCells()(o, a, b, z, theta, beta, log_nu)[0]
 
 
+@njit(inline="always", **KERNEL_OPTIONS)
+def _battle(outcome, delta, log_nu):
+    """One battle's cell, residual (d cell / d delta) and tie score (d cell / d log nu)."""
+    half = 0.5 * delta
+    m = max(abs(half), log_nu)
+    e_a, e_b = exp_nonpositive(half - m), exp_nonpositive(-half - m)
+    e_tie = exp_nonpositive(log_nu - m)
+    total = e_a + e_b + e_tie
+    chosen = half if outcome == 0 else (-half if outcome == 1 else log_nu)
+    won = 1.0 if outcome == 0 else (-1.0 if outcome == 1 else 0.0)
+    return (chosen - (m + log_positive(total)), 0.5 * (won - (e_a - e_b) / total),
+            (1.0 if outcome == 2 else 0.0) - e_tie / total)
+
+
 @njit(**KERNEL_OPTIONS)
 def _residuals(o, a, b, z, theta, beta, log_nu, cells):
     """delta, then the cells (into ``cells``), the residuals (in delta's place) and the
@@ -137,31 +151,26 @@ def _residuals(o, a, b, z, theta, beta, log_nu, cells):
     delta = linear_predictor(a, b, z, theta, beta)
     tie = np.empty(delta.size)
     for k in range(delta.size):
-        half = 0.5 * delta[k]
-        m = max(abs(half), log_nu)
-        e_a, e_b = exp_nonpositive(half - m), exp_nonpositive(-half - m)
-        e_tie = exp_nonpositive(log_nu - m)
-        total = e_a + e_b + e_tie
-        normaliser = m + log_positive(total)
-        outcome = o[k]
-        chosen = half if outcome == 0 else (-half if outcome == 1 else log_nu)
-        cells[k] = chosen - normaliser
-        won = 1.0 if outcome == 0 else (-1.0 if outcome == 1 else 0.0)
-        delta[k] = 0.5 * (won - (e_a - e_b) / total)
-        tie[k] = (1.0 if outcome == 2 else 0.0) - e_tie / total
+        cells[k], delta[k], tie[k] = _battle(o[k], delta[k], log_nu)
     return delta, tie
 
 
 @njit(**SUM_OPTIONS)
 def _davidson_total(o, a, b, z, theta, beta, log_nu):
-    """The sum of the battles' cells and its gradient in theta, beta and log nu."""
-    cells = np.empty(z.shape[1])
-    residual, tie = _residuals(o, a, b, z, theta, beta, log_nu, cells)
+    """The sum of the battles' cells and its gradient in theta, beta and log nu, block by
+    block (:data:`models.fast.battle_cells.BLOCK`)."""
+    n = z.shape[1]
+    buffer = np.empty(min(BLOCK, n))
     total, d_log_nu = 0.0, 0.0
-    for k in range(cells.size):
-        total += cells[k]
-        d_log_nu += tie[k]
-    d_theta, d_beta = score_passes(a, b, z, residual, theta.size)
+    d_theta, d_beta = np.zeros(theta.size), np.zeros(beta.size)
+    for start in range(0, n, BLOCK):
+        delta = block_predictor(a, b, z, theta, beta, start, buffer[:min(BLOCK, n - start)])
+        outcome = o[start:start + delta.size]
+        for k in range(delta.size):
+            cell, delta[k], tie = _battle(outcome[k], delta[k], log_nu)
+            total += cell
+            d_log_nu += tie
+        add_block_scores(a, b, z, delta, start, d_theta, d_beta)
     return total, d_theta, d_beta, d_log_nu
 
 
