@@ -40,8 +40,10 @@ from .likelihoods import fast_enabled
 __all__ = ["ItemEffects", "TieSizes", "item_effects", "tie_sizes", "wall_map"]
 
 #: Newton steps of the maps' inverses (initial points only; the maps are concave or
-#: convex on each side, so Newton's iterates converge monotonically after one step).
-_NEWTON_STEPS = 30
+#: convex on each side, so Newton's iterates converge monotonically after one step): from
+#: the asymptote, 15 steps reach the root to 5e-16 relative for scales up to 1e5 (12 up to
+#: 1e4), checked on v in [-700, 700].  Each step is part of every model's graph.
+_NEWTON_STEPS = 15
 
 
 def wall_map(v, wall, side, scale):

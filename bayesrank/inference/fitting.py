@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from importlib.util import find_spec
 from typing import Any
 
@@ -88,7 +88,25 @@ def _batch_sampler(model: str, sampler: str | None) -> str:
     return _choose_sampler(model, None)
 
 
-def _draws(draws: int | None, model: pm.Model, chains: int, sampler: str) -> int:
+#: The number of free coordinates of each model structure fitted in this process
+_FREE_SIZES: dict[Hashable, int] = {}
+
+
+def _free_size(model: pm.Model, key: Hashable | None) -> int:
+    """The number of coordinates NUTS samples, remembered by structure ``key``: PyMC's
+    ``eval_rv_shapes`` compiles a function of the transforms' graphs (0.2-0.4 s for the
+    2PL with walls), which a second fit of the same structure need not pay again."""
+    if key in _FREE_SIZES:
+        return _FREE_SIZES[key]
+    shapes = model.eval_rv_shapes()
+    size = sum(int(np.prod(shapes[v.name])) for v in model.value_vars)
+    if key is not None:
+        _FREE_SIZES[key] = size
+    return size
+
+
+def _draws(draws: int | None, model: pm.Model, chains: int, sampler: str,
+           key: Hashable | None = None) -> int:
     """``draws``, or by default enough that chance does not fail R-hat (:func:`default_draws`).
 
     Exact i.i.d. draws (the conjugate sampler) have no R-hat to fail: 1,000.
@@ -97,16 +115,15 @@ def _draws(draws: int | None, model: pm.Model, chains: int, sampler: str) -> int
         return int(draws)
     if sampler == "conjugate":
         return 1000
-    shapes = model.eval_rv_shapes()
-    n_free = sum(int(np.prod(shapes[v.name])) for v in model.value_vars)
-    return default_draws(n_free, chains)
+    return default_draws(_free_size(model, key), chains)
 
 
-def _resolve(opts: SamplerOptions, spec: Any, model: pm.Model, sampler: str) -> SamplerOptions:
+def _resolve(opts: SamplerOptions, spec: Any, model: pm.Model, sampler: str,
+             key: Hashable | None = None) -> SamplerOptions:
     """``opts`` with every default filled in for ``model`` and ``sampler``."""
     return opts.resolved(
         sampler=sampler,
-        draws=_draws(opts.draws, model, opts.chains, sampler),
+        draws=_draws(opts.draws, model, opts.chains, sampler, key),
         seed=seed_or_new(opts.random_seed),
         progressbar=default_progressbar() if opts.progressbar is None else opts.progressbar,
         target_accept=_target_accept(spec, opts.target_accept),
@@ -262,8 +279,8 @@ def fit(
     d.require_models(f"fit(..., {model!r})")
     pymc_model = spec.build(d, **model_options)
     observed_var = spec.observed_var(pymc_model)
-    run = _resolve(opts, spec, pymc_model, _choose_sampler(model, opts.sampler))
     key = structure_key(pymc_model, _tag(spec, model_options))
+    run = _resolve(opts, spec, pymc_model, _choose_sampler(model, opts.sampler), key)
     with warnings.catch_warnings(), interrupts_not_dropped():
         # ArviZ's guess that dims are misnamed when an interrupted run kept fewer draws than
         # chains; _require_all_draws below reports the interrupt itself
