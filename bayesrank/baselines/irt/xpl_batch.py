@@ -125,8 +125,7 @@ def _stage(lay: Layout, k, n, keep, scale, theta, v, max_iter) -> StageResult:
     """One Newton stage of the xPL objective for every problem given (rows of k, n, ...).
 
     Each problem runs :func:`._xpl_kernel.stage` alone (compiled, without the GIL), on
-    threads by :func:`._common.over_problems` (3PL MAP problems differ up to 20-fold in
-    iterations: median 33, some at ``max_iter``).
+    threads by :func:`._common.over_problems` (iterations per problem: ``docs/study.md``).
     """
     cfg, B = kernel_config(lay), k.shape[0]
     args = [np.ascontiguousarray(x, dtype=dt) for x, dt in (
