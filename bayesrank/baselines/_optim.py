@@ -309,9 +309,8 @@ def check_ford_condition(
                   else ", ".join(f"[{model_labels(m, labels)}]" for m in members))
         raise NotIdentifiedError(
             f"{what}: the data are separated (Ford's condition fails): the models split into "
-            f"groups {groups} such that one group solves items the other "
-            "always fails, consistently in one direction, so the joint-ML abilities diverge. "
-            "Use the MAP "
+            f"groups {groups} such that one group solves items the other always fails, "
+            "consistently in one direction, so the joint-ML abilities diverge. Use the MAP "
             "variant or rasch_mml"
         )
 

@@ -4,9 +4,9 @@ Kept apart from :mod:`bayesrank.baselines.ratings` so that numba is imported
 only when a sequential rating is first computed.  Every kernel takes a batch of B
 independent event streams ``outcomes`` (B, E, L) int and ``present`` (B, E, L)
 bool, rows in processing order, and a tie code: 0 = skip ties, 1 = every tie is a
-draw, 2 = only (1, 1) ties are draws.  Each stream runs through the same compiled
-per-stream loop (``_elo_one``, ...), so a stream's result does not depend on the
-batch it came in: one data set is a batch of 1, the study's D trial draws a batch of D.
+draw, 2 = only (1, 1) ties are draws.  The streams run one after the other through the
+same loop, from fresh ratings, so a stream's result does not depend on the batch it came
+in: one data set is a batch of 1, the study's D trial draws a batch of D.
 
 Label symmetry: every pairwise term comes from a label-free formula and each
 model sums its terms over opponents in increasing index order, so two models
@@ -65,47 +65,43 @@ def _elo_sum(i, score, group, n_group, strength):
 
 @njit(cache=True)
 def elo_streams(outcomes, present, K, initial_rating, tie_code):
-    """Final Elo ratings (B, L) of B independent streams (B, E, L), one after the other."""
-    out = np.empty((outcomes.shape[0], outcomes.shape[2]))
-    for b in range(outcomes.shape[0]):
-        out[b] = _elo_one(outcomes[b], present[b], K, initial_rating, tie_code)
-    return out
-
-
-@njit(cache=True)
-def _elo_one(outcomes, present, K, initial_rating, tie_code):
-    """Final Elo ratings; each event's matches use the ratings at the start of the event."""
-    n_events, L = outcomes.shape
-    rating = np.full(L, initial_rating)
+    """Final Elo ratings (B, L) of B independent streams (B, E, L), one after the other; each
+    event's matches use the ratings at the start of the event."""
+    B, n_events, L = outcomes.shape
+    out = np.empty((B, L))
     strength = np.empty(L)  # a_i = 10^(r_i / 400), so E_ij = a_i / (a_i + a_j)
     delta = np.zeros(L)
     winners = np.empty(L, dtype=np.int64)
     losers = np.empty(L, dtype=np.int64)
-    shift = initial_rating
-    for e in range(n_events):
-        n_win, n_lose = _split_event(outcomes, present, e, winners, losers)
-        # E is invariant to a common shift of the ratings: subtracting the current
-        # maximum keeps 10^(r/400) from overflowing.
-        for i in range(L):
-            strength[i] = 10.0 ** ((rating[i] - shift) / 400.0)
-        for k in range(n_win):
-            i = winners[k]
-            acc = _elo_sum(i, 1.0, losers, n_lose, strength)
-            if tie_code != SKIP:  # (1, 1) is a draw under "draw" and "correct_draw_only"
-                acc += _elo_sum(i, 0.5, winners, n_win, strength)
-            delta[i] = K * acc
-        for k in range(n_lose):
-            i = losers[k]
-            acc = _elo_sum(i, 0.0, winners, n_win, strength)
-            if tie_code == DRAW:
-                acc += _elo_sum(i, 0.5, losers, n_lose, strength)
-            delta[i] = K * acc
-        for k in range(n_win):
-            rating[winners[k]] += delta[winners[k]]
-        for k in range(n_lose):
-            rating[losers[k]] += delta[losers[k]]
-        shift = rating.max()
-    return rating
+    for b in range(B):
+        stream, seen = outcomes[b], present[b]
+        rating = np.full(L, initial_rating)
+        shift = initial_rating
+        for e in range(n_events):
+            n_win, n_lose = _split_event(stream, seen, e, winners, losers)
+            # E is invariant to a common shift of the ratings: subtracting the current
+            # maximum keeps 10^(r/400) from overflowing.
+            for i in range(L):
+                strength[i] = 10.0 ** ((rating[i] - shift) / 400.0)
+            for k in range(n_win):
+                i = winners[k]
+                acc = _elo_sum(i, 1.0, losers, n_lose, strength)
+                if tie_code != SKIP:  # (1, 1) is a draw under "draw" and "correct_draw_only"
+                    acc += _elo_sum(i, 0.5, winners, n_win, strength)
+                delta[i] = K * acc
+            for k in range(n_lose):
+                i = losers[k]
+                acc = _elo_sum(i, 0.0, winners, n_win, strength)
+                if tie_code == DRAW:
+                    acc += _elo_sum(i, 0.5, losers, n_lose, strength)
+                delta[i] = K * acc
+            for k in range(n_win):
+                rating[winners[k]] += delta[winners[k]]
+            for k in range(n_lose):
+                rating[losers[k]] += delta[losers[k]]
+            shift = rating.max()
+        out[b] = rating
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -158,55 +154,50 @@ def _glicko_sums(i, score, group, n_group, rating, g):
 
 @njit(cache=True)
 def glicko_streams(outcomes, present, initial_rating, initial_rd, c, rd_max, tie_code):
-    """Final Glicko ratings and RDs (B, L) of B independent streams (B, E, L)."""
-    rating = np.empty((outcomes.shape[0], outcomes.shape[2]))
-    rd = np.empty_like(rating)
-    for b in range(outcomes.shape[0]):
-        rating[b], rd[b] = _glicko_one(outcomes[b], present[b], initial_rating, initial_rd, c,
-                                       rd_max, tie_code)
-    return rating, rd
-
-
-@njit(cache=True)
-def _glicko_one(outcomes, present, initial_rating, initial_rd, c, rd_max, tie_code):
-    """Final Glicko ratings and RDs; every event is one rating period."""
-    n_events, L = outcomes.shape
-    rating = np.full(L, initial_rating)
-    rd = np.full(L, min(initial_rd, rd_max))
+    """Final Glicko ratings and RDs (B, L) of B independent streams (B, E, L); every event
+    is one rating period."""
+    B, n_events, L = outcomes.shape
+    ratings = np.empty((B, L))
+    rds = np.empty_like(ratings)
     g = np.empty(L)
     new_rating = np.empty(L)
     new_rd = np.empty(L)
     winners = np.empty(L, dtype=np.int64)
     losers = np.empty(L, dtype=np.int64)
-    for e in range(n_events):
-        for i in range(L):
-            if c > 0.0:
-                rd[i] = min(math.sqrt(rd[i] * rd[i] + c * c), rd_max)
-            g[i] = glicko_g(rd[i])
-        n_win, n_lose = _split_event(outcomes, present, e, winners, losers)
-        for k in range(n_win):
-            i = winners[k]
-            info, total = _glicko_sums(i, 1.0, losers, n_lose, rating, g)
-            if tie_code != SKIP:
-                info2, total2 = _glicko_sums(i, 0.5, winners, n_win, rating, g)
-                info += info2
-                total += total2
-            new_rating[i], new_rd[i] = glicko_period(rating[i], rd[i], info, total, rd_max)
-        for k in range(n_lose):
-            i = losers[k]
-            info, total = _glicko_sums(i, 0.0, winners, n_win, rating, g)
-            if tie_code == DRAW:
-                info2, total2 = _glicko_sums(i, 0.5, losers, n_lose, rating, g)
-                info += info2
-                total += total2
-            new_rating[i], new_rd[i] = glicko_period(rating[i], rd[i], info, total, rd_max)
-        for k in range(n_win):
-            rating[winners[k]] = new_rating[winners[k]]
-            rd[winners[k]] = new_rd[winners[k]]
-        for k in range(n_lose):
-            rating[losers[k]] = new_rating[losers[k]]
-            rd[losers[k]] = new_rd[losers[k]]
-    return rating, rd
+    for s in range(B):
+        stream, seen = outcomes[s], present[s]
+        rating = np.full(L, initial_rating)
+        rd = np.full(L, min(initial_rd, rd_max))
+        for e in range(n_events):
+            for i in range(L):
+                if c > 0.0:
+                    rd[i] = min(math.sqrt(rd[i] * rd[i] + c * c), rd_max)
+                g[i] = glicko_g(rd[i])
+            n_win, n_lose = _split_event(stream, seen, e, winners, losers)
+            for k in range(n_win):
+                i = winners[k]
+                info, total = _glicko_sums(i, 1.0, losers, n_lose, rating, g)
+                if tie_code != SKIP:
+                    info2, total2 = _glicko_sums(i, 0.5, winners, n_win, rating, g)
+                    info += info2
+                    total += total2
+                new_rating[i], new_rd[i] = glicko_period(rating[i], rd[i], info, total, rd_max)
+            for k in range(n_lose):
+                i = losers[k]
+                info, total = _glicko_sums(i, 0.0, winners, n_win, rating, g)
+                if tie_code == DRAW:
+                    info2, total2 = _glicko_sums(i, 0.5, losers, n_lose, rating, g)
+                    info += info2
+                    total += total2
+                new_rating[i], new_rd[i] = glicko_period(rating[i], rd[i], info, total, rd_max)
+            for k in range(n_win):
+                rating[winners[k]] = new_rating[winners[k]]
+                rd[winners[k]] = new_rd[winners[k]]
+            for k in range(n_lose):
+                rating[losers[k]] = new_rating[losers[k]]
+                rd[losers[k]] = new_rd[losers[k]]
+        ratings[s], rds[s] = rating, rd
+    return ratings, rds
 
 
 # --------------------------------------------------------------------------------------
@@ -326,54 +317,47 @@ def _trueskill_pairs(first, n_first, second, n_second, same_group, outcome, mu, 
 @njit(cache=True)
 def trueskill_streams(outcomes, present, n_per_round, mu0, sigma0, beta, tau, draw_margin,
                       tie_code):
-    """Final TrueSkill (mu, sigma), each (B, L), of B independent streams (B, E, L)."""
-    mu = np.empty((outcomes.shape[0], outcomes.shape[2]))
-    sigma = np.empty_like(mu)
-    for b in range(outcomes.shape[0]):
-        mu[b], sigma[b] = _trueskill_one(outcomes[b], present[b], n_per_round, mu0, sigma0,
-                                         beta, tau, draw_margin, tie_code)
-    return mu, sigma
-
-
-@njit(cache=True)
-def _trueskill_one(outcomes, present, n_per_round, mu0, sigma0, beta, tau, draw_margin,
-                   tie_code):
-    """Final TrueSkill (mu, sigma) of one stream.
+    """Final TrueSkill (mu, sigma), each (B, L), of B independent streams (B, E, L).
 
     Within an event every pairwise match is computed from the event-start beliefs
     and the resulting Gaussian sites are multiplied in natural parameters; after
     every ``n_per_round`` events sigma is inflated by ``tau`` (skill drift).
     """
-    n_events, L = outcomes.shape
-    mu = np.full(L, mu0)
-    var = np.full(L, sigma0 * sigma0)
-    precision = 1.0 / var
+    B, n_events, L = outcomes.shape
+    mus = np.empty((B, L))
+    sigmas = np.empty_like(mus)
     two_beta2 = 2.0 * beta * beta
     d_precision = np.zeros(L)
     d_natural = np.zeros(L)
     winners = np.empty(L, dtype=np.int64)
     losers = np.empty(L, dtype=np.int64)
-    for e in range(n_events):
-        n_win, n_lose = _split_event(outcomes, present, e, winners, losers)
-        _trueskill_pairs(winners, n_win, losers, n_lose, False, 1.0, mu, var, precision,
-                         two_beta2, draw_margin, d_precision, d_natural)
-        if tie_code != SKIP:
-            _trueskill_pairs(winners, n_win, winners, n_win, True, 0.5, mu, var, precision,
+    for s in range(B):
+        stream, seen = outcomes[s], present[s]
+        mu = np.full(L, mu0)
+        var = np.full(L, sigma0 * sigma0)
+        precision = 1.0 / var
+        for e in range(n_events):
+            n_win, n_lose = _split_event(stream, seen, e, winners, losers)
+            _trueskill_pairs(winners, n_win, losers, n_lose, False, 1.0, mu, var, precision,
                              two_beta2, draw_margin, d_precision, d_natural)
-        if tie_code == DRAW:
-            _trueskill_pairs(losers, n_lose, losers, n_lose, True, 0.5, mu, var, precision,
-                             two_beta2, draw_margin, d_precision, d_natural)
-        for i in range(L):
-            if d_precision[i] == 0.0 and d_natural[i] == 0.0:
-                continue  # did not play in this event
-            new_precision = precision[i] + d_precision[i]
-            mu[i] = (mu[i] * precision[i] + d_natural[i]) / new_precision
-            precision[i] = new_precision
-            var[i] = 1.0 / new_precision
-            d_precision[i] = 0.0
-            d_natural[i] = 0.0
-        if (e + 1) % n_per_round == 0:
+            if tie_code != SKIP:
+                _trueskill_pairs(winners, n_win, winners, n_win, True, 0.5, mu, var, precision,
+                                 two_beta2, draw_margin, d_precision, d_natural)
+            if tie_code == DRAW:
+                _trueskill_pairs(losers, n_lose, losers, n_lose, True, 0.5, mu, var, precision,
+                                 two_beta2, draw_margin, d_precision, d_natural)
             for i in range(L):
-                var[i] = var[i] + tau * tau
-                precision[i] = 1.0 / var[i]
-    return mu, np.sqrt(var)
+                if d_precision[i] == 0.0 and d_natural[i] == 0.0:
+                    continue  # did not play in this event
+                new_precision = precision[i] + d_precision[i]
+                mu[i] = (mu[i] * precision[i] + d_natural[i]) / new_precision
+                precision[i] = new_precision
+                var[i] = 1.0 / new_precision
+                d_precision[i] = 0.0
+                d_natural[i] = 0.0
+            if (e + 1) % n_per_round == 0:
+                for i in range(L):
+                    var[i] = var[i] + tau * tau
+                    precision[i] = 1.0 / var[i]
+        mus[s], sigmas[s] = mu, np.sqrt(var)
+    return mus, sigmas

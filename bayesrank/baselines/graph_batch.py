@@ -184,12 +184,8 @@ def perron_batch(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def rank_centrality_chain_batch(
     wins: np.ndarray, ties: np.ndarray, tie_handling: str, smoothing: float, teleport: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Rank Centrality transition matrices (B, L, L) and comparison graphs (B, L, L).
-
-    ``w_ij = W_ij (+ T_ij / 2 for "half") + smoothing``; the walk moves i -> j with
-    probability ``w_ji / (w_ij + w_ji) / d_max`` (``d_max`` = the graph's largest
-    degree), stays otherwise, and mixes in a uniform jump with weight ``teleport``.
-    """
+    """Rank Centrality transition matrices and comparison graphs, each (B, L, L)
+    (the walk of :func:`bayesrank.baselines.graph.rank_centrality`)."""
     w = np.array(_stacked(wins))
     if tie_handling == "half":
         w += 0.5 * _stacked(ties)
@@ -245,12 +241,9 @@ def _log_fixation_constant_sum(A: np.ndarray, alpha: float, m: int) -> np.ndarra
 def alpharank_chain_batch(
     payoffs: np.ndarray, alpha: float, m: int, *, constant_sum: bool = False
 ) -> np.ndarray:
-    """alpha-Rank transition matrices (B, L, L) of symmetric games ``payoffs`` (B, L, L), L > 1.
-
-    ``C_sr = rho_{r,s} / (L - 1)`` with ``rho`` the Fermi fixation probability of one
-    r-mutant among ``m - 1`` s-residents (Omidshafiei et al., 2019); the diagonal makes
-    rows sum to 1.  Off-diagonal zeros mean the fixation probability underflowed.
-    ``constant_sum=True`` (payoffs with ``A_rs + A_sr = 1``) uses the closed form of
+    """alpha-Rank transition matrices (B, L, L) of symmetric games ``payoffs`` (B, L, L), L > 1
+    (the chain of :func:`bayesrank.baselines.graph.alpharank_scores`; off-diagonal zeros:
+    the fixation probability underflowed).  ``constant_sum=True`` uses the closed form of
     :func:`_log_fixation_constant_sum` instead of the sum over population states.
     """
     A = _stacked(payoffs)
@@ -324,12 +317,8 @@ def hodge_flow_batch(
     weight_method: str,
     epsilon: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """HodgeRank edge flows ``Y`` and weights ``w`` (B, L, L) from pairwise counts.
-
-    ``"binary"``: ``Y_ij = (W_ji - W_ij) / total_ij``; ``"log_odds"``:
-    ``log((total - W_ij + eps) / (total - W_ji + eps))``; weights ``total``,
-    ``W_ij + W_ji`` (decisive) or 1 (uniform) on compared pairs, 0 elsewhere.
-    """
+    """HodgeRank edge flows ``Y`` and weights ``w`` (B, L, L) from pairwise counts (those of
+    :func:`bayesrank.baselines.graph.hodge_rank`; 0 off the compared pairs)."""
     W, total = _stacked(wins), _stacked(total)
     WT = np.swapaxes(W, 1, 2)
     if pairwise_stat == "binary":

@@ -374,13 +374,9 @@ def thompson(
     is estimated from ``T = n_samples`` joint draws: ``P(p_j > p_l)`` by the fraction of
     draws with ``p_j^t > p_l^t`` (sample ties count 1/2), which is the mean over the draws
     of each draw's rank.  The score is minus that mean rank.  Binary data only.
-    ``details["posterior"]``: the (alpha, beta) pairs.
-
-    Random stream: each model's ``T`` draws come from its own stream seeded by ``seed``
-    and the bits of its ``(alpha, beta)`` (:func:`thompson_draws`), so a model's draws do
-    not depend on which other models are ranked and identical posteriors get identical
-    draws (``docs/baselines.md``: the departure from scorio).  ``seed=None`` draws a
-    fresh seed for the call.
+    ``details["posterior"]``: the (alpha, beta) pairs.  Each model's draws come from its
+    own stream (:func:`thompson_draws`; ``docs/baselines.md``: the departure from scorio);
+    ``seed=None`` draws a fresh seed for the call.
     """
     data.require_binary("thompson")
     n_samples, prior_alpha, prior_beta, entropy = thompson_options(n_samples, prior_alpha,

@@ -25,10 +25,9 @@ Rao–Kupper with ``eta = log kappa`` is two shifted logistic terms: its log-lik
 is ``(W_ij + T_ij) log sigma(d - eta) + (W_ji + T_ij) log sigma(-d - eta)
 + T_ij log(kappa^2 - 1)``.  Davidson is a three-outcome logit with scores
 ``(d/2, -d/2, log nu)``.  Both give closed-form gradients and Hessians, so every fit is a
-Newton solve that
-converges to machine precision in a handful of iterations (a damped Newton method with
-one Cholesky solve per iteration: cheaper than scipy's trust-region methods, which factor
-the Hessian several times per step).
+Newton solve that converges to machine precision in a handful of iterations (a damped
+Newton method with one linear solve per iteration: cheaper than scipy's trust-region
+methods, which factor the Hessian several times per step).
 
 Identification.  Strengths are centred (``sum theta = 0``).  The maximum-likelihood estimate
 exists iff the directed "beat" graph (an edge i -> j when ``W_ij > 0``; ties give edges both
@@ -90,7 +89,6 @@ __all__ = [
     "rao_kupper",
     "bayesian_mcmc",
 ]
-
 
 
 # -- input checks -----------------------------------------------------------------------
@@ -227,9 +225,8 @@ def davidson_log_strengths(
     """Davidson (1970) tie model: centred log-strengths and the tie parameter ``nu``.
 
     ``nu`` is always estimated by maximum likelihood (it carries no prior); ``prior`` is
-    the Gaussian variance of the log-strengths (MAP) or None (ML).  Without any tie the
-    model is Bradley–Terry with ``nu = 0``; with no decisive outcome every model ties
-    (zeros, ``nu = inf``).
+    the Gaussian variance of the log-strengths (MAP) or None (ML).  Degenerate data: see
+    :func:`davidson_fit_batch`.
     """
     p = _pairs(W, T)
     prior_var, max_iter = fit_options(prior, max_iter)
@@ -326,11 +323,8 @@ def bt_posterior_draws(
 
 @dataclass(frozen=True)
 class _Chains:
-    """What B independence chains of :func:`bt_posterior_draws_batch` share and need.
-
-    The random numbers (one stream for every chain: they do not depend on ``W``), the
-    modes and the Cholesky factors of the Laplace covariances, (B, L, L).
-    """
+    """What B chains of :func:`bt_posterior_draws_batch` share (the random numbers) and
+    need (modes, Cholesky factors of the Laplace covariances (B, L, L))."""
 
     pairs: list[_Pairs]
     var: float
@@ -396,14 +390,10 @@ def bt_posterior_draws_batch(Ws: np.ndarray, **options) -> tuple[np.ndarray, np.
     """:func:`bt_posterior_draws` of B win matrices ``Ws`` (B, L, L) with one seed (its
     ``options``: ``n_samples``, ``burnin``, ``prior_var``, ``seed``, ``df``, same defaults).
 
-    The random numbers of the sampler (standard normals and chi-square radii of the
-    proposals, the uniforms of the accept steps) do not depend on ``W``, so all B chains
-    use the one stream that ``seed`` gives a single chain: they are drawn once.  The B
-    modes come from one lockstep Newton solve (:func:`bt_fit_batch`: every problem's
-    iterates are those it has alone), the B Laplace scales from one stacked
-    factorisation; every chain then runs the same code as alone (compiled
-    log-posterior, whose rows do not depend on each other, and accept loop), so chain
-    ``b`` equals ``bt_posterior_draws(Ws[b])`` exactly.
+    The sampler's random numbers do not depend on ``W``, so all B chains use the one
+    stream that ``seed`` gives a single chain, drawn once; modes and Laplace scales come
+    from one lockstep solve (:func:`_chains`), and every chain then runs the same code as
+    alone, so chain ``b`` equals ``bt_posterior_draws(Ws[b])`` exactly.
 
     Returns
     -------
@@ -431,12 +421,10 @@ def bt_posterior_draws_batch(Ws: np.ndarray, **options) -> tuple[np.ndarray, np.
 def bt_posterior_means_batch(Ws: np.ndarray, **options) -> tuple[np.ndarray, np.ndarray]:
     """Mean of every chain's draws of :func:`bt_posterior_draws_batch`, without the draws.
 
-    ``draws.mean(axis=1)`` of that function with the same ``options`` (``n_samples``,
-    ``burnin``, ``prior_var``, ``seed``, ``df``), bit for bit: the same chains (one
-    random stream, modes and Laplace scales as there), but each chain's centred kept
-    states are summed in step order by :func:`._mcmc_kernels.chain_mean` instead of
-    being gathered into a (n_samples, L) array first.  The kernel releases the GIL, so
-    blocks of chains can run on threads.
+    ``draws.mean(axis=1)`` of that function with the same ``options``, bit for bit: the
+    same chains, but each chain's centred kept states are summed in step order by
+    :func:`._mcmc_kernels.chain_mean` instead of being gathered into an array first (the
+    kernel releases the GIL, so blocks of chains can run on threads).
 
     Returns
     -------

@@ -87,11 +87,8 @@ def newton_batch(
     max_iter: int,
     gtol: float = GTOL,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Minimise D smooth convex objectives by damped Newton with Armijo backtracking.
-
-    Each problem runs the algorithm of :func:`bayesrank.baselines._optim.newton` on its
-    own: stop when ``max |gradient| <= gtol``, halve the step until the Armijo condition
-    holds, give up (keep the current point) when the step falls below ``1e-12``.  Only
+    """Minimise D smooth convex objectives, each by :func:`bayesrank.baselines._optim.newton`'s
+    iteration on its own (its stopping test, Armijo halving and give-up step); only
     unfinished problems are evaluated.
 
     Returns
@@ -308,10 +305,8 @@ def pair_fit_batch(
 
 
 def bt_fit_batch(W: np.ndarray, *, prior_var: float | None, max_iter: int):
-    """Bradley–Terry log-strengths of every problem; zeros where no comparison is decisive.
-
-    Returns theta (D, L) and ``stalled`` (D,).
-    """
+    """Bradley–Terry log-strengths and ``stalled`` of every problem (zeros where no
+    comparison is decisive)."""
     W = np.asarray(W, dtype=float)
     D, L = W.shape[:2]
     theta = np.zeros((D, L))
@@ -325,13 +320,11 @@ def bt_fit_batch(W: np.ndarray, *, prior_var: float | None, max_iter: int):
 
 def davidson_fit_batch(W: np.ndarray, T: np.ndarray, *, prior_var: float | None,
                        max_iter: int):
-    """Davidson (1970) log-strengths and ``nu`` of every problem.
+    """Davidson (1970) log-strengths, ``nu`` and ``stalled`` of every problem.
 
     Without a decisive comparison: zeros and ``nu = inf``; without a tie: Bradley–Terry
     and ``nu = 0``; otherwise Newton on (theta, log nu) from ``theta = 0`` and the ``nu``
     that matches the tie share at ``theta = 0`` (``P(tie) = nu / (2 + nu)``).
-
-    Returns theta (D, L), nu (D,) and ``stalled`` (D,).
     """
     W = np.asarray(W, dtype=float)
     T = np.asarray(T, dtype=float)
@@ -360,10 +353,7 @@ def davidson_fit_batch(W: np.ndarray, T: np.ndarray, *, prior_var: float | None,
 
 def rao_kupper_fit_batch(W: np.ndarray, T: np.ndarray, *, kappa: float,
                          prior_var: float | None, max_iter: int):
-    """Rao–Kupper (1967) log-strengths of every problem at a fixed ``kappa > 1``.
-
-    Returns theta (D, L) and ``stalled`` (D,).
-    """
+    """Rao–Kupper (1967) log-strengths and ``stalled`` of every problem at fixed ``kappa > 1``."""
     pairs = PairBatch.from_counts(W, T)
     theta, _, stalled = pair_fit_batch(pairs, "rk", prior_var=prior_var, max_iter=max_iter,
                                        tie0=np.log(kappa))
@@ -371,12 +361,9 @@ def rao_kupper_fit_batch(W: np.ndarray, T: np.ndarray, *, kappa: float,
 
 
 def pl_mm_batch(W: np.ndarray, *, max_iter: int, tol: float):
-    """Hunter's (2004) MM for Plackett–Luce (= Bradley–Terry) ML on every problem.
-
-    ``pi_i <- w_i / sum_{j != i} n_ij / (pi_i + pi_j)``, normalised to sum 1, until
-    ``max_i |pi_i - pi_i_old| < tol`` (per problem).  Every problem needs a decisive
-    comparison (``w`` not all zero).  Returns centred log-strengths (D, L) and ``stalled``
-    (D,): problems that did not reach ``tol`` in ``max_iter`` iterations.
+    """Hunter's MM of :func:`bayesrank.baselines.luce.pl_log_strengths` on every problem
+    (each needs a decisive comparison).  Returns centred log-strengths (D, L) and
+    ``stalled`` (D,): problems that did not reach ``tol`` in ``max_iter`` iterations.
     """
     W = np.asarray(W, dtype=float)
     wins = np.sum(W, axis=-1)
@@ -506,11 +493,9 @@ def btl_terms_batch(theta: np.ndarray, U: np.ndarray, V: np.ndarray, c: np.ndarr
 
 def btl_fit_batch(U: np.ndarray, V: np.ndarray, c: np.ndarray, x0: np.ndarray, *,
                   prior_var: float | None, max_iter: int):
-    """Bradley–Terry–Luce log-strengths (centred) of every problem by damped Newton.
-
-    ``x0`` (D, L) is the start (the callers use Bradley–Terry on the implied pairwise
-    wins: the same identification condition, a few Newton steps away).  Every problem
-    needs an event with a winner and a loser.  Returns theta (D, L) and ``stalled`` (D,).
+    """Bradley–Terry–Luce log-strengths (centred) of every problem by damped Newton from
+    ``x0`` (D, L) (:func:`bayesrank.baselines.luce.btl_log_strengths` says which).  Every
+    problem needs an event with a winner and a loser.  Returns theta (D, L), ``stalled`` (D,).
     """
     # whole blocks of events once, not in every event sum
     U = _pad_events(np.asarray(U, dtype=bool))

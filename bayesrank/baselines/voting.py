@@ -620,9 +620,8 @@ def borda_elimination_scores(
     """Survival rounds of Nanson's or Baldwin's Borda elimination.
 
     Each round recomputes Borda points among the remaining candidates,
-    ``s_i = sum_{j alive} (W_ij + c T_ij)`` where ``c = 1/2, 1, 0`` for
-    ``rank_ties = "average", "min", "max"`` (the per-voter tie convention of the
-    rank positions), then removes every candidate with ``s_i <= mean(s)``
+    ``s_i = sum_{j alive} (W_ij + c T_ij)`` (:func:`borda_points`: ``c`` is the per-voter
+    tie convention ``rank_ties``), then removes every candidate with ``s_i <= mean(s)``
     (Nanson, "weak" form) or ``s_i = min(s)`` (Baldwin).  If that would remove
     everyone (all scores equal) the remaining candidates tie.
 

@@ -34,10 +34,8 @@ __all__ = [
 def dag_levels_batch(above: np.ndarray) -> np.ndarray:
     """Kahn levels of B acyclic "ranks above" relations (B, L, L), see ``voting.dag_levels``.
 
-    Candidates nobody is above get level ``L``; removing them, the next sources get
-    ``L - 1``; and so on.  Every layer of all B relations is peeled at once, draws-last
-    ((L, L, B), so each array operation runs along the long batch axis).  Raises
-    DataError if any relation has a cycle.
+    Every layer of all B relations is peeled at once, draws-last ((L, L, B), so each array
+    operation runs along the long batch axis).  Raises DataError if any has a cycle.
     """
     adj = np.ascontiguousarray(np.moveaxis(np.asarray(above, dtype=bool), 0, -1)).astype(np.int64)
     L = adj.shape[0]
@@ -57,13 +55,8 @@ def dag_levels_batch(above: np.ndarray) -> np.ndarray:
 
 
 def ranked_pairs_locked_batch(P: np.ndarray, strength: str = "margin") -> np.ndarray:
-    """Locked victories of Ranked Pairs (Tideman 1987) in B elections, bool (B, L, L).
-
-    ``P`` (B, L, L) are pairwise preference counts.  In every election the victories
-    ``i -> j`` (``Delta_ij > 0``) are sorted by strength (``Delta_ij`` for "margin",
-    ``P_ij`` for "winning_votes"), then winning votes ``P_ij`` (both descending), then
-    winner and loser index (ascending), and locked unless they close a cycle.
-    """
+    """Locked victories (bool (B, L, L)) of ``voting.ranked_pairs_locked`` in B elections
+    of preference counts ``P`` (B, L, L): one ``lexsort`` of every election's victories."""
     from bayesrank.baselines._voting_kernels import lock_victories
 
     check_choice("strength", strength, ("margin", "winning_votes"))
@@ -77,18 +70,10 @@ def ranked_pairs_locked_batch(P: np.ndarray, strength: str = "margin") -> np.nda
 
 
 def borda_elimination_batch(points: np.ndarray, rule: str = "nanson") -> np.ndarray:
-    """Survival rounds of Nanson's or Baldwin's Borda elimination in B elections.
-
-    ``points`` (B, L, L): ``W_ij + c T_ij``.  Each round sums the points among the
-    remaining candidates and removes those with ``s_i <= mean(s)`` (Nanson) or
-    ``s_i = min(s)`` (Baldwin), up to ``1e-12 max(1, max |s|)``; an election ends when one
-    candidate is left or the removal would take everyone (they tie).  The rounds run in
-    one compiled loop over the elections (:mod:`bayesrank.baselines._voting_kernels`).
-
-    Returns
-    -------
-    numpy.ndarray, shape (B, L)
-        Round in which each candidate was eliminated (larger = survived longer).
+    """Survival rounds (B, L) of ``voting.borda_elimination_scores`` in B elections from
+    their points (B, L, L) (``voting.borda_points``), in one compiled loop over the
+    elections (:mod:`bayesrank.baselines._voting_kernels`); scores within
+    ``1e-12 max(1, max |s|)`` of the mean (Nanson) or minimum (Baldwin) count as at it.
     """
     from bayesrank.baselines._voting_kernels import borda_elimination
 
@@ -104,12 +89,9 @@ def _median_removal_order(n: int) -> np.ndarray:
 
 
 def majority_judgment_batch(grades: np.ndarray) -> np.ndarray:
-    """Majority Judgment levels of B elections, grades (B, L, V), see ``voting``.
-
-    Each candidate's *median sequence* is its grades in the order the lower median is
-    removed; levels are the dense lexicographic ranks of these sequences within each
-    election (0 = worst; equal sequences share a level), i.e. what
-    ``np.unique(sequences, axis=0, return_inverse=True)`` gives per election.
+    """Majority Judgment levels of B elections, grades (B, L, V), see ``voting``: the dense
+    lexicographic ranks of the median sequences within each election (0 = worst, equal
+    sequences share a level; ``np.unique(sequences, axis=0, return_inverse=True)``).
     """
     B, L, V = grades.shape
     rows = np.sort(grades, axis=2)[:, :, _median_removal_order(V)].reshape(B * L, V)

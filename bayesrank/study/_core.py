@@ -2,7 +2,7 @@
 
 Nothing here is specific to one protocol.  Rankings always come from
 :func:`bayesrank.rank`, subsamples from :meth:`ResponseData.subset` and
-agreement from :func:`bayesrank.kendall_tau` (tau-b, ties allowed).
+agreement is Kendall tau-b (ties allowed), as :func:`bayesrank.kendall_tau`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import numpy as np
 
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
-from bayesrank.ranking import kendall_tau
 from bayesrank.registry import get_method, methods, rank
 from bayesrank.study.batched import (
     SKIPPABLE,
@@ -63,10 +62,6 @@ def check_engine(engine: str) -> None:
     """Raise ValueError naming the choices unless ``engine`` is one of :data:`ENGINES`."""
     if engine not in ENGINES:
         raise ValueError(f"unknown study engine {engine!r}; choose from {list(ENGINES)}")
-
-
-#: Named selections accepted wherever ``methods`` is.
-METHOD_SETS = ("paper", "fast", "all")
 
 
 def resolve_methods(selection: str | Iterable[str] | None) -> list[str]:
@@ -182,26 +177,13 @@ class TauSample:
     seconds: float = 0.0
     target_missing: str | None = None
 
-    def add(self, ranks: np.ndarray | None, target: np.ndarray | None, reason: str | None) -> None:
-        """Record one draw: the draw's ranks (or the reason it failed) vs ``target``."""
-        if target is None:
-            return
-        if ranks is None:
-            self.failures.append(reason or "failed")
-            return
-        tau = kendall_tau(ranks, target)
-        if np.isnan(tau):
-            self.undefined += 1
-        else:
-            self.taus.append(tau)
-
     def add_many(
         self,
         ranks: Sequence[np.ndarray | None],
         target: np.ndarray | None,
         reasons: Sequence[str | None],
     ) -> None:
-        """Record many draws at once (same result as :meth:`add` per draw, in order)."""
+        """Record the draws' ranks (None: failed, with its reason) against ``target``, in order."""
         if target is None:
             return
         self.failures += [r or "failed" for x, r in zip(ranks, reasons, strict=True) if x is None]

@@ -11,12 +11,9 @@ one :class:`DrawStack` reduces every draw of a stack at once:
   matrix product over one-hot indicator blocks;
 - question-level wins and ties (questions as voters) by one broadcast comparison.
 
-Pairwise and cell counts of a model pool are the rows and columns of the
-full-pool counts, so :meth:`DrawStack.pool` restricts a stack to a pool without
-recomputing anything (the model-pool bootstrap reduces its draws once), and
-:meth:`DrawStack.pools` stacks the restrictions of many pools of one size into one
-stack (row ``p * D + d`` is draw ``d`` on pool ``p``), so a rule runs once on every
-draw of every pool instead of once per pool.
+Pairwise and cell counts of a model pool are the rows and columns of the full-pool
+counts, so :meth:`DrawStack.pool` and :meth:`DrawStack.pools` restrict a stack to one pool
+or to many at once without recomputing anything.
 
 Every rule with a stacked form (:data:`BATCHED_RULES`, :mod:`bayesrank.study.stack_rules`)
 runs once over the whole stack; the other rules, and the draws or options a stacked form

@@ -27,7 +27,7 @@ from bayesrank.data import ResponseData, as_response_data
 from bayesrank.data.io import atomic_write
 from bayesrank.data.signals import Signals, load_signals
 from bayesrank.errors import DataError
-from bayesrank.study._core import TauSample, gold_ranks, safe_ranks, trial_draws
+from bayesrank.study._core import gold_ranks, rank_draws, safe_ranks, tally, trial_draws
 
 __all__ = ["categorical_schemes", "categorical_table"]
 
@@ -120,23 +120,17 @@ def categorical_schemes(
     for name, scheme in schemes.items():
         _check_scheme(name, scheme, correct)
     idx = trial_draws(correct.N, 1, draws, np.random.default_rng(seed))
-    references = {"gold": (gold_ranks(correct, gold), None)}
+    gold_target = gold_ranks(correct, gold)
     greedy_ranks, greedy_reason, _ = safe_ranks(correct, greedy)
-    references["greedy"] = (greedy_ranks, greedy_reason)
     rows = []
     for name, scheme in schemes.items():
         own, own_reason, _ = safe_ranks(scheme, method)
-        refs = {**references, "self": (own, own_reason)}
-        samples = {t: TauSample() for t in ("gold", "self", "greedy")}
-        for t, s in samples.items():
-            if refs[t][0] is None:
-                s.target_missing = f"no {t} target: {refs[t][1]}"
-        for d in idx:
-            ranks, reason, n_warn = safe_ranks(scheme.subset(trials=d), method)
-            for t, s in samples.items():
-                s.warnings += n_warn
-                s.add(ranks, refs[t][0], reason)
-        rows += [{"scheme": name, "target": t, **s.summary()} for t, s in samples.items()]
+        refs = {"gold": (gold_target, None), "self": (own, own_reason),
+                "greedy": (greedy_ranks, greedy_reason)}
+        samples = tally(rank_draws(idx, data=scheme, methods=[method], engine="reference"),
+                        {t: {method: r} for t, (r, _) in refs.items()},
+                        {t: {method: why} for t, (_, why) in refs.items()})
+        rows += [{"scheme": name, "target": t, **samples[(method, t)].summary()} for t in refs]
     return pd.DataFrame(rows)
 
 

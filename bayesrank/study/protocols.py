@@ -381,11 +381,13 @@ def _pool_task(
 
 
 def _pool_scores(ranked, targets, why) -> dict[tuple[str, str], tuple[float, int, str]]:
-    out = {}
-    for key, s in tally(ranked, targets, why).items():
-        summary = s.summary()
-        out[key] = (summary["tau_mean"], summary["n_failed"], summary["skip_reason"])
-    return out
+    return {key: _pool_score(s) for key, s in tally(ranked, targets, why).items()}
+
+
+def _pool_score(sample: TauSample) -> tuple[float, int, str]:
+    """(mean tau_b over the draws, failed draws, reason) of one method x target on a pool."""
+    s = sample.summary()
+    return s["tau_mean"], s["n_failed"], s["skip_reason"]
 
 
 def _pool_chunks(distinct: Sequence[tuple[int, ...]], stack: DrawStack, client: Any):
@@ -410,12 +412,11 @@ def _pool_stack_task(
     *,
     data: ResponseData,
     ids: list[str],
-    draws: list[np.ndarray],
     gold: str,
-    engine: str,
     stack: DrawStack,
     separable: dict[str, tuple[np.ndarray, np.ndarray]],
     full: DrawStack,
+    **_: object,  # the draws (the stack's) and the engine (batched) of _pool_task's call
 ) -> list[dict[tuple[str, str], tuple[float, int, str]]]:
     """:func:`_pool_task` of every pool of ``pools`` (P, k), closed forms ranked in one stack.
 
@@ -464,9 +465,7 @@ def _pool_stack_task(
                 sample = TauSample(target_missing=missing[p])
                 sample.add_many([None if np.isnan(r[0]) else r for r in ranks[p]],
                                 None if missing[p] else target[p], reasons[p])
-                summary = sample.summary()
-                out[p][(m, t)] = (summary["tau_mean"], summary["n_failed"],
-                                  summary["skip_reason"])
+                out[p][(m, t)] = _pool_score(sample)
     for p, methods in enumerate(per_pool):
         if methods:
             pool = pools[p]

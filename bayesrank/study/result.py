@@ -345,19 +345,16 @@ def _run(data, protocols, ids, client, engine, progress, plan: StudyPlan, seed: 
         agreement = timed("gold", gold_standard_agreement, data, ids, gold=gold)
         frames["gold_summary"] = summarize_gold_agreement(agreement, gold)
     if "stability" in protocols:
-        timed("stability", stability, data, ids, n_trials=n_trials, draws=draws, **common,
-              **run)
+        timed("stability", stability, data, ids, n_trials=n_trials, draws=draws, **common, **run)
     if "convergence" in protocols:
         timed("convergence", convergence, data, ids, budgets=budgets, reps=plan.reps, **common,
               **run)
     if "bootstrap" in protocols:
         timed("bootstrap", model_pool_bootstrap, data, ids, sizes=plan.sizes,
-              subsets=plan.subsets,
-              n_trials=n_trials, draws=draws, **common, **run)
+              subsets=plan.subsets, n_trials=n_trials, draws=draws, **common, **run)
     if "prior" in protocols:
         timed("prior_effect", prior_effect, data, budgets=budgets, reps=plan.prior_reps,
-              seed=seed,
-              gold=gold, **run)
+              seed=seed, gold=gold, **run)
         timed("prior_diagnostics", prior_diagnostics, data, reps=plan.prior_reps, seed=seed,
               engine=engine)
     if "categorical" in protocols:

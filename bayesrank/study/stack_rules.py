@@ -15,15 +15,13 @@ The count rules (avg, inverse difficulty, Bayes@N, Borda, Copeland, win rate, Mi
 Schulze) and Thompson sampling are defined here; each family's other rules in its
 ``stack_*`` module.
 
-Thompson: :func:`bayesrank.baselines.metrics.thompson` draws each model's posterior
-samples from a stream seeded by the seed and the model's own ``(alpha, beta)``, so its
-score is a sum of pairwise counts that do not depend on which other models are ranked.
-They are computed once per draw on all models of a stack and kept in it; a pool stack
-takes its rows' counts from the full stack it was cut from (integer sums, then the same
-division: exactly the scores of ranking the pool alone).  ``seed=None`` gives None (each
-call draws a fresh seed).  Rules a
-record marks ``per_draw`` (:attr:`bayesrank.baselines.MethodSpec.per_draw`) have no
-entry (``tests/test_rule_snapshot.py`` checks that the table and the records agree).
+Thompson's score is a sum of pairwise counts that do not depend on which other models
+are ranked (:func:`bayesrank.baselines.metrics.thompson_draws`): they are computed once
+per draw on all models of a stack and kept in it, and a pool stack takes its rows' counts
+from the full stack it was cut from (integer sums, then the same division: exactly the
+scores of ranking the pool alone).  ``seed=None`` gives None (each call draws a fresh
+seed).  Rules a record marks ``per_draw`` (:attr:`bayesrank.baselines.MethodSpec.per_draw`)
+have no entry (``tests/test_rule_snapshot.py`` checks that the table and the records agree).
 """
 
 from __future__ import annotations

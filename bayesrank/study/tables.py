@@ -1,21 +1,9 @@
 """The paper's result tables from study frames, as DataFrames, Markdown and LaTeX.
 
 Layouts follow the paper's LaTeX tables (one row per benchmark, so a user's
-benchmark can sit next to the paper's rows):
-
-==========================  ================================================================
-function                    paper table
-==========================  ================================================================
-:func:`gold_table`          Table 1, ``gold_standard_agreement``: Mean, Median, Min,
-                            #(tau_b = 1), #(tau_b >= 0.95) over the methods other than gold
-:func:`n1_winners_table`    Table 2, ``n1_winners``: best method vs the gold standard and
-                            best self-consistency (vs method@N), mean +- std over the draws
-:func:`bootstrap_table`     Table 3, ``model_pool_bootstrap_winners``: per pool size the best
-                            method (by mean agreement with the pool's avg@N) and its mean
-                            +- std across pools under both targets
-:func:`prior_table`         Table 4, ``prior_effect``: Difficulty, tau_G-S, Delta tau,
-                            Std. Red. at N=1
-==========================  ================================================================
+benchmark can sit next to the paper's rows): :func:`gold_table` (Table 1),
+:func:`n1_winners_table` (Table 2), :func:`bootstrap_table` (Table 3) and
+:func:`prior_table` (Table 4); :data:`TABLES` holds their columns.
 
 Each function takes ``{benchmark name: StudyResult}`` (or one result) and returns
 a DataFrame of numbers (``*_mean``/``*_std`` columns); :func:`render` formats it

@@ -19,15 +19,10 @@ data the log posterior depends on a model's counts only through its total succes
 ``K``, so the scores are strictly increasing in the total and equal, bit for bit, where
 totals are equal.
 
-The accuracy of these scores, measured against an independent reference
-(``tests/test_mml_person_scores.py``), is in ``docs/baselines.md``.
-
-This is where bayesrank differs from scorio 0.2.3 (the paper's implementation), which
-takes the EAP and the quantile on the 21-node grid: a model with many trials has a
-posterior far narrower than the grid spacing (about 0.3), its mass falls on one or two
-nodes and models with different totals tie.  The paper defines the EAP as the posterior
-mean; the grid is an approximation of it.  The fitted difficulties and the grid posterior
-(:attr:`MmlFit.posterior`) are unchanged and agree with scorio.
+The paper defines the EAP as the posterior mean; scorio 0.2.3 (the paper's
+implementation) takes it on the 21-node grid, where models with many trials and different
+totals tie.  The fitted difficulties and the grid posterior (:attr:`MmlFit.posterior`)
+agree with scorio (``docs/baselines.md``: the difference and the scores' accuracy).
 """
 
 from __future__ import annotations
@@ -62,7 +57,7 @@ __all__ = [
 
 # a thread for at least this many problems (one problem takes about 0.5 ms)
 _PROBLEMS_PER_THREAD = 16
-# Gauss-Legendre rules of the person scores, full and short (module docstring: accuracy)
+# Gauss-Legendre rules of the person scores, full and short (accuracy: docs/baselines.md)
 _PERSON_RULES = (*np.polynomial.legendre.leggauss(64), *np.polynomial.legendre.leggauss(16))
 
 
@@ -343,13 +338,10 @@ def rasch_mml(
 
     ``quantile=None`` scores by the EAP ability ``E[theta_l | R]`` (identifier
     ``rasch_mml``); ``quantile=q`` by the posterior quantile ``Q_q(theta_l | R)``
-    (``rasch_mml_credible``, q = 0.05: a conservative lower bound).  See
-    :func:`fit_rasch_mml`.
-
-    The EM fits the difficulties on the ``n_quadrature``-node grid, as in the paper; the
-    scores are each model's own posterior's (module docstring, "Person scores"), not the
-    grid's.  ``return_item_params=True`` adds ``difficulty``,
-    ``ability_sd`` (posterior sd) and ``population_sd`` to ``details``.
+    (``rasch_mml_credible``, q = 0.05: a conservative lower bound) of each model's own
+    posterior (module docstring, "Person scores").  See :func:`fit_rasch_mml`.
+    ``return_item_params=True`` adds ``difficulty``, ``ability_sd`` (posterior sd) and
+    ``population_sd`` to ``details``.
     """
     k, n = binary_counts(data, "Rasch MML")
     if quantile is not None:

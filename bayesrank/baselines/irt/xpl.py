@@ -69,10 +69,9 @@ def fit_irt(
     block of the Hessian is block-diagonal, so each step costs O(L^2 M) via a
     Schur complement.  2PL and 3PL fits start from the 1PL solution with
     ``a = 1``; the multimodal 3PL is started twice, at the paper's ``c = 0.25``
-    and near the 2PL fit (``c ~ 0.024``), and the better optimum is kept.
-    (The paper names L-BFGS; both target the same optimum, but on 20 x 120 x 80
-    counts L-BFGS needs more than 500 iterations along the weakly curved
-    2PL/3PL scale direction, where Newton needs ~20.)
+    and near the 2PL fit (``c ~ 0.024``), and the better optimum is kept.  (The paper
+    names L-BFGS, which targets the same optimum in many more iterations: see
+    ``docs/baselines.md``, "Measurements moved from the module docstrings".)
 
     Parameters
     ----------

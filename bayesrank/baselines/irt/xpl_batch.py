@@ -125,8 +125,7 @@ def _stage(lay: Layout, k, n, keep, scale, theta, v, max_iter) -> StageResult:
     """One Newton stage of the xPL objective for every problem given (rows of k, n, ...).
 
     Each problem runs :func:`._xpl_kernel.stage` alone (compiled, without the GIL), on
-    threads by :func:`._common.over_problems` (3PL MAP problems differ up to 20-fold in
-    iterations: median 33, some at ``max_iter``).
+    threads by :func:`._common.over_problems` (iterations per problem: ``docs/study.md``).
     """
     cfg, B = kernel_config(lay), k.shape[0]
     args = [np.ascontiguousarray(x, dtype=dt) for x, dt in (
@@ -140,10 +139,9 @@ def _stage(lay: Layout, k, n, keep, scale, theta, v, max_iter) -> StageResult:
 def fit_xpl_batch(k: np.ndarray, n: np.ndarray, lay: Layout, max_iter: int) -> XplBatchFit:
     """Fit B binomial xPL problems (counts ``k``, ``n`` of shape (B, L, M)) in lockstep.
 
-    Per problem exactly :func:`.xpl.fit_irt`'s staged fit: Ford's condition (JML), the 1PL
-    fit from the smoothed start, then (2PL, 3PL) the fit from the 1PL solution with
-    ``a = 1``, for the 3PL from both guessing starts keeping the better optimum (the first
-    start unless the second is strictly better).  A problem that fails gets its
+    Per problem exactly :func:`.xpl.fit_irt`'s staged fit after Ford's condition (JML), from
+    the smoothed start (:func:`._common.initial_location`); of the 3PL's two guessing starts
+    the first is kept unless the second is strictly better.  A problem that fails gets its
     :class:`NotIdentifiedError` in ``errors`` and NaN abilities; a problem without
     informative items (MAP) keeps abilities 0.
     """
