@@ -38,10 +38,15 @@ def connect(address: str) -> Any:
 
 
 class _Shared:
-    """The shared keyword arguments of a task list, scattered as one object."""
+    """The shared keyword arguments of a task list, sent to the cluster as one object."""
 
     def __init__(self, values: dict[str, Any]) -> None:
         self.values = values
+
+
+def _kept(box: _Shared) -> _Shared:
+    """The task that holds ``box`` on the cluster (an object dask does not look inside)."""
+    return box
 
 
 def _call(item: Any, task: Callable[..., Any], box: _Shared) -> Any:
@@ -85,7 +90,11 @@ def run_tasks(
         elif todo:
             from distributed import as_completed
 
-            box = client.scatter(_Shared(shared), broadcast=True)  # one copy per worker
+            # one task that holds the shared arguments, fetched once by each worker: unlike
+            # scattered data the scheduler can make it again when its worker is lost, and
+            # no broadcast is in flight when a worker dies (a broadcast to a dying worker
+            # left the study waiting forever: dask/distributed#5704, #3149)
+            box = client.submit(_kept, _Shared(shared), pure=False)
             futures = client.map(_call, [items[i] for i in todo], task=func, box=box,
                                  pure=False)
             index = {future.key: i for future, i in zip(futures, todo, strict=True)}
