@@ -14,7 +14,7 @@ module                           what it computes
 :mod:`.slope_cells`              the 2PL's binomial cells, and their sum in one pass
                                  (Ops and the graph rewrite that uses the sum)
 :mod:`.beta_binomial`            beta-binomial cells around a curve with a floor (Op)
-:mod:`.wall_map`                 the one-sided intercepts' wall map and density (Op)
+:mod:`.wall_map`                 the one-sided intercepts' wall map and its log-Jacobian (Op)
 :mod:`.battle_cells`             the contextual Bradley-Terry's battles, log-pmf and
                                  score, and their sum in one pass (Ops, rewrite)
 :mod:`.davidson_battles`         the same for the contextual Davidson's battles
