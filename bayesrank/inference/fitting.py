@@ -94,8 +94,10 @@ _FREE_SIZES: dict[Hashable, int] = {}
 
 def _free_size(model: pm.Model, key: Hashable | None) -> int:
     """The number of coordinates NUTS samples, remembered by structure ``key``: PyMC's
-    ``eval_rv_shapes`` compiles a function of the transforms' graphs (0.2-0.4 s for the
-    2PL with walls), which a second fit of the same structure need not pay again."""
+    ``eval_rv_shapes`` compiles a function of the transforms' graphs (docs/samplers.md),
+    which a second fit of the same structure need not pay again.  Kept apart from
+    :func:`~bayesrank.inference.cache.cached`, whose few entries hold compiled models that
+    an integer per structure would push out."""
     if key in _FREE_SIZES:
         return _FREE_SIZES[key]
     shapes = model.eval_rv_shapes()
