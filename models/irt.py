@@ -69,8 +69,10 @@ design record (moved from models/irt.py)"):
   would move with it.  So the zero sum runs over the informed models only, the
   one-sided ones get the exact prior of their offset from the informed mean
   (:func:`abilities`), and the 2PL/3PL split the questions, and choose the walls, among
-  the informed models.  The zero sum of the log-discriminations (which fixes the
-  abilities' scale) runs over the informed questions only, for the same reason.
+  the informed models; a one-sided model caps the questions it bounds from the other
+  side (:func:`models.item_effects.wall_positions`).  The zero sum of the
+  log-discriminations (which fixes the abilities' scale) runs over the informed
+  questions only, for the same reason.
 * Informed difficulties (intercepts) are centred (each has L N trials, so the data
   dominate); one-sided ones non-centred (their posterior is the prior's tail, whose
   width grows with the scale: a funnel when centred) or, in the 2PL/3PL, measured from
@@ -334,7 +336,7 @@ class IrtData:
     coords: dict[str, list]
     informed: np.ndarray  # the informed models (L,) bool, :func:`informed_models`
     split: QuestionSplit  # the questions among the models that count (:meth:`of`)
-    wall_models: np.ndarray  # (2, L) one-hot: the best and the worst of those models
+    wall_models: np.ndarray  # (4, L) one-hot: the walls' and caps' models, wall_models()
     arrays: Mapping[str, tuple[np.ndarray, Any]]  # name: (values, dims) for :meth:`data`
     k0: np.ndarray | None = None  # prior runs' successes, (L, M) per model or (M,) shared
     n0: int = 0  # prior runs per question (D)
@@ -346,8 +348,9 @@ class IrtData:
 
         The 2PL/3PL split the questions (and pick the walls) among the informed models: a
         question every informed model solves is one-sided even when a model that solves
-        nothing fails it.  The Rasch's collapsed integrals need every model's cells
-        one-sided, so its split counts every model.
+        nothing fails it (that model caps it: :func:`models.item_effects.wall_positions`).
+        The Rasch's collapsed integrals need every model's cells one-sided, so its split
+        counts every model.
         """
         d = response_data(data)
         red = d.reductions

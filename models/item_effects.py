@@ -23,11 +23,12 @@ __all__ = ["Walls", "pooled", "solve_rates", "wall_models", "wall_positions"]
 
 
 class Walls(NamedTuple):
-    """What a one-sided 2PL/3PL intercept's wall depends on: slopes a (M,) and abilities (L,)."""
+    """What a one-sided 2PL/3PL intercept's walls depend on: slopes a (M,), abilities (L,)
+    and the models that put them up (:func:`wall_models`)."""
 
     slope: TensorVariable
     ability: TensorVariable
-    models: np.ndarray  # (2, L) one-hot: the best model (row 0), the worst (row 1)
+    models: np.ndarray  # (4, L) one-hot rows, :func:`wall_models`
 
 
 def solve_rates(k: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -36,20 +37,30 @@ def solve_rates(k: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 def wall_models(k: np.ndarray, n: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
-    """One-hot rows of the models with the highest and the lowest solve rate, (2, L).
+    """One-hot rows (4, L): the walls' and the caps' models (:func:`wall_positions`).
 
-    ``among``: only these models (bool, L) can be walls.
+    Rows 0 and 1: the models with the highest and the lowest solve rate among ``among``
+    (bool, L; default every model).  Rows 2 and 3: a model outside ``among`` that solves
+    every question in every trial, and one that solves none (zero rows where there is
+    none); of several, the one with the fewest trials, whose ability the data push least
+    far into the prior's tail, so whose cap binds.
     """
-    rate = solve_rates(k, n)
-    if among is not None:
-        rate = np.where(among, rate, np.nan)
     L = k.shape[0]
-    return np.stack([np.arange(L) == np.nanargmax(rate),
-                     np.arange(L) == np.nanargmin(rate)]).astype(float)
+    among = np.ones(L, bool) if among is None else among
+    rate, trials = solve_rates(k, n), n.sum(axis=1)
+    rows = [np.arange(L) == np.nanargmax(np.where(among, rate, np.nan)),
+            np.arange(L) == np.nanargmin(np.where(among, rate, np.nan))]
+    for solved in (k.sum(axis=1) == trials, k.sum(axis=1) == 0):
+        capping = solved & ~among & (trials > 0)
+        rows.append(np.arange(L) == (np.argmin(np.where(capping, trials, np.inf))
+                                     if capping.any() else -1))
+    return np.stack(rows).astype(float)
 
 
 def wall_positions(walls: Walls, side):
-    """Where the one-sided 2PL/3PL intercepts' walls are: beta_w = -a_m theta_best.
+    """Where the one-sided 2PL/3PL intercepts' walls are, beta_w = -a_m theta_best, and
+    how far their caps lie beyond them, and which questions have one: (wall, width,
+    capped), each (M,).
 
     A question no model solves needs a_m theta_l + beta_m well below 0 for every model,
     which the best model's ability bounds: its intercept's conditional posterior is the
@@ -58,18 +69,33 @@ def wall_positions(walls: Walls, side):
     (on Reasoning Gym hard s is 32: the one-sided questions lie in both tails of one
     normal), so such intercepts are sampled by their distance from it
     (:class:`models.transforms.ItemEffects`; docs/samplers.md, sixth round).
+
+    A model left out of the split because it solves every question (or none) bounds the
+    other side too: it solves a question no informed model solves, so beta_m > -a_m
+    theta_all, a cap about one logit wide at width a_m (theta_all - theta_best) below the
+    wall (above it, from the model solving nothing, for a question every informed model
+    solves).  Between wall and cap the posterior is the prior cut off at both ends: such
+    a question is sampled by the two-sided wall map (``width`` > 0; 0 where no cap), whose
+    stretch ends at the cap.  With the one-sided map's stretch (1 + s) reaching past the
+    cap, NUTS met the cap about s times steeper than the wall, and diverged there in 4 of
+    10 fits of LiveCodeBench with its weakest model's runs all failed.  The width is
+    a_m softplus(gap), positive at every point a trajectory visits.
     """
-    best, worst = _wall_rows(walls.models)
+    best, worst, solves_all, solves_none = _wall_rows(walls.models)
     reference = pt.where(side > 0, pt.dot(best, walls.ability), pt.dot(worst, walls.ability))
-    return -walls.slope * reference
+    cap = pt.where(side > 0, pt.dot(solves_all, walls.ability),
+                   pt.dot(solves_none, walls.ability))
+    capped = pt.where(side > 0, solves_all.sum(), pt.where(side < 0, solves_none.sum(), 0.0))
+    gap = pt.softplus(side * (cap - reference))
+    return -walls.slope * reference, capped * walls.slope * gap, capped
 
 
 def _wall_rows(models: np.ndarray):
-    """The best and the worst model's one-hot rows, as data of the current model."""
+    """The rows of :func:`wall_models`, as data of the current model."""
     data = pm.modelcontext(None).named_vars.get("wall_models")
     if data is None:
         data = pm.Data("wall_models", models)
-    return data[0], data[1]
+    return data[0], data[1], data[2], data[3]
 
 
 def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool = False,
@@ -108,15 +134,20 @@ def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool =
     sigma = pt.where(split.data("informed") > 0, scale, own)
     zeros = pt.zeros(split.size)
     side = split.data("side") if walls is not None else zeros
+    wall, width, capped = (wall_positions(walls, side) if walls is not None
+                           else (zeros, zeros, zeros))
     where = {"centred": split.data("centred"), "side": side, "walls": walls is not None,
-             "wall": wall_positions(walls, side) if walls is not None else zeros}
+             "wall": wall, "width": width}
+    # the one-sided map's stretch, where no cap ends it (wall_positions)
+    stretch = (1.0 - capped) * own
     if guessing is None:
-        return item_effects(name, location, sigma, own, shift=pt.as_tensor(np.float64(0.0)),
-                            **where)
+        return item_effects(name, location, sigma, stretch,
+                            shift=pt.as_tensor(np.float64(0.0)), **where)
     model = pm.modelcontext(None)
     if "item_parameter" not in model.coords:
         model.add_coord("item_parameter", [name, "c"])
-    pair = floors_and_intercepts(f"{name}_c", location, sigma, own, guessing=guessing, **where)
+    pair = floors_and_intercepts(f"{name}_c", location, sigma, stretch, guessing=guessing,
+                                 **where)
     return (pm.Deterministic(name, pair[:, 0], dims="question"),
             pm.Deterministic("c", pair[:, 1], dims="question"))
 

@@ -16,6 +16,13 @@ With ``side`` +1 (bounded above) or -1 (below) and the wall's position w,
 about one unit of v per logit past the wall and (1 + s) on the open side, so one step
 size suits both (docs/samplers.md: Reasoning Gym hard's 2PL, step size 0.062 and 63
 leapfrog steps per draw as plain non-centred intercepts, 0.127 and 31 with the map).
+Where a second soft wall, a cap, bounds the open side at distance D from the wall, the
+map is two-sided, s = 0 and
+
+    x = w + side (v - D logistic(-v)),   dx / dv = 1 + D logistic(v) logistic(-v)
+
+one unit of v per logit beyond either end and the D between them crossed in a few
+units (:func:`models.item_effects.wall_positions` says where caps arise).
 
 * :class:`ItemEffects` -- the IRT models' pooled difficulties / intercepts: informed
   questions centred (v = effect + shift), one-sided ones from their wall, the others
@@ -39,24 +46,29 @@ from .likelihoods import fast_enabled
 
 __all__ = ["ItemEffects", "TieSizes", "item_effects", "tie_sizes", "wall_map"]
 
-#: Newton steps of the maps' inverses (initial points only; the maps are concave or
-#: convex on each side, so Newton's iterates converge monotonically after one step): from
-#: the asymptote, 15 steps reach the root to 5e-16 relative for scales up to 1e5 (12 up to
-#: 1e4), checked on v in [-700, 700].  Each step is part of every model's graph.
+#: Newton steps of the maps' inverses (initial points only): from the asymptote on the
+#: value's side (the middle for a two-sided map), 15 steps reach the root to 5e-16 relative
+#: for scales or cap widths up to 1e5, checked on v in [-700, 700].  Each step is part of
+#: every model's graph.
 _NEWTON_STEPS = 15
 
 
-def wall_map(v, wall, side, scale):
-    """x = wall + side (v - scale softplus(-v)) and log dx/dv = log(1 + scale logistic(-v))."""
-    return wall + side * (v - scale * pt.softplus(-v)), pt.log1p(scale * pt.sigmoid(-v))
+def wall_map(v, wall, side, scale, width=0.0):
+    """x = wall + side (v - scale softplus(-v) - width logistic(-v)) and log dx/dv =
+    log(1 + scale logistic(-v) + width logistic(v) logistic(-v)) (module docstring)."""
+    low = pt.sigmoid(-v)
+    return (wall + side * (v - scale * pt.softplus(-v) - width * low),
+            pt.log1p(scale * low + width * low * pt.sigmoid(v)))
 
 
-def _wall_inverse(x, wall, side, scale):
-    """v with :func:`wall_map` (v) = x, by Newton from the map's two asymptotes."""
-    y = (x - wall) * side  # = v - scale softplus(-v), increasing and concave in v
-    v = pt.where(y > 0, y, y / (1.0 + scale))
+def _wall_inverse(x, wall, side, scale, width=0.0):
+    """v with :func:`wall_map` (v) = x, by Newton from the map's asymptotes."""
+    y = (x - wall) * side  # = v - scale softplus(-v) - width logistic(-v), increasing in v
+    v = pt.where(y > 0, y, pt.where(y < -width, (y + width) / (1.0 + scale), 0.0))
     for _ in range(_NEWTON_STEPS):
-        v = v - (v - scale * pt.softplus(-v) - y) / (1.0 + scale * pt.sigmoid(-v))
+        low = pt.sigmoid(-v)
+        v = v - ((v - scale * pt.softplus(-v) - width * low - y)
+                 / (1.0 + scale * low + width * low * pt.sigmoid(v)))
     return v
 
 
@@ -69,7 +81,7 @@ class ItemEffects(Transform):
     question              e_m from the free v_m               log |de / dv|
     ====================  =================================  ==========================
     centred (informed)    v - shift_m                         0
-    one-sided (side +-1)  wall_m + side (v - s softplus(-v))  log(1 + s logistic(-v))
+    one-sided (side +-1)  :func:`wall_map`, s or a cap's D   log dx/dv
     other (non-centred)   mu + s_m v                          log s_m
     ====================  =================================  ==========================
 
@@ -89,39 +101,39 @@ class ItemEffects(Transform):
 
     @staticmethod
     def _parts(inputs):
-        mu, sigma, own, centred, shift, wall, side = inputs[2:9]
-        return mu, sigma, own, centred > 0, shift, wall, side
+        mu, sigma, scale, centred, shift, wall, side, width = inputs[2:10]
+        return mu, sigma, centred > 0, shift, (wall, side, scale, width)
 
-    def _walled(self, value, own, wall, side):
+    def _walled(self, value, wall, side, scale, width):
         """The one-sided questions' effects and log-Jacobians: :func:`wall_map`, or on the
         fast path the same map in one Op (:mod:`models.fast.wall_map`)."""
         if self.fast:
             from .fast.wall_map import wall_map as fast_wall_map
 
-            # PyMC hands scalar parameters over with a leading axis: the Op takes a scalar
-            return fast_wall_map(value, wall, side, pt.flatten(own)[0])
-        return wall_map(value, wall, side, own)
+            return fast_wall_map(value, wall, side, scale, width)
+        return wall_map(value, wall, side, scale, width)
 
     def backward(self, value, *inputs):
-        mu, sigma, own, centred, shift, wall, side = self._parts(inputs)
+        mu, sigma, centred, shift, walled = self._parts(inputs)
         other = mu + sigma * value
         if self.walls:
-            other = pt.where(pt.neq(side, 0), self._walled(value, own, wall, side)[0], other)
+            other = pt.where(pt.neq(walled[1], 0), self._walled(value, *walled)[0], other)
         return pt.where(centred, value - shift, other)
 
     def forward(self, value, *inputs):
-        mu, sigma, own, centred, shift, wall, side = self._parts(inputs)
+        mu, sigma, centred, shift, (wall, side, scale, width) = self._parts(inputs)
         other = (value - mu) / sigma
         if self.walls:
-            walled = _wall_inverse(value, wall, pt.where(pt.eq(side, 0), 1.0, side), own)
+            walled = _wall_inverse(value, wall, pt.where(pt.eq(side, 0), 1.0, side), scale,
+                                   width)
             other = pt.where(pt.neq(side, 0), walled, other)
         return pt.where(centred, value + shift, other)
 
     def log_jac_det(self, value, *inputs):
-        mu, sigma, own, centred, shift, wall, side = self._parts(inputs)
+        mu, sigma, centred, shift, walled = self._parts(inputs)
         other = pt.log(sigma) * pt.ones_like(value)
         if self.walls:
-            other = pt.where(pt.neq(side, 0), self._walled(value, own, wall, side)[1], other)
+            other = pt.where(pt.neq(walled[1], 0), self._walled(value, *walled)[1], other)
         return pt.where(centred, 0.0, other)
 
 
@@ -133,11 +145,12 @@ def _normal_random(mu, sigma, *rest, rng=None, size=None):
     return rng.normal(mu, sigma, size=size)
 
 
-def item_effects(name, mu, sigma, own, *, centred, shift, wall, side, walls=True,
+def item_effects(name, mu, sigma, scale, *, centred, shift, wall, side, width, walls=True,
                  dims="question"):
     """e_m ~ Normal(mu, sigma_m) i.i.d., sampled in the coordinates of :class:`ItemEffects`.
 
-    ``own``: the one-sided questions' scale (their entries of ``sigma``).  Sampling
+    ``scale``, ``wall``, ``side``, ``width``: the one-sided questions' wall maps
+    (:func:`wall_map`; :func:`models.item_effects.pooled` sets them).  Sampling
     starts where the free coordinates are mu + shift (centred) and 0 (the rest), as the
     pooled effects' plain non-centred form would."""
     transform = ItemEffects(walls, fast_enabled())
@@ -146,7 +159,8 @@ def item_effects(name, mu, sigma, own, *, centred, shift, wall, side, walls=True
         start = pt.where(params[3] > 0, params[0] + params[4], 0.0)
         return transform.backward(start, None, None, *params)
 
-    return pm.CustomDist(name, mu, sigma, own, centred, shift, wall, side, logp=_normal_logp,
+    return pm.CustomDist(name, mu, sigma, scale, centred, shift, wall, side, width,
+                         logp=_normal_logp,
                          random=_normal_random, support_point=support_point,
                          transform=transform, dims=dims)
 
@@ -224,10 +238,10 @@ class FloorsAndIntercepts(Transform):
         self.intercepts = ItemEffects(walls, fast)
 
     def _parts(self, value, inputs):
-        rng, size, mu, sigma, own, centred, wall, side = inputs[:8]
+        rng, size, mu, sigma, scale, centred, wall, side, width = inputs[:9]
         u, w = value[..., 0], value[..., 1]
         shift = pt.where(centred > 0, pt.softplus(w), 0.0)
-        params = (rng, size, mu, sigma, own, centred, shift, wall, side)
+        params = (rng, size, mu, sigma, scale, centred, shift, wall, side, width)
         log_c = -pt.softplus(-w) - pt.where(centred > 0, pt.softplus(-u), 0.0)
         return params, log_c
 
@@ -237,7 +251,7 @@ class FloorsAndIntercepts(Transform):
         return pt.stack([beta, pt.exp(log_c)], axis=-1)
 
     def forward(self, value, *inputs):
-        mu, sigma, own, centred = inputs[2:6]
+        centred = inputs[5]
         beta, c = value[..., 0], value[..., 1]
         p0 = c + (1.0 - c) * pt.sigmoid(beta)  # the solve probability at the mean ability
         w = pt.where(centred > 0, pt.log(c) - pt.log1p(-c / p0) - pt.log(p0),
@@ -253,13 +267,14 @@ class FloorsAndIntercepts(Transform):
                 + log_c + pt.log1mexp(log_c))
 
 
-def _floors_and_intercepts_logp(value, mu, sigma, own, centred, wall, side, alpha, beta, pair):
+def _floors_and_intercepts_logp(value, mu, sigma, scale, centred, wall, side, width, alpha,
+                                beta, pair):
     return (pm.logp(pm.Normal.dist(mu, sigma), value[..., 0])
             + pm.logp(pm.Beta.dist(alpha, beta), value[..., 1]))
 
 
-def _floors_and_intercepts_random(mu, sigma, own, centred, wall, side, alpha, beta, pair,
-                                  rng=None, size=None):
+def _floors_and_intercepts_random(mu, sigma, scale, centred, wall, side, width, alpha, beta,
+                                  pair, rng=None, size=None):
     shape = np.broadcast_shapes(np.shape(mu), np.shape(sigma), np.shape(centred), size or ())
     return np.stack([rng.normal(mu, sigma, size=shape), rng.beta(alpha, beta, size=shape)], -1)
 
@@ -269,23 +284,25 @@ def _floors_and_intercepts_random(mu, sigma, own, centred, wall, side, alpha, be
 INITIAL_SHARE = float(np.log(0.05 / 0.95))
 
 
-def floors_and_intercepts(name, mu, sigma, own, *, centred, wall, side, guessing,
+def floors_and_intercepts(name, mu, sigma, scale, *, centred, wall, side, width, guessing,
                           walls=True, dims=("question", "item_parameter")):
     """(beta_m, c_m) with beta_m ~ Normal(mu, sigma_m), c_m ~ Beta(*guessing), independent,
     sampled in the coordinates of :class:`FloorsAndIntercepts` (a (M, 2) variable)."""
     transform = FloorsAndIntercepts(walls, fast_enabled())
     alpha, beta = guessing
 
-    def support_point(rv, size, mu, sigma, own, centred, wall, side, alpha, beta, pair):
+    def support_point(rv, size, mu, sigma, scale, centred, wall, side, width, alpha, beta,
+                      pair):
         w = pt.ones_like(sigma * centred) * INITIAL_SHARE
         start = pt.where(centred > 0, mu + pt.softplus(w), 0.0)
-        return transform.backward(pt.stack([start, w], axis=-1), None, None, mu, sigma, own,
-                                  centred, wall, side)
+        return transform.backward(pt.stack([start, w], axis=-1), None, None, mu, sigma, scale,
+                                  centred, wall, side, width)
 
     # float64 arrays: PyTensor takes a Python float it can hold exactly as float32
     alpha, beta = np.asarray(alpha, dtype=np.float64), np.asarray(beta, dtype=np.float64)
-    return pm.CustomDist(name, mu, sigma, own, centred, wall, side, alpha, beta, np.zeros(2),
+    return pm.CustomDist(name, mu, sigma, scale, centred, wall, side, width, alpha, beta,
+                         np.zeros(2),
                          logp=_floors_and_intercepts_logp,
                          random=_floors_and_intercepts_random, support_point=support_point,
-                         signature="(),(),(),(),(),(),(),(),(k)->(k)", transform=transform,
+                         signature="(),(),(),(),(),(),(),(),(),(k)->(k)", transform=transform,
                          dims=dims)

@@ -1,12 +1,13 @@
 """The wall map of :func:`models.transforms.wall_map` as one PyTensor Op: the map, its
 log-Jacobian and their partial derivatives in one pass over the questions.
 
-For a free coordinate v, the wall w, the side s (+1 bounded above, -1 below) and the
-scale sigma, with l = logistic(-v),
+For a free coordinate v, the wall w, the side s (+1 bounded above, -1 below), the
+scale sigma and the cap's width D (each per question), with l = logistic(-v),
 
-    x = w + s (v - sigma softplus(-v)),          J = log(1 + sigma l)
-    dx/dv = s (1 + sigma l),                     dJ/dv = -sigma l (1 - l) / (1 + sigma l)
-    dx/dsigma = -s softplus(-v),                 dJ/dsigma = l / (1 + sigma l)
+    x = w + s (v - sigma softplus(-v) - D l),    J = log g,  g = 1 + sigma l + D l (1 - l)
+    dx/dv = s g,                                 dJ/dv = -l (1 - l) (sigma + D (1 - 2 l)) / g
+    dx/dsigma = -s softplus(-v),                 dJ/dsigma = l / g
+    dx/dD = -s l,                                dJ/dD = l (1 - l) / g
 
 and dx/dw = 1.  With u = e^(-|v|), softplus(-v) = max(-v, 0) + log(1 + u) and l = u / (1 +
 u) for v >= 0, 1 / (1 + u) below: one exponential and two logarithms per question, where
@@ -29,64 +30,72 @@ from ._vector_math import exp_nonpositive, log1p_unit, log_positive
 
 __all__ = ["WallMap", "wall_map"]
 
-_N_OUT = 6  # x, J, dx/dv, dJ/dv, dx/dsigma, dJ/dsigma
+_N_OUT = 8  # x, J, dx/dv, dJ/dv, dx/dsigma, dJ/dsigma, dx/dD, dJ/dD
 
 
-def _wall_map_arrays(v, wall, side, scale, softplus_neg, logistic_neg, log1p):
-    """The map and its derivatives as array code, given softplus(-v), logistic(-v) and
-    log1p computed the array module's way."""
-    slope = 1.0 + scale * logistic_neg  # dx/dv / side > 0
-    return (wall + side * (v - scale * softplus_neg), log1p(scale * logistic_neg),
-            side * slope, -scale * logistic_neg * (1.0 - logistic_neg) / slope,
-            -side * softplus_neg, logistic_neg / slope)
+def _wall_map_arrays(v, wall, side, scale, width, softplus_neg, logistic_neg, bump, log1p):
+    """The map and its derivatives as array code, given softplus(-v), logistic(-v), the
+    cap's bump l (1 - l) and log1p computed the array module's way."""
+    slope = 1.0 + scale * logistic_neg + width * bump  # dx/dv / side > 0
+    return (wall + side * (v - scale * softplus_neg - width * logistic_neg),
+            log1p(scale * logistic_neg + width * bump),
+            side * slope, -bump * (scale + width * (1.0 - 2.0 * logistic_neg)) / slope,
+            -side * softplus_neg, logistic_neg / slope, -side * logistic_neg, bump / slope)
 
 
-def _wall_map_numpy(v, wall, side, scale):
+def _wall_map_numpy(v, wall, side, scale, width):
     u = np.exp(-np.abs(v))
     softplus_neg = np.maximum(-v, 0.0) + np.log1p(u)
     logistic_neg = np.where(v >= 0.0, u / (1.0 + u), 1.0 / (1.0 + u))
-    return _wall_map_arrays(v, wall, side, scale, softplus_neg, logistic_neg, np.log1p)
+    bump = u / (1.0 + u) ** 2  # l (1 - l), without 1 - l's cancellation
+    return _wall_map_arrays(v, wall, side, scale, width, softplus_neg, logistic_neg, bump,
+                            np.log1p)
 
 
-def _wall_map_loop(v, wall, side, scale):
+def _wall_map_loop(v, wall, side, scale, width):
     """The map for every question, without branches (compiled by Numba for nutpie and
     vectorised: :mod:`._vector_math`)."""
     M = v.shape[0]
-    sigma = scale[()]
-    x, log_jacobian, dx_dv = np.empty(M), np.empty(M), np.empty(M)
-    dj_dv, dx_dscale, dj_dscale = np.empty(M), np.empty(M), np.empty(M)
+    x, log_jacobian, dx_dv, dj_dv = np.empty(M), np.empty(M), np.empty(M), np.empty(M)
+    dx_dscale, dj_dscale, dx_dwidth, dj_dwidth = (np.empty(M), np.empty(M), np.empty(M),
+                                                  np.empty(M))
     for m in range(M):
-        vm, s = v[m], side[m]
+        vm, s, sigma, d = v[m], side[m], scale[m], width[m]
         u = exp_nonpositive(-abs(vm))
         softplus_neg = 0.5 * (abs(vm) - vm) + log1p_unit(u)
         logistic_neg = (u if vm >= 0.0 else 1.0) / (1.0 + u)
-        slope = 1.0 + sigma * logistic_neg
-        x[m] = wall[m] + s * (vm - sigma * softplus_neg)
+        bump = u / ((1.0 + u) * (1.0 + u))
+        slope = 1.0 + sigma * logistic_neg + d * bump
+        x[m] = wall[m] + s * (vm - sigma * softplus_neg - d * logistic_neg)
         log_jacobian[m] = log_positive(slope)
         dx_dv[m] = s * slope
-        dj_dv[m] = -sigma * logistic_neg * (1.0 - logistic_neg) / slope
+        dj_dv[m] = -bump * (sigma + d * (1.0 - 2.0 * logistic_neg)) / slope
         dx_dscale[m] = -s * softplus_neg
         dj_dscale[m] = logistic_neg / slope
-    return x, log_jacobian, dx_dv, dj_dv, dx_dscale, dj_dscale
+        dx_dwidth[m] = -s * logistic_neg
+        dj_dwidth[m] = bump / slope
+    return x, log_jacobian, dx_dv, dj_dv, dx_dscale, dj_dscale, dx_dwidth, dj_dwidth
 
 
-def _wall_map_jax(v, wall, side, scale):
+def _wall_map_jax(v, wall, side, scale, width):
     import jax.numpy as jnp
     from jax.nn import sigmoid, softplus
 
-    return _wall_map_arrays(v, wall, side, scale, softplus(-v), sigmoid(-v), jnp.log1p)
+    return _wall_map_arrays(v, wall, side, scale, width, softplus(-v), sigmoid(-v),
+                            sigmoid(-v) * sigmoid(v), jnp.log1p)
 
 
 class WallMap(Op):
-    """(v, wall, side, scale) -> x, J and four partial derivatives, each (M,); module
-    docstring.  Only x and J are differentiable."""
+    """(v, wall, side, scale, width) -> x, J and six partial derivatives, each (M,);
+    module docstring.  Only x and J are differentiable."""
 
     __props__ = ()
 
-    def make_node(self, v, wall, side, scale):
-        inputs = [pt.as_tensor_variable(a).astype("float64") for a in (v, wall, side, scale)]
-        if tuple(a.ndim for a in inputs) != (1, 1, 1, 0):
-            raise ValueError("WallMap takes v, wall and side of shape (M,) and a scalar scale")
+    def make_node(self, v, wall, side, scale, width):
+        inputs = [pt.as_tensor_variable(a).astype("float64")
+                  for a in (v, wall, side, scale, width)]
+        if any(a.ndim != 1 for a in inputs):
+            raise ValueError("WallMap takes v, wall, side, scale and width of shape (M,)")
         return Apply(self, inputs, [inputs[0].type() for _ in range(_N_OUT)])
 
     def perform(self, node, inputs, output_storage):
@@ -97,20 +106,20 @@ class WallMap(Op):
         return [shapes[0]] * _N_OUT
 
     def pullback(self, inputs, outputs, output_grads):
-        v, wall, side, scale = inputs
-        _, _, dx_dv, dj_dv, dx_dscale, dj_dscale = outputs
+        v, wall, side, scale, width = inputs
+        _, _, dx_dv, dj_dv, dx_dscale, dj_dscale, dx_dwidth, dj_dwidth = outputs
         if any(not isinstance(g.type, DisconnectedType) for g in output_grads[2:]):
             raise NotImplementedError("WallMap's derivative outputs are not differentiable")
         g_x, g_j = (pt.zeros_like(v) if isinstance(g.type, DisconnectedType) else g
                     for g in output_grads[:2])
         return [g_x * dx_dv + g_j * dj_dv, g_x, pt.zeros_like(side),
-                (g_x * dx_dscale + g_j * dj_dscale).sum()]
+                g_x * dx_dscale + g_j * dj_dscale, g_x * dx_dwidth + g_j * dj_dwidth]
 
 
-def wall_map(v, wall, side, scale):
+def wall_map(v, wall, side, scale, width):
     """``(x, log dx/dv)`` of the wall map, each (M,): :func:`models.transforms.wall_map`
     in one Op (module docstring)."""
-    x, log_jacobian, *_ = WallMap()(v, wall, side, scale)
+    x, log_jacobian, *_ = WallMap()(v, wall, side, scale, width)
     return x, log_jacobian
 
 
