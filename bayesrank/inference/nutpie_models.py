@@ -12,7 +12,10 @@ second afterwards.  Two ways to hand that function to nutpie's Rust sampler:
   and record overloads, not the model).  With this callback a model compiles in 2-15 s
   with PyTensor's cache warm (5-50 s for a graph, model and data shape, new to the
   machine); the callbacks are cached on disk too (:func:`_callback_key`), which takes
-  a warm compile to about half a second.
+  a warm compile to about half a second.  They read the data's shapes at run time, so
+  one callback serves every data set of a graph whose shapes do not depend on the data's
+  (Davidson-Luce's events: a new LiveCodeBench subsample's compile went from 19-23 s to
+  7-8 s, docs/samplers.md).
 - :func:`nutpie_pytensor_model`: PyTensor's function called from Python for every
   gradient (nutpie's ``from_pyfunc``); no callback to compile, but the calls hold Python's
   interpreter lock, so its chains run on one thread.
@@ -138,40 +141,46 @@ def _functions(model: pm.Model, var_names: list[str], mode: str | None, join_exp
             shape_info, reparameterized)
 
 
-def _callback_source(kind: str, n_shared: int, offset: int) -> str:
+def _callback_source(kind: str, ndims: list[int], start: int, stop: int) -> str:
     """Source of the C callback nutpie calls: log-density and gradient, or the expansion.
 
-    The data arrays are rebuilt from the address table ``user_data_`` (entries ``offset``
-    onwards) with their shapes and dtypes fixed at compile time (``SHAPE{i}``, ``DTYPE{i}``).
-    Return codes as nutpie's: 0 fine, 3 non-finite gradient, 4 non-finite log-density.
+    The address table (:func:`_address_table`) holds the flat parameters' and the expanded
+    values' sizes, then every data array's address (``ndims``: each one's number of
+    axes), then their shapes.  The callback's arrays, ``start`` to ``stop``, are rebuilt
+    from it, each with its dtype fixed at compile time (``DTYPE{i}``) and its shape read at
+    run time, so one compiled callback serves data of any shape.  Return codes as nutpie's:
+    0 fine, 3 non-finite gradient, 4 non-finite log-density.
     """
-    data = "".join(
-        f"    s{i} = carray(as_pointer(table[{offset + i}]), SHAPE{i}, DTYPE{i})\n"
-        for i in range(n_shared))
-    args = "".join(f", s{i}" for i in range(n_shared))
+    at = 2 + len(ndims) + sum(ndims[:start])  # where array ``start``'s shape begins
+    data = ""
+    for i, ndim in enumerate(ndims[start:stop]):
+        shape = "".join(f"table[{at + d}], " for d in range(ndim))
+        data += f"    s{i} = carray(as_pointer(table[{2 + start + i}]), ({shape}), DTYPE{i})\n"
+        at += ndim
+    args = "".join(f", s{i}" for i in range(stop - start))
+    head = "    table = carray(user_data_, (N_TABLE,), np.int64)\n"
     if kind == "logp":
         return (
-            "def callback(dim, x_, out_, logp_, user_data_):\n"
-            "    if dim != N_DIM:\n        return -1\n"
-            "    table = carray(user_data_, (N_TABLE,), np.int64)\n" + data +
-            "    x = carray(x_, (N_DIM,))\n    out = carray(out_, (N_DIM,))\n"
+            "def callback(dim, x_, out_, logp_, user_data_):\n" + head +
+            "    n = table[0]\n    if dim != n:\n        return -1\n" + data +
+            "    x = carray(x_, (n,))\n    out = carray(out_, (n,))\n"
             f"    value, grad = fn(x{args})\n"
             "    logp = carray(logp_, (1,))\n    logp[0] = value[()]\n"
-            "    for i in range(N_DIM):\n        out[i] = grad[i]\n"
-            "    for i in range(N_DIM):\n        if not isfinite(grad[i]):\n            return 3\n"
+            "    for i in range(n):\n        out[i] = grad[i]\n"
+            "    for i in range(n):\n        if not isfinite(grad[i]):\n            return 3\n"
             "    return 0 if isfinite(logp[0]) else 4\n")
     return (
-        "def callback(dim, expanded, x_, out_, user_data_):\n"
-        "    if dim != N_DIM or expanded != N_OUT:\n        return -1\n"
-        "    table = carray(user_data_, (N_TABLE,), np.int64)\n" + data +
-        "    x = carray(x_, (N_DIM,))\n    out = carray(out_, (N_OUT,))\n"
+        "def callback(dim, expanded, x_, out_, user_data_):\n" + head +
+        "    n, m = table[0], table[1]\n"
+        "    if dim != n or expanded != m:\n        return -1\n" + data +
+        "    x = carray(x_, (n,))\n    out = carray(out_, (m,))\n"
         f"    (values,) = fn(x{args})\n"
-        "    for i in range(N_OUT):\n        out[i] = values[i]\n    return 0\n")
+        "    for i in range(m):\n        out[i] = values[i]\n    return 0\n")
 
 
-def _callback(kind: str, fn, arrays: list[np.ndarray], offset: int, n_table: int,
-              n_dim: int, n_out: int):
-    """Compile the C callback of ``kind`` ("logp" or "expand") around PyTensor's ``fn``."""
+def _callback(kind: str, fn, arrays: list[np.ndarray], start: int, stop: int):
+    """Compile the C callback of ``kind`` ("logp" or "expand") around PyTensor's ``fn``,
+    which reads the data ``arrays[start:stop]`` (of all the table's ``arrays``)."""
     import math
 
     import numba
@@ -187,10 +196,11 @@ def _callback(kind: str, fn, arrays: list[np.ndarray], offset: int, n_table: int
 
         return types.voidptr(address), codegen
 
-    constants = {"N_DIM": n_dim, "N_OUT": n_out, "N_TABLE": max(n_table, 1)}
-    for i, a in enumerate(arrays):
-        constants[f"SHAPE{i}"], constants[f"DTYPE{i}"] = tuple(int(d) for d in a.shape), a.dtype
-    source = _callback_source(kind, len(arrays), offset)
+    ndims = [a.ndim for a in arrays]
+    constants = {"N_TABLE": 2 + len(ndims) + sum(ndims)}
+    for i, a in enumerate(arrays[start:stop]):
+        constants[f"DTYPE{i}"] = a.dtype
+    source = _callback_source(kind, ndims, start, stop)
     key = _callback_key(fn, source, constants)
     env = {"__name__": __name__, "np": np, "carray": numba.carray, "as_pointer": as_pointer,
            "isfinite": math.isfinite, "fn": fn, **constants}
@@ -228,16 +238,18 @@ def _this_module_hash() -> str:
         return hashlib.sha256(source.read()).hexdigest()
 
 
-def _address_table(arrays: list[np.ndarray]) -> np.ndarray:
-    return np.array([a.ctypes.data for a in arrays] or [0], dtype=np.int64)
+def _address_table(arrays: list[np.ndarray], n_dim: int, n_out: int) -> np.ndarray:
+    """[n_dim, n_out, the arrays' addresses, their shapes] (:func:`_callback_source`)."""
+    return np.array([n_dim, n_out, *(a.ctypes.data for a in arrays),
+                     *(d for a in arrays for d in a.shape)], dtype=np.int64)
 
 
 def nutpie_numba_model(model: pm.Model, var_names: list[str], key=None):
     """nutpie's Numba model of ``model`` through small C callbacks (module docstring).
 
-    The data arrays' shapes and dtypes are compiled into the callbacks: ``with_data`` takes
-    arrays of the same shapes and dtypes only (as :func:`bayesrank.inference.cache.structure_key`
-    guarantees for a reused model).
+    The data arrays' dtypes are compiled into the callbacks, their shapes read at run
+    time; ``with_data`` takes arrays of the same shapes and dtypes only (as
+    :func:`bayesrank.inference.cache.structure_key` guarantees for a reused model).
     """
     from nutpie.compile_pymc import _prepare_dims_and_coords
 
@@ -250,9 +262,8 @@ def nutpie_numba_model(model: pm.Model, var_names: list[str], key=None):
     names = logp_names + [v.name for v in expand_fn.get_shared()]
     arrays = [shared[name][1] for name in names]
     split = len(logp_names)
-    logp_c = _callback("logp", logp_fn.vm.jit_fn, arrays[:split], 0, len(names), n_dim, n_expanded)
-    expand_c = _callback("expand", expand_fn.vm.jit_fn, arrays[split:], split, len(names), n_dim,
-                         n_expanded)
+    logp_c = _callback("logp", logp_fn.vm.jit_fn, arrays, 0, split)
+    expand_c = _callback("expand", expand_fn.vm.jit_fn, arrays, split, len(names))
     dims, coords = _prepare_dims_and_coords(model, shape_info, reparameterized)
     return _addressed_model_class()(
         _n_dim=n_dim, dims=dims, _coords=coords,
@@ -261,7 +272,8 @@ def nutpie_numba_model(model: pm.Model, var_names: list[str], key=None):
         initial_point_func=initial_flat,
         shared_data={name: shared[name][1] for name in shared},
         shared_var_keys={shared[name][0]: name for name in shared},
-        user_data=_address_table(arrays), n_expanded=n_expanded, shape_info=shape_info,
+        user_data=_address_table(arrays, n_dim, n_expanded), n_expanded=n_expanded,
+        shape_info=shape_info,
         logp_func=logp_fn, expand_func=expand_fn, table_names=tuple(names),
     )
 
@@ -286,7 +298,8 @@ def _addressed_model_class():
                         f"data {name!r} is {new.dtype} of shape {new.shape}; this compiled "
                         f"model takes {old.dtype} of shape {old.shape} only")
                 data[name] = new
-            table = _address_table([data[name] for name in self.table_names])
+            table = _address_table([data[name] for name in self.table_names], self._n_dim,
+                                   self.n_expanded)
             return dataclasses.replace(self, shared_data=data, user_data=table)
 
     return AddressedModel
