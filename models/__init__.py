@@ -68,7 +68,9 @@ class ModelSpec:
     builder: Callable[..., pm.Model]
     description: str
     defaults: Mapping[str, Any] = field(default_factory=dict)
-    batchable: bool = True  # all data live in pm.Data containers of data-independent shape
+    # all data live in pm.Data containers (every model); batchable: of shapes that depend on
+    # (L, M, N) only, so that data sets of one shape stack into one batch (fit_many)
+    batchable: bool = True
     target_accept: float = 0.8  # NUTS adaptation target used when fit() is given none
     exact_draws: Callable[..., dict] | None = None  # exact posterior sampler ("conjugate")
 
@@ -122,7 +124,7 @@ MODELS: Mapping[str, ModelSpec] = MappingProxyType(
                 "davidson_luce",
                 davidson_luce.build,
                 "Davidson-Luce on setwise events",
-                batchable=False,  # the event list differs from dataset to dataset
+                batchable=False,  # the number of distinct events differs between data sets
             ),
         )
     }

@@ -39,7 +39,10 @@ model's design record (moved from models/davidson_luce.py)"):
   recurrence e_r <- e_r + x_i e_{r-1} regrouped into log2(L) vectorised steps, all orders
   t and comparison sets at once), in PyTensor, so NUTS gets exact gradients and the
   compiled graph stays small.  Z depends on S only, so it is computed once per distinct
-  comparison set (one set when no trial is missing).  Shifting every theta by m
+  comparison set (one set when no trial is missing).  The events, their comparison sets
+  and the reference set of the tie effects are ``pm.Data`` (:meth:`SetwiseEvents.data`):
+  the graph depends on L and D only, so a compiled model serves other data of its
+  shapes, and its compiled code every data set of the same L and D.  Shifting every theta by m
   multiplies every g_t by exp(m); the products run on theta - max(theta) and the shift
   is added back, which keeps them in floating-point range.
 * The tie effects are sampled as the log-odds of a winner set's size, eta_t + h_t(theta),
@@ -57,7 +60,8 @@ model's design record (moved from models/davidson_luce.py)"):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 import numpy as np
 import pymc as pm
@@ -71,6 +75,19 @@ from .transforms import tie_sizes
 
 __all__ = ["build", "davidson_luce", "SetwiseEvents", "log_tie_normalisers",
            "sample_winner_sets"]
+
+
+class EventData(NamedTuple):
+    """:class:`SetwiseEvents` as data of the model (:meth:`SetwiseEvents.data`)."""
+
+    weights: Any  # count_e (E,)
+    sizes: Any  # |U_e| (E,)
+    size_index: Any  # |U_e| - 1 (E,)
+    set_index: Any  # g of each event (E,)
+    sets: Any  # the comparison sets (G, L)
+    reference: Any  # one-hot (G,): the reference set of the tie effects (_size_log_odds)
+    unseen: Any  # (D - 1,) 0/1: orders the reference set holds but none of its events has
+    wall: Any  # -log n_1 on the reference set (scalar)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -147,15 +164,32 @@ class SetwiseEvents:
         return (f"SetwiseEvents({self.winners.shape[0]} events of {self.n_models} models in "
                 f"{self.sets.shape[0]} comparison sets, D = {self.max_order})")
 
-    def logp(self, value, theta, log_delta):
+    def data(self) -> EventData:
+        """The arrays as ``pm.Data`` of the current model: the graph depends on L and D
+        only, so a compiled model serves every data set of the same shapes, and Numba's
+        cache serves every data set of the same L and D."""
+        unseen = (np.arange(2, self.max_order + 1) < self.sets[self.reference].sum()) & (
+            self.size_counts[1:] == 0)
+        return EventData(
+            pm.Data("event_weights", self.weights),
+            pm.Data("event_sizes", self.sizes.astype(float)),
+            pm.Data("event_size_index", self.size_index),
+            pm.Data("event_set", self.set_index),
+            pt.specify_shape(pm.Data("comparison_sets", self.sets), (None, self.n_models)),
+            pm.Data("reference_set", (np.arange(self.sets.shape[0]) == self.reference) * 1.0),
+            pm.Data("unseen_orders", unseen.astype(float)),
+            pm.Data("size_wall", np.array([-np.log(max(float(self.size_counts[0]), 1.0))]))[0],
+        )
+
+    def logp(self, data: EventData, value, theta, log_delta):
         """count_e log P(U_e > V_e | S_e) for the winner indicators ``value`` (E, L)."""
         # CustomDist hands the parameters over with a leading broadcast batch axis
         D = self.max_order
         theta = pt.reshape(theta, (self.n_models,))
         log_delta = pt.specify_shape(pt.reshape(log_delta, (D,)), (D,))
-        log_z = log_tie_normalisers(theta, log_delta, self.sets, D)
-        log_g = (value @ theta) * (1.0 / self.sizes.astype(float))
-        return self.weights * (log_delta[self.size_index] + log_g - log_z[self.set_index])
+        log_z = log_tie_normalisers(theta, log_delta, data.sets, D)
+        log_g = (value @ theta) / data.sizes
+        return data.weights * (log_delta[data.size_index] + log_g - log_z[data.set_index])
 
     def random(self, theta, log_delta, rng=None, size=None) -> np.ndarray:
         """One winner set per event from P(U | S_e) (:func:`sample_winner_sets`)."""
@@ -175,27 +209,29 @@ def davidson_luce(events: SetwiseEvents, scale: float = 1.0,
         U_e | S_e   ~ P(U > V | S) = delta_|U| g_|U|(U) / Z(S), count_e times
     """
     with pm.Model(coords=events.coords) as model:
+        data = events.data()
         theta = log_strengths(scale, hierarchical)
-        log_delta = tie_prevalences(theta, events)
+        log_delta = tie_prevalences(theta, events, data)
         winners = pm.Data("event_winners", events.winners.astype(float), dims=("event", "llm"))
-        pm.CustomDist("events", theta, log_delta, logp=events.logp, random=events.random,
-                      signature="(l),(d)->(l)", observed=winners, dims=("event", "llm"))
+        pm.CustomDist("events", theta, log_delta, logp=partial(events.logp, data),
+                      random=events.random, signature="(l),(d)->(l)", observed=winners,
+                      dims=("event", "llm"))
     return model
 
 
-def tie_prevalences(theta, events: SetwiseEvents):
+def tie_prevalences(theta, events: SetwiseEvents, data: EventData):
     """log delta_t, t = 1..D: log delta_1 = 0 and, for t >= 2, the deterministic
     ``log_delta`` = log L - log C(L, t) + eta_t (tie_order); no tie effect when D = 1."""
     log_delta = pt.zeros(1)
     if events.max_order >= 2:
-        eta = _size_log_odds(theta, events)
+        eta = _size_log_odds(theta, events, data)
         log_delta_ties = pm.Deterministic(
             "log_delta", np.log(events.n_models) - events.log_binom + eta, dims="tie_order")
         log_delta = pt.concatenate([log_delta, log_delta_ties])
     return pt.specify_shape(log_delta, (events.max_order,))
 
 
-def _size_log_odds(theta, events: SetwiseEvents, scale: float = 3.0):
+def _size_log_odds(theta, events: SetwiseEvents, data: EventData, scale: float = 3.0):
     """eta_t ~ Normal(0, scale) i.i.d., sampled as the log-odds of a winner set's size.
 
     In a comparison set S the size of the winner set has P(t | S) = delta_t e_t(pi^(1/t))
@@ -227,20 +263,16 @@ def _size_log_odds(theta, events: SetwiseEvents, scale: float = 3.0):
     increasing onto the real line, and its log derivative enters the density, so the
     posterior is the same whatever w is; w only decides where the scales meet.
     """
-    sets, reference, max_order = events.sets, events.reference, events.max_order
-    L = events.n_models
+    max_order, L = events.max_order, events.n_models
     # theta reshaped as the events' log-density reshapes it: the same graph, computed once
-    _, diagonal = tie_size_terms(pt.reshape(theta, (L,)), sets, max_order)
-    proper = np.arange(2, max_order + 1) < sets[reference].sum()
-    e = diagonal[:, reference]  # e_t(x^(t)) e^(-shift), t = 1..D
+    _, diagonal = tie_size_terms(pt.reshape(theta, (L,)), data.sets, max_order)
+    proper = np.arange(2, max_order + 1) < pt.dot(data.reference, data.sets).sum()
+    e = pt.dot(diagonal, data.reference)  # e_t(x^(t)) e^(-shift), t = 1..D
     # the inner where keeps log(0) of the orders the set cannot hold out of the gradient
     log_odds_equal = events.log_binom - np.log(L)  # log e_t / e_1 at equal strengths
     h = pt.where(proper, pt.log(pt.where(proper, e[1:], 1.0)) - pt.log(e[0]) - log_odds_equal,
                  0.0)
-    size_counts = events.size_counts
-    unseen = proper & (size_counts[1:] == 0)
-    wall = -np.log(max(float(size_counts[0]), 1.0))
-    eta = tie_sizes("eta", scale, h, unseen.astype(float), wall)
+    eta = tie_sizes("eta", scale, h, data.unseen, data.wall)
     pm.Deterministic("tie_size_log_odds", eta + h, dims="tie_order")
     return eta
 
@@ -332,7 +364,7 @@ def elementary_symmetric(x, max_order: int):
     return out
 
 
-def log_tie_normalisers(theta, log_delta, sets: np.ndarray, max_order: int):
+def log_tie_normalisers(theta, log_delta, sets, max_order: int):
     """log Z(S_g) for each comparison set (rows of ``sets``), exact.
 
     Parameters
@@ -341,7 +373,7 @@ def log_tie_normalisers(theta, log_delta, sets: np.ndarray, max_order: int):
         Log-strengths.
     log_delta : tensor (D,)
         log delta_t for t = 1..D (log delta_1 = 0).
-    sets : ndarray (G, L) of 0/1
+    sets : array_like or tensor (G, L) of 0/1, static L
         Membership of each comparison set.
     max_order : int
         D.
@@ -354,7 +386,7 @@ def log_tie_normalisers(theta, log_delta, sets: np.ndarray, max_order: int):
     return shift + pt.log(pt.sum(pt.exp(log_delta)[:, None] * diagonal, axis=0))
 
 
-def tie_size_terms(theta, sets: np.ndarray, max_order: int):
+def tie_size_terms(theta, sets, max_order: int):
     """(s, E): E[t-1, g] = e_t(pi^(1/t)) e^(-s) over the members of set g, t = 1..D.
 
     s = max(theta) keeps the products in range; E is 0 where t >= |S_g| (those
@@ -371,7 +403,7 @@ def tie_size_terms(theta, sets: np.ndarray, max_order: int):
     diagonal = pt.sum(esp[:, :, 1:] * np.eye(max_order)[:, None, :], axis=-1)  # (D, G)
     # winner sets of size |S| (everyone present ties) are discarded from the data, so Z leaves
     # them out: the likelihood is conditional on an informative event
-    proper = order[:, None] < sets.sum(axis=1)[None, :]
+    proper = pt.lt(order[:, None], sets.sum(axis=1)[None, :])
     return shift, diagonal * proper
 
 

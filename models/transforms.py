@@ -205,7 +205,7 @@ def tie_sizes(name, scale, h, unseen, wall, dims="tie_order"):
         return TieSizes().backward(pt.zeros_like(h), None, None, mu, scale, h, unseen, wall)
 
     # float64 arrays: PyTensor takes a Python float it can hold exactly as float32
-    scale, wall = np.asarray(scale, dtype=np.float64), np.asarray(wall, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
     return pm.CustomDist(name, np.zeros(()), scale, h, unseen, wall, logp=_normal_logp,
                          random=_normal_random, support_point=support_point,
                          transform=TieSizes(), dims=dims)

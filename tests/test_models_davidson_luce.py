@@ -307,3 +307,44 @@ def test_no_constant_array_keeps_the_compiled_model_out_of_the_disk_cache():
     graph = pt.add(logp, *(g.sum() for g in pytensor.grad(logp, model.value_vars)))
     sizes = [np.asarray(c.data).nbytes for c in ancestors([graph]) if isinstance(c, Constant)]
     assert max(sizes) < 1e6
+
+
+def test_one_graph_serves_data_of_other_events_and_sets(numpy_graphs):
+    """The events, their comparison sets and the tie effects' reference set are data of
+    the graph, never its constants or shapes: a model built from one data set, given
+    another's data (more events, other comparison sets, with missing trials), has the
+    density of a fresh build of that one."""
+    rng = np.random.default_rng(5)
+    first = (rng.random((5, 12, 2)) < np.array([0.2, 0.4, 0.5, 0.6, 0.8])[:, None, None])
+    second = (rng.random((5, 30, 3)) < np.array([0.7, 0.3, 0.5, 0.6, 0.4])[:, None, None])
+    second = ResponseData(second.astype(int), mask=rng.random((5, 30, 3)) > 0.15)
+    reused, fresh = dl.build(first.astype(int)), dl.build(second)
+    assert fresh["event_winners"].get_value().shape != reused["event_winners"].get_value().shape
+    assert fresh["comparison_sets"].get_value().shape[0] > 1  # missing trials: several sets
+    start = fresh.initial_point()
+    point = {k: v + 0.3 * rng.standard_normal(np.shape(v)) for k, v in start.items()}
+    with reused:
+        pm.set_data({v.name: v.get_value() for v in fresh.data_vars},
+                    coords={"event": fresh.coords["event"]})
+    assert reused.compile_logp()(point) == pytest.approx(fresh.compile_logp()(point), rel=1e-12)
+
+
+def test_a_second_fit_of_the_same_shapes_reuses_the_compiled_model(simulated, monkeypatch):
+    """Davidson-Luce fits reuse their compiled Numba model for data of the same shapes
+    (here the same data with the models' order reversed), and its draws are those of a
+    fresh compile."""
+    from bayesrank.inference import cache
+
+    monkeypatch.setenv("BAYESRANK_NUTPIE_BACKEND", "numba")  # short runs would take JAX
+
+    data = simulated[0]
+    flipped = ResponseData(data.R[::-1].copy())
+    options = dict(draws=200, tune=200, chains=2, random_seed=1, progressbar=False,
+                   log_likelihood=False)
+    cache.clear_cache()
+    fit(data, "davidson_luce", **options)
+    assert any("davidson_luce" in repr(key) for key in cache._CACHE)  # kept for reuse
+    reused = fit(flipped, "davidson_luce", **options)
+    cache.clear_cache()
+    fresh = fit(flipped, "davidson_luce", **options)
+    np.testing.assert_array_equal(reused.theta.values, fresh.theta.values)

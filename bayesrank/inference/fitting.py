@@ -148,9 +148,8 @@ def _target_accept(spec: Any, target_accept: float | None) -> float:
 
 
 def _tag(spec: Any, options: dict[str, Any]) -> tuple | None:
-    """What besides data shapes determines a model's graph (None: never reuse)."""
-    if not spec.batchable:
-        return None
+    """What besides data shapes determines a model's graph: every model keeps its data in
+    ``pm.Data`` (:func:`~bayesrank.inference.cache.structure_key`)."""
     return (spec.name, repr(sorted({**spec.defaults, **options}.items())))
 
 
