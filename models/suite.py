@@ -240,7 +240,8 @@ def pooled_items(name: str, scale_name: str, suite: SuiteData, location_scale: f
     free coordinate is its own (from the effects' mean, not with every effect)."""
     which = suite.question_benchmark()
     size = len(suite.benchmarks)
-    no_walls = {"wall": pt.zeros(size), "side": pt.zeros(size), "walls": False}
+    no_walls = {"wall": pt.zeros(size), "side": pt.zeros(size), "width": pt.zeros(size),
+                "walls": False}
     zeros = pt.zeros(which.size)
     if level is None:
         location_shift, shift = pt.zeros(size), zeros
@@ -256,7 +257,7 @@ def pooled_items(name: str, scale_name: str, suite: SuiteData, location_scale: f
     centred = np.concatenate([question_split(b.k, b.n, informative_items(b.k, b.n)).centred
                               for b in suite.benchmarks]).astype(float)
     return item_effects(name, location[which], scale[which], scale[which], centred=centred,
-                        shift=shift, wall=zeros, side=zeros, walls=False)
+                        shift=shift, wall=zeros, side=zeros, width=zeros, walls=False)
 
 
 def log_discriminations(suite: SuiteData, scale: float = 0.5):
