@@ -104,7 +104,7 @@ class SetwiseEvents:
     sets: np.ndarray  # the distinct comparison sets S_g, (G, L) of 0.0 / 1.0
     set_index: np.ndarray  # g of each event's comparison set, (E,) int64
     max_order: int  # D, the largest tie order in Z
-    coords: dict[str, list]  # llm, event, tie_order (2..D)
+    coords: dict[str, list]  # llm, event, comparison_set, tie_order (2..D)
 
     @classmethod
     def of(cls, data: ResponseData, max_tie_order: int | None = None) -> SetwiseEvents:
@@ -123,6 +123,7 @@ class SetwiseEvents:
                              f"use max_tie_order >= {largest}")
         sets, set_of_event = np.unique(ev.winners | ev.losers, axis=0, return_inverse=True)
         coords = {"llm": coords_of(data)["llm"], "event": list(range(n_events)),
+                  "comparison_set": list(range(sets.shape[0])),
                   "tie_order": [int(t) for t in np.arange(2, D + 1)]}
         return cls(ev.winners, ev.counts.astype(float), sets.astype(float),
                    set_of_event.ravel().astype(np.int64), D, coords)
@@ -165,18 +166,21 @@ class SetwiseEvents:
                 f"{self.sets.shape[0]} comparison sets, D = {self.max_order})")
 
     def data(self) -> EventData:
-        """The arrays as ``pm.Data`` of the current model: the graph depends on L and D
-        only, so a compiled model serves every data set of the same shapes, and Numba's
-        cache serves every data set of the same L and D."""
+        """The arrays as ``pm.Data`` of the current model, laid along the dims ``event``
+        and ``comparison_set`` whose lengths no graph depends on
+        (:data:`bayesrank.inference.cache.DATA_ONLY_DIMS`): the graph depends on L and D
+        only, so a compiled model serves every data set of the same L and D."""
         unseen = (np.arange(2, self.max_order + 1) < self.sets[self.reference].sum()) & (
             self.size_counts[1:] == 0)
         return EventData(
-            pm.Data("event_weights", self.weights),
-            pm.Data("event_sizes", self.sizes.astype(float)),
-            pm.Data("event_size_index", self.size_index),
-            pm.Data("event_set", self.set_index),
-            pt.specify_shape(pm.Data("comparison_sets", self.sets), (None, self.n_models)),
-            pm.Data("reference_set", (np.arange(self.sets.shape[0]) == self.reference) * 1.0),
+            pm.Data("event_weights", self.weights, dims="event"),
+            pm.Data("event_sizes", self.sizes.astype(float), dims="event"),
+            pm.Data("event_size_index", self.size_index, dims="event"),
+            pm.Data("event_set", self.set_index, dims="event"),
+            pt.specify_shape(pm.Data("comparison_sets", self.sets,
+                                     dims=("comparison_set", "llm")), (None, self.n_models)),
+            pm.Data("reference_set", (np.arange(self.sets.shape[0]) == self.reference) * 1.0,
+                    dims="comparison_set"),
             pm.Data("unseen_orders", unseen.astype(float)),
             pm.Data("size_wall", np.array([-np.log(max(float(self.size_counts[0]), 1.0))]))[0],
         )

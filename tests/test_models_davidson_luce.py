@@ -325,26 +325,40 @@ def test_one_graph_serves_data_of_other_events_and_sets(numpy_graphs):
     point = {k: v + 0.3 * rng.standard_normal(np.shape(v)) for k, v in start.items()}
     with reused:
         pm.set_data({v.name: v.get_value() for v in fresh.data_vars},
-                    coords={"event": fresh.coords["event"]})
+                    coords={name: fresh.coords[name] for name in ("event", "comparison_set")})
     assert reused.compile_logp()(point) == pytest.approx(fresh.compile_logp()(point), rel=1e-12)
 
 
-def test_a_second_fit_of_the_same_shapes_reuses_the_compiled_model(simulated, monkeypatch):
-    """Davidson-Luce fits reuse their compiled Numba model for data of the same shapes
-    (here the same data with the models' order reversed), and its draws are those of a
-    fresh compile."""
+@pytest.mark.parametrize("other", ["flipped", "fewer question-trials"])
+def test_a_second_fit_reuses_the_compiled_model(simulated, monkeypatch, tmp_path, other):
+    """Davidson-Luce fits of the same L and D reuse one compiled Numba model, whatever
+    their numbers of events and comparison sets (data along ``DATA_ONLY_DIMS``): here
+    the same data with the models' order reversed, or a third of its question-trials
+    with a tenth of the trials missing (other events, several comparison sets).  The
+    reused model's draws are those of a fresh compile without the function store."""
     from bayesrank.inference import cache
 
     monkeypatch.setenv("BAYESRANK_NUTPIE_BACKEND", "numba")  # short runs would take JAX
-
+    monkeypatch.setenv("BAYESRANK_FUNCTION_CACHE_DIR", str(tmp_path))
     data = simulated[0]
-    flipped = ResponseData(data.R[::-1].copy())
+    if other == "flipped":
+        second = ResponseData(data.R[::-1].copy())
+    else:
+        R = data.R[:, : data.M // 3]
+        second = ResponseData(R, mask=np.random.default_rng(0).random(R.shape) > 0.1)
     options = dict(draws=200, tune=200, chains=2, random_seed=1, progressbar=False,
                    log_likelihood=False)
     cache.clear_cache()
-    fit(data, "davidson_luce", **options)
-    assert any("davidson_luce" in repr(key) for key in cache._CACHE)  # kept for reuse
-    reused = fit(flipped, "davidson_luce", **options)
+    first = fit(data, "davidson_luce", **options)
+    kept = [key for key in cache._CACHE if "davidson_luce" in repr(key)]
+    assert kept  # the compiled model, kept for reuse
+    reused = fit(second, "davidson_luce", **options)
+    if other != "flipped":
+        assert reused.pymc_model["event_winners"].get_value().shape != first.pymc_model[
+            "event_winners"].get_value().shape
+        assert reused.pymc_model["comparison_sets"].get_value().shape[0] > 1
+    assert {key for key in cache._CACHE if "davidson_luce" in repr(key)} == set(kept)
     cache.clear_cache()
-    fresh = fit(flipped, "davidson_luce", **options)
+    monkeypatch.setenv("BAYESRANK_FUNCTION_CACHE", "0")
+    fresh = fit(second, "davidson_luce", **options)
     np.testing.assert_array_equal(reused.theta.values, fresh.theta.values)

@@ -144,9 +144,12 @@ def _load(path: Path, model: pm.Model) -> Any | None:
 def put_data(functions: tuple, model: pm.Model) -> bool:
     """Copy ``model``'s data into the shared variables of the PyTensor functions in
     ``functions``, matched by name; False (nothing copied) when one of them is not a data
-    variable or dimension length of ``model`` with that shape and dtype.  Random generators
-    are left alone."""
+    variable or dimension length of ``model`` with that shape (any length along
+    :data:`~bayesrank.inference.cache.DATA_ONLY_DIMS`) and dtype.  Random generators are
+    left alone."""
     from pytensor.tensor.random.type import RandomType
+
+    from bayesrank.inference.cache import data_only_axes, same_layout
 
     data = {name: np.asarray(length.get_value(borrow=True))
             for name, length in model.dim_lengths.items() if hasattr(length, "get_value")}
@@ -155,7 +158,7 @@ def put_data(functions: tuple, model: pm.Model) -> bool:
               if not isinstance(var.type, RandomType)]
     for var in shared:
         old, new = np.asarray(var.get_value(borrow=True)), data.get(var.name)
-        if new is None or old.shape != new.shape or old.dtype != new.dtype:
+        if new is None or not same_layout(old, new, data_only_axes(model, var.name)):
             return False
     for var in shared:
         var.set_value(data[var.name].copy())

@@ -14,8 +14,8 @@ second afterwards.  Two ways to hand that function to nutpie's Rust sampler:
   machine); the callbacks are cached on disk too (:func:`_callback_key`), which takes
   a warm compile to about half a second.  They read the data's shapes at run time, so
   one callback serves every data set of a graph whose shapes do not depend on the data's
-  (Davidson-Luce's events: a new LiveCodeBench subsample's compile went from 19-23 s to
-  7-8 s, docs/samplers.md).
+  (Davidson-Luce's events: with the function store keyed without their lengths, a new
+  LiveCodeBench subsample's compile went from 19-23 s to about 2 s, docs/samplers.md).
 - :func:`nutpie_pytensor_model`: PyTensor's function called from Python for every
   gradient (nutpie's ``from_pyfunc``); no callback to compile, but the calls hold Python's
   interpreter lock, so its chains run on one thread.
@@ -38,7 +38,7 @@ from collections.abc import Callable
 import numpy as np
 import pymc as pm
 
-from bayesrank.inference.cache import cached
+from bayesrank.inference.cache import cached, data_only_axes, same_layout
 from bayesrank.inference.function_store import load_or_make, put_data
 
 __all__ = ["compile_for_nutpie", "nutpie_cores", "nutpie_numba_model", "nutpie_pytensor_model"]
@@ -248,8 +248,9 @@ def nutpie_numba_model(model: pm.Model, var_names: list[str], key=None):
     """nutpie's Numba model of ``model`` through small C callbacks (module docstring).
 
     The data arrays' dtypes are compiled into the callbacks, their shapes read at run
-    time; ``with_data`` takes arrays of the same shapes and dtypes only (as
-    :func:`bayesrank.inference.cache.structure_key` guarantees for a reused model).
+    time; ``with_data`` takes arrays of the same shapes (any length along
+    :data:`~bayesrank.inference.cache.DATA_ONLY_DIMS`) and dtypes only, as
+    :func:`bayesrank.inference.cache.structure_key` guarantees for a reused model.
     """
     from nutpie.compile_pymc import _prepare_dims_and_coords
 
@@ -275,6 +276,7 @@ def nutpie_numba_model(model: pm.Model, var_names: list[str], key=None):
         user_data=_address_table(arrays, n_dim, n_expanded), n_expanded=n_expanded,
         shape_info=shape_info,
         logp_func=logp_fn, expand_func=expand_fn, table_names=tuple(names),
+        free_axes={name: data_only_axes(model, name) for name in shared},
     )
 
 
@@ -286,6 +288,7 @@ def _addressed_model_class():
     @dataclasses.dataclass(frozen=True)
     class AddressedModel(CompiledPyMCModel):
         table_names: tuple[str, ...] = ()  # the data behind each table entry, in order
+        free_axes: dict = dataclasses.field(default_factory=dict)  # cache.data_only_axes
 
         def with_data(self, **updates):
             data = dict(self.shared_data)
@@ -293,10 +296,11 @@ def _addressed_model_class():
                 if name not in data:
                     raise KeyError(f"unknown data variable {name!r}")
                 old, new = data[name], np.array(value, order="C", copy=True)
-                if new.shape != old.shape or new.dtype != old.dtype:
+                if not same_layout(old, new, self.free_axes.get(name, ())):
                     raise ValueError(
                         f"data {name!r} is {new.dtype} of shape {new.shape}; this compiled "
-                        f"model takes {old.dtype} of shape {old.shape} only")
+                        f"model takes {old.dtype} of shape {old.shape} only (any length "
+                        "along a data-only dim)")
                 data[name] = new
             table = _address_table([data[name] for name in self.table_names], self._n_dim,
                                    self.n_expanded)
