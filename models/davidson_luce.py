@@ -41,8 +41,8 @@ model's design record (moved from models/davidson_luce.py)"):
   compiled graph stays small.  Z depends on S only, so it is computed once per distinct
   comparison set (one set when no trial is missing).  The events, their comparison sets
   and the reference set of the tie effects are ``pm.Data`` (:meth:`SetwiseEvents.data`):
-  the graph depends on L and D only, so a compiled model serves other data of its
-  shapes, and its compiled code every data set of the same L and D.  Shifting every theta by m
+  the graph depends on L, D and the number of comparison sets only, so a compiled model
+  serves every data set that shares them, whatever its events.  Shifting every theta by m
   multiplies every g_t by exp(m); the products run on theta - max(theta) and the shift
   is added back, which keeps them in floating-point range.
 * The tie effects are sampled as the log-odds of a winner set's size, eta_t + h_t(theta),
@@ -166,10 +166,13 @@ class SetwiseEvents:
                 f"{self.sets.shape[0]} comparison sets, D = {self.max_order})")
 
     def data(self) -> EventData:
-        """The arrays as ``pm.Data`` of the current model, laid along the dims ``event``
-        and ``comparison_set`` whose lengths no graph depends on
-        (:data:`bayesrank.inference.cache.DATA_ONLY_DIMS`): the graph depends on L and D
-        only, so a compiled model serves every data set of the same L and D."""
+        """The arrays as ``pm.Data`` of the current model.  The events lie along the dim
+        ``event``, whose length no graph depends on
+        (:data:`bayesrank.inference.cache.DATA_ONLY_DIMS`), so a compiled model serves
+        every data set of the same L, D and number of comparison sets G (1 without
+        missing trials).  G stays a static shape: with it dynamic, PyTensor's graph of
+        the elementary symmetric polynomials cost 2.2-2.6x per gradient on AlpacaEval
+        and ZeroEval (docs/samplers.md)."""
         unseen = (np.arange(2, self.max_order + 1) < self.sets[self.reference].sum()) & (
             self.size_counts[1:] == 0)
         return EventData(
@@ -178,7 +181,7 @@ class SetwiseEvents:
             pm.Data("event_size_index", self.size_index, dims="event"),
             pm.Data("event_set", self.set_index, dims="event"),
             pt.specify_shape(pm.Data("comparison_sets", self.sets,
-                                     dims=("comparison_set", "llm")), (None, self.n_models)),
+                                     dims=("comparison_set", "llm")), self.sets.shape),
             pm.Data("reference_set", (np.arange(self.sets.shape[0]) == self.reference) * 1.0,
                     dims="comparison_set"),
             pm.Data("unseen_orders", unseen.astype(float)),

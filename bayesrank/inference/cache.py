@@ -40,10 +40,10 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
-#: Dims along which a model lays data only, never a variable or a shape of its graph
-#: (Davidson-Luce's events and comparison sets): their lengths are left out of
-#: :func:`structure_key`, so one compiled model serves data of any length along them.
-DATA_ONLY_DIMS = frozenset({"event", "comparison_set"})
+#: Dims along which a model lays data only, never a variable or a static shape of its
+#: graph (Davidson-Luce's events): their lengths are left out of :func:`structure_key`,
+#: so one compiled model serves data of any length along them.
+DATA_ONLY_DIMS = frozenset({"event"})
 
 
 def structure_key(model: pm.Model, tag: Hashable | None) -> Hashable | None:
