@@ -334,13 +334,13 @@ def test_one_graph_serves_data_of_other_events_and_sets(numpy_graphs):
     assert reused.compile_logp()(point) == pytest.approx(fresh.compile_logp()(point), rel=1e-12)
 
 
-@pytest.mark.parametrize("other", ["flipped", "a third of the question-trials"])
+@pytest.mark.parametrize("other", ["flipped", "fewer events"])
 def test_a_second_fit_reuses_the_compiled_model(simulated, monkeypatch, tmp_path, other):
     """Davidson-Luce fits of the same L, D and number of comparison sets reuse one
     compiled Numba model, whatever their events (data along ``DATA_ONLY_DIMS``): here
-    the same data with the models' order reversed, or a third of its question-trials
-    (other events).  The reused model's draws are those of a fresh compile without the
-    function store."""
+    the same data with the models' order reversed, or its first 20 question-trials
+    (12 distinct events instead of 30).  The reused model's draws are those of a fresh
+    compile without the function store."""
     from bayesrank.inference import cache
 
     monkeypatch.setenv("BAYESRANK_NUTPIE_BACKEND", "numba")  # short runs would take JAX
@@ -349,7 +349,7 @@ def test_a_second_fit_reuses_the_compiled_model(simulated, monkeypatch, tmp_path
     if other == "flipped":
         second = ResponseData(data.R[::-1].copy())
     else:
-        second = ResponseData(data.R[:, : data.M // 3].copy())
+        second = ResponseData(data.R[:, :20].copy())
     options = dict(draws=200, tune=200, chains=2, random_seed=1, progressbar=False,
                    log_likelihood=False)
     cache.clear_cache()
@@ -358,8 +358,8 @@ def test_a_second_fit_reuses_the_compiled_model(simulated, monkeypatch, tmp_path
     assert kept  # the compiled model, kept for reuse
     reused = fit(second, "davidson_luce", **options)
     if other != "flipped":
-        assert not np.array_equal(reused.pymc_model["event_weights"].get_value(),
-                                  first.pymc_model["event_weights"].get_value())
+        assert reused.pymc_model["event_weights"].get_value().shape != first.pymc_model[
+            "event_weights"].get_value().shape
     assert {key for key in cache._CACHE if "davidson_luce" in repr(key)} == set(kept)
     cache.clear_cache()
     monkeypatch.setenv("BAYESRANK_FUNCTION_CACHE", "0")

@@ -40,9 +40,9 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
-#: Dims along which a model lays data only, never a variable or a static shape of its
-#: graph (Davidson-Luce's events): their lengths are left out of :func:`structure_key`,
-#: so one compiled model serves data of any length along them.
+#: Dims along which a model lays data (and observed values) only, never a free variable
+#: or a static shape of its graph (Davidson-Luce's events): their lengths are left out of
+#: :func:`structure_key`, so one compiled model serves data of any length along them.
 DATA_ONLY_DIMS = frozenset({"event"})
 
 
