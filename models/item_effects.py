@@ -82,12 +82,12 @@ def wall_positions(walls: Walls, side):
     a_m softplus(gap), positive at every point a trajectory visits.
     """
     best, worst, solves_all, solves_none = _wall_rows(walls.models)
-    reference = pt.where(side > 0, pt.dot(best, walls.ability), pt.dot(worst, walls.ability))
-    cap = pt.where(side > 0, pt.dot(solves_all, walls.ability),
-                   pt.dot(solves_none, walls.ability))
+    top, bottom = pt.dot(best, walls.ability), pt.dot(worst, walls.ability)
+    # each side's gap between its wall's and its cap's model: two scalars, not M
+    gap = pt.where(side > 0, pt.softplus(pt.dot(solves_all, walls.ability) - top),
+                   pt.softplus(bottom - pt.dot(solves_none, walls.ability)))
     capped = pt.where(side > 0, solves_all.sum(), pt.where(side < 0, solves_none.sum(), 0.0))
-    gap = pt.softplus(side * (cap - reference))
-    return -walls.slope * reference, capped * walls.slope * gap, capped
+    return -walls.slope * pt.where(side > 0, top, bottom), capped * walls.slope * gap, capped
 
 
 def _wall_rows(models: np.ndarray):
