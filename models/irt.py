@@ -20,7 +20,7 @@ Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
              their distance from the data's wall: models.item_effects)
              eta_lm  = a_m theta_l + beta_m,   difficulty b_m = -beta_m / a_m
     3PL:     c_m ~ Beta(1, 19)                             guessing floor in (0, 1)
-             (sampled with beta_m by its share of p_m(0): models.transforms.FloorsAndIntercepts)
+             (sampled with beta_m by its share of p_m(t_m): models.transforms.FloorsAndIntercepts)
     p_lm     = c_m + (1 - c_m) logistic(eta_lm)           (c = 0 for Rasch and 2PL)
     k_lm     ~ Binomial(n_lm, p_lm)                       (observed ``k``; Rasch, 2PL)
     or, with ``likelihood="beta_binomial"`` (the 3PL default):
@@ -100,7 +100,11 @@ design record (moved from models/irt.py)"):
   informed question's scattered successes with its curve pushed out of the way.  From
   fewer such questions an own scale is set by its prior and funnels, so they share
   sigma_beta.  The 3PL's floors are sampled with their intercepts by their share of
-  p_m(0), along the ridge the data leave (:class:`models.transforms.FloorsAndIntercepts`).
+  p_m(t_m), along the ridge the data leave (:class:`models.transforms.FloorsAndIntercepts`).
+* Informed intercepts are sampled by their logit where the question crosses 1/2, v_m =
+  a_m t_m + beta_m, with t_m the ability between the two models the data place there
+  (:func:`models.item_effects.crossing_ability`): beta_m itself is tied to the slope by
+  beta_m = -a_m b_m wherever b_m lies far from the abilities' mean.
 * The binomial Rasch can integrate its one-sided difficulties out of the sampled density
   (:mod:`models.one_sided`, :func:`collapsed_rasch`).
 * Which questions and models are informed, which are centred, and the pivots enter the
@@ -126,7 +130,7 @@ import pytensor.tensor as pt
 from bayesrank.data import ResponseData
 
 from ._common import binary_only, check_option, coords_of, positive_scale, response_data
-from .item_effects import Walls, pooled, solve_rates, wall_models
+from .item_effects import Walls, crossings, pooled, solve_rates, wall_models
 from .likelihoods import (
     beta_binomial,
     binomial_2pl,
@@ -337,6 +341,7 @@ class IrtData:
     informed: np.ndarray  # the informed models (L,) bool, :func:`informed_models`
     split: QuestionSplit  # the questions among the models that count (:meth:`of`)
     wall_models: np.ndarray  # (4, L) one-hot: the walls' and caps' models, wall_models()
+    crossings: np.ndarray  # (3, M): where the questions cross 1/2, crossings()
     arrays: Mapping[str, tuple[np.ndarray, Any]]  # name: (values, dims) for :meth:`data`
     k0: np.ndarray | None = None  # prior runs' successes, (L, M) per model or (M,) shared
     n0: int = 0  # prior runs per question (D)
@@ -361,7 +366,7 @@ class IrtData:
         split = question_split(k[rows], n[rows], centered, own_scale_min)
         k0, n0 = (red.prior_successes, int(d.R0.shape[-1])) if use_R0 else (None, 0)
         return cls(k, n, coords_of(d), informed, split, wall_models(k, n, rows),
-                   _arrays(k, n, informed, k0, n0), k0, n0)
+                   crossings(k, n, rows), _arrays(k, n, informed, k0, n0), k0, n0)
 
     @property
     def size(self) -> int:
@@ -593,7 +598,7 @@ def two_pl(data: IrtData, opts: IrtOptions, floors=None) -> pm.Model:
         theta, location_sd = abilities(data, opts.ability_scale)
         a = pm.Deterministic("a", pt.exp(log_discriminations(data.split)), dims="question")
         mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
-        walls = Walls(a, theta, data.wall_models) if opts.walls else None
+        walls = Walls(a, theta, data.wall_models, data.crossings) if opts.walls else None
         beta, c = intercepts(mu_beta, data.split, walls, floors)
         pm.Deterministic("b", -beta / a, dims="question")
         observe = likelihood_for(opts.likelihood, Curve(data.size, a=a, beta=beta, c=c))

@@ -60,6 +60,16 @@ def evaluate(model, names, point):
     return dict(zip(names, values, strict=True))
 
 
+def crossing_offset(model, point):
+    """a_m t_m (M,), t_m the ability where question m crosses by the data's ``crossings``:
+    an informed intercept's coordinate lies this far from the one without walls
+    (``models.item_effects.crossing_ability``)."""
+    got = evaluate(model, ["a", "theta"], point)
+    low, high, weight = model["crossings"].get_value()
+    theta = got["theta"]
+    return got["a"] * ((1 - weight) * theta[low.astype(int)] + weight * theta[high.astype(int)])
+
+
 def plain_3pl(binary, walls=False, kind="3pl", own_scale_min=1):
     """The 3PL (or 2PL) as :func:`irt.build` makes it, with the one-sided intercepts plainly
     non-centred (``walls=False``) or measured from their walls; by default with their own
@@ -105,8 +115,9 @@ def test_3pl_likelihood_is_scipys_betabinomial(binary):
 def test_floors_are_iid_beta_in_their_share_coordinates(binary, guessing):
     """The floors and intercepts are one variable ``beta_c`` with the declared prior, c_m ~
     Beta i.i.d. and beta_m ~ Normal(mu_beta, sigma_beta), independent (scipy's densities
-    without the Jacobian), sampled as (u, w) = (beta + softplus(w), logit(c / p(0))) for a
-    centred question (``models.transforms.FloorsAndIntercepts``).  The map to (logit c,
+    without the Jacobian), sampled as (u, w) = (beta + a t + softplus(w), logit(c / p(t)))
+    for a centred question, t its crossing ability (``models.transforms.FloorsAndIntercepts``,
+    ``models.item_effects.crossing_ability``).  The map to (logit c,
     beta) has |Jacobian| 1 (by finite differences here), so the Jacobian term is log c +
     log(1 - c) there, plus the wall map's log(1 + s logistic(-v)) on a one-sided one."""
     options = {} if guessing is None else {"guessing": guessing}
@@ -129,12 +140,12 @@ def test_floors_are_iid_beta_in_their_share_coordinates(binary, guessing):
             got["sigma_beta"] * expit(-v[~centred])).sum()
         assert model.compile_logp(vars=[model["beta_c"]])(point) - declared == pytest.approx(
             jacobian, rel=1e-10)
-        # w = logit of the floor's share of the solve probability at the mean ability
-        p0 = c + (1 - c) * expit(beta)
-        np.testing.assert_allclose(c[centred] / p0[centred], expit(point[name][centred, 1]),
+        # w = logit of the floor's share of the solve probability at the crossing ability
+        p_t = c + (1 - c) * expit(crossing_offset(model, point) + beta)
+        np.testing.assert_allclose(c[centred] / p_t[centred], expit(point[name][centred, 1]),
                                    rtol=1e-10)
         # and u its logit
-        np.testing.assert_allclose(p0[centred], expit(v[centred]), rtol=1e-10)
+        np.testing.assert_allclose(p_t[centred], expit(v[centred]), rtol=1e-10)
 
     def mapped(u, w, m):
         value = point[name].copy()
@@ -181,7 +192,9 @@ def test_one_sided_intercepts_from_their_walls_are_a_change_of_variables(binary,
     """The 2PL and 3PL sample a one-sided question's intercept by its distance from the wall, v.
 
     The density of (v, rest) must be the plainly non-centred model's density of (z, rest)
-    at z(v) times |dz/dv| = logistic(-v) + 1 / s, and beta the same function of z.
+    at z(v) times |dz/dv| = logistic(-v) + 1 / s, and beta the same function of z.  The
+    informed intercepts are the same (beta, c) in either model's coordinates, with the
+    same Jacobian.
     """
     walled, plain = plain_3pl(binary, True, kind), plain_3pl(binary, False, kind)
     for seed in range(4):
@@ -192,8 +205,12 @@ def test_one_sided_intercepts_from_their_walls_are_a_change_of_variables(binary,
         scale = got["sigma_beta_uninformed"]
         z = (got["beta"][:2] - got["mu_beta"]) / scale
         v = coordinate(walled, point)[:2]
-        old_point = with_coordinate(plain, point,
-                                    np.concatenate([z, coordinate(walled, point)[2:]]))
+        old_point = with_coordinate(plain, point, np.concatenate([z, got["beta"][2:]]))
+        if kind == "3pl":  # the plain 3PL's (u, w) at these (beta, c): at t = 0
+            c = evaluate(walled, ["c"], point)["c"][2:]
+            p0 = c + (1 - c) * expit(got["beta"][2:])
+            old_point[intercept_name(plain)][2:] = np.column_stack(
+                [np.log(p0 / (1 - p0)), np.log(c / p0) - np.log1p(-c / p0)])
         np.testing.assert_allclose(evaluate(plain, ["beta"], old_point)["beta"], got["beta"],
                                    rtol=1e-12, atol=1e-12)
         jacobian = np.log(expit(-v) + 1.0 / scale).sum()

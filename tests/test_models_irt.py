@@ -370,6 +370,44 @@ def test_a_model_solving_nothing_converges_on_real_data(shared_dir, kind):
     assert post.theta.mean(("chain", "draw")).values.argmin() == 0
 
 
+def test_2pl_samples_informed_intercepts_at_their_crossing():
+    """An informed intercept's free coordinate is its logit at the ability t_m where the
+    question crosses 1/2, v_m = a_m t_m + beta_m (``models.item_effects.crossings``).
+
+    Models ranked by solve rate, a question the two best solve in every run and the others
+    never crosses between the second and the third (weight 1/2); one solved in half the
+    runs by every model at the mean model; one that only the best solves, in 3 runs of 4,
+    at 1/4 of the way from the best to the second.
+    """
+    from bayesrank.models.item_effects import crossings
+
+    rng = np.random.default_rng(8)
+    rates = np.array([0.2, 0.8, 0.4, 0.6, 0.3])  # ranked 1, 3, 2, 4, 0
+    R = (rng.random((5, 12, 4)) < rates[:, None, None]).astype(int)
+    R[:, 0] = np.array([0, 1, 0, 1, 0])[:, None]  # the two best
+    R[:, 1, :2], R[:, 1, 2:] = 1, 0  # half the runs of every model
+    R[:, 2] = 0
+    R[1, 2, :3] = 1  # the best, 3 runs of 4
+    k, n = R.sum(-1), np.full(R.shape[:2], 4)
+    low, high, weight = crossings(k, n)
+    assert (low[0], high[0], weight[0]) == (3, 2, 0.5)
+    assert (low[1], high[1], weight[1]) == (2, 4, 0.0)  # s = 2.5: exactly the third best
+    assert (low[2], high[2], weight[2]) == (1, 3, 0.25)
+    model = irt.build(R, kind="2pl", centered=True)  # non-centred ones: mu + s v
+    np.testing.assert_array_equal(model["crossings"].get_value(), np.stack([low, high, weight]))
+    point = {name: value + rng.normal(size=np.shape(value))
+             for name, value in model.initial_point().items()}
+    names = ["a", "beta", "theta"]
+    outputs = model.replace_rvs_by_values([model[v] for v in names])
+    a, beta, theta = model.compile_fn(outputs, inputs=model.value_vars,
+                                      on_unused_input="ignore")(point)
+    t = (1 - weight) * theta[low.astype(int)] + weight * theta[high.astype(int)]
+    informed = model["centred"].get_value() > 0
+    assert informed.sum() > 6
+    np.testing.assert_allclose(point["beta_items__"][informed], (a * t + beta)[informed],
+                               rtol=1e-12)
+
+
 def test_2pl_splits_questions_and_picks_walls_among_the_informed_models():
     """A question every informed model solves is one-sided, walled by the worst informed model."""
     rng = np.random.default_rng(3)
