@@ -40,9 +40,9 @@ class SamplerOptions:
         ``"numpyro"`` runs on a GPU when JAX sees one; ``"conjugate"`` draws
         the ``"bayes"`` model's Dirichlet posterior exactly (its default).
     draws : int, optional
-        Kept draws per chain.  Default: 1,000, more for models with hundreds
-        or thousands of parameters so that a fit that mixes well does not fail
-        R-hat <= 1.01 by chance (1,500 for the 2PL's 9,111 parameters on
+        Kept draws per chain.  Default: 1,000 up to 146 parameters, more beyond,
+        so that a fit that mixes well fails R-hat <= 1.01 by chance at most one
+        time in 20 (1,250 up to 1,950 parameters, 1,500 for the 2PL's 9,111 on
         Reasoning Gym hard; :func:`~bayesrank.inference.diagnostics.default_draws`).
     tune : int, optional
         Warm-up iterations per chain.  Default: 500 for nutpie, whose adaptation reads
