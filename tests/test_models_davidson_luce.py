@@ -72,8 +72,9 @@ def test_tie_orders_no_event_has_are_measured_from_their_wall(numpy_graphs):
     """Winner sets of 3 of 6 models never occur: that order is bounded by the data from
     above only, and its free coordinate v is mapped (``_size_log_odds``) to omega = w + v -
     3 softplus(-v) with w = -log n_1: increasing, slope 1 past the wall and 1 + 3 on the
-    open side.  The density in (theta, v) is the prior on (theta, eta), the likelihood
-    and log d omega / dv (here by finite differences), so the posterior is unchanged."""
+    open side.  The density in (theta, v) is the prior on (theta, eta), the likelihood,
+    log d omega / dv (here by finite differences) and the seen orders' constant log(1 +
+    sum k) (the next test), so the posterior is unchanged."""
     rng = np.random.default_rng(5)
     L, M, N = 6, 30, 2
     R = np.zeros((L, M, N), dtype=int)
@@ -106,15 +107,73 @@ def test_tie_orders_no_event_has_are_measured_from_their_wall(numpy_graphs):
     assert mapped[-1] - mapped[-2] == pytest.approx(0.1, rel=1e-6)  # past the wall
     assert mapped[1] - mapped[0] == pytest.approx(0.4, rel=1e-6)  # the open side
     assert omega(0.0)[unseen] == pytest.approx(wall - 3.0 * np.log(2.0))
-    np.testing.assert_array_equal(np.delete(omega(2.5, np.arange(L - 2.0)), unseen),
-                                  np.delete(np.arange(L - 2.0), unseen))  # the others: omega = v
+    # the others: omega = v + k^T v (k 0 at the unseen order)
+    k = built["size_coupling"].get_value()
+    raw = np.arange(L - 2.0)
+    assert k[unseen] == 0 and np.all(np.delete(k, unseen) > 0)
+    np.testing.assert_allclose(np.delete(omega(2.5, raw), unseen),
+                               np.delete(raw + k @ raw, unseen), rtol=1e-12)
 
     v = rng.normal(0.0, 1.0, L - 2)
     step = 1e-6
     slope = (omega(v[unseen] + step, v) - omega(v[unseen] - step, v))[unseen] / (2 * step)
     sampled = model.compile_logp(sum=True)({"theta": theta, v_name: v})
     declared = plain.compile_logp(sum=True)(values(plain, theta, eta_of(theta, v)))
-    assert sampled - declared == pytest.approx(np.log(slope), rel=1e-6)
+    assert sampled - declared == pytest.approx(np.log(slope) + np.log1p(k.sum()), rel=1e-6)
+
+
+def test_seen_tie_orders_are_sampled_with_the_size_one_noise_factored_out(numpy_graphs):
+    """With counts n_t of each winner-set size, the seen orders' coordinates are omega_t =
+    v_t + sum_s k_s v_s, k_s = g n_s, g = (sqrt(1 + S / n_1) - 1) / S, so that (I + 1 k^T)
+    diag(1 / n) (I + k 1^T) = diag(1 / n) + 11^T / n_1, the covariance of log-odds against
+    size 1; the unseen order 3 keeps its wall map.  The density in (theta, v) is the prior
+    on (theta, eta), the likelihood, log(1 + sum k) and the wall map's log-derivative.
+    """
+    from bayesrank.models.transforms import TieSizes
+
+    rng = np.random.default_rng(6)
+    L, M, N = 6, 30, 2
+    R = np.zeros((L, M, N), dtype=int)
+    for m, n in itertools.product(range(M), range(N)):
+        R[rng.choice(L, rng.choice([1, 2, 4, 4, 4, 5]), replace=False), m, n] = 1
+    built = dl.build(ResponseData(R))
+    counts = np.bincount(R.sum(axis=0).ravel(), minlength=L)[1:L]  # sizes 1..5
+    assert counts[2] == 0  # size 3 unseen
+    total = counts[1:].sum()
+    k = counts[1:] * (np.sqrt(1 + total / counts[0]) - 1) / total
+    np.testing.assert_allclose(built["size_coupling"].get_value(), k, rtol=1e-12)
+    n = counts[[1, 3, 4]]
+    cov = np.diag(1 / n) + 1 / counts[0]
+    factor = np.eye(3) + np.outer(np.ones(3), k[[0, 2, 3]])
+    np.testing.assert_allclose(factor @ np.diag(1 / n) @ factor.T, cov, rtol=1e-12)
+
+    model = remove_value_transforms(built, [built["theta"]])
+    plain = remove_value_transforms(built)
+    v_var = model.rvs_to_values[model["eta"]]
+    inputs = [model.rvs_to_values[model["theta"]], v_var]
+    omega_of = model.compile_fn(model.replace_rvs_by_values([model["tie_size_log_odds"]])[0],
+                                inputs=inputs, point_fn=False)
+    eta_of = model.compile_fn(model.replace_rvs_by_values([model["eta"]])[0], inputs=inputs,
+                              point_fn=False)
+    theta, v = zero_sum_normal(rng, 1.0, L), rng.normal(0.0, 1.0, L - 2)
+    omega = omega_of(theta, v)
+    seen = [0, 2, 3]
+    np.testing.assert_allclose(omega[seen], v[seen] + k @ v, rtol=1e-12)
+    other = v.copy()
+    other[seen] += 1.0  # the unseen order depends on its own coordinate only
+    assert omega_of(theta, other)[1] == pytest.approx(omega[1], rel=1e-12)
+    wall, step = -np.log(counts[0]), 1e-6
+    assert omega_of(theta, np.zeros(L - 2))[1] == pytest.approx(wall - 3.0 * np.log(2.0))
+    e = step * np.eye(L - 2)[1]
+    slope = (omega_of(theta, v + e)[1] - omega_of(theta, v - e)[1]) / (2 * step)
+    sampled = model.compile_logp(sum=True)({"theta": theta, v_var.name: v})
+    declared = plain.compile_logp(sum=True)(values(plain, theta, eta_of(theta, v)))
+    assert sampled - declared == pytest.approx(np.log(slope) + np.log1p(k.sum()), rel=1e-6)
+    # the inverse (initial points): back to v
+    h, unseen = rng.normal(size=L - 2), np.array([0.0, 1.0, 0.0, 0.0])
+    args = (None, None, 0.0, 3.0, h, unseen, wall, k)
+    back = TieSizes().forward(TieSizes().backward(pt.as_tensor(v), *args), *args)
+    np.testing.assert_allclose(back.eval(), v, rtol=1e-12, atol=1e-14)
 
 
 def log_likelihood_by_enumeration(data, theta, log_delta, D):
