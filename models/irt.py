@@ -20,7 +20,7 @@ Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
              their distance from the data's wall: models.item_effects)
              eta_lm  = a_m theta_l + beta_m,   difficulty b_m = -beta_m / a_m
     3PL:     c_m ~ Beta(1, 19)                             guessing floor in (0, 1)
-             (sampled with beta_m by its share of p_m(t_m): models.transforms.FloorsAndIntercepts)
+             (sampled with beta_m by its share of p_m(0): models.transforms.FloorsAndIntercepts)
     p_lm     = c_m + (1 - c_m) logistic(eta_lm)           (c = 0 for Rasch and 2PL)
     k_lm     ~ Binomial(n_lm, p_lm)                       (observed ``k``; Rasch, 2PL)
     or, with ``likelihood="beta_binomial"`` (the 3PL default):
@@ -100,8 +100,8 @@ design record (moved from models/irt.py)"):
   informed question's scattered successes with its curve pushed out of the way.  From
   fewer such questions an own scale is set by its prior and funnels, so they share
   sigma_beta.  The 3PL's floors are sampled with their intercepts by their share of
-  p_m(t_m), along the ridge the data leave (:class:`models.transforms.FloorsAndIntercepts`).
-* Informed intercepts are sampled by their logit where the question crosses 1/2, v_m =
+  p_m(0), along the ridge the data leave (:class:`models.transforms.FloorsAndIntercepts`).
+* The 2PL's informed intercepts are sampled by their logit where the question crosses 1/2, v_m =
   a_m t_m + beta_m, with t_m the ability between the two models the data place there
   (:func:`models.item_effects.crossing_ability`): beta_m itself is tied to the slope by
   beta_m = -a_m b_m wherever b_m lies far from the abilities' mean.

@@ -73,9 +73,9 @@ def crossings(k: np.ndarray, n: np.ndarray, among: np.ndarray | None = None) -> 
     L = k.shape[0]
     among = np.ones(L, bool) if among is None else among
     order = np.flatnonzero(among)[np.argsort(-solve_rates(k, n)[among], kind="stable")]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rates = np.where(n[order] > 0, k[order] / n[order], np.nan)
-    solvers = np.nan_to_num(np.nanmean(rates, axis=0)) * order.size
+    observed = n[order] > 0
+    rates = np.divide(k[order], n[order], out=np.zeros(observed.shape), where=observed)
+    solvers = rates.sum(axis=0) / np.maximum(observed.sum(axis=0), 1) * order.size
     position = np.clip(solvers - 0.5, 0.0, order.size - 1.0)
     low = np.floor(position).astype(int)
     high = np.minimum(low + 1, order.size - 1)
@@ -185,16 +185,16 @@ def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool =
              "wall": wall, "width": width}
     # the one-sided map's stretch, where no cap ends it (wall_positions)
     stretch = (1.0 - capped) * own
-    # an informed intercept's coordinate: its logit where the question crosses
-    offset = (walls.slope * crossing_ability(walls) if walls is not None
-              else pt.as_tensor(np.float64(0.0)))
     if guessing is None:
-        return item_effects(name, location, sigma, stretch, shift=offset, **where)
+        # an informed intercept's coordinate: its logit where the question crosses
+        shift = (walls.slope * crossing_ability(walls) if walls is not None
+                 else pt.as_tensor(np.float64(0.0)))
+        return item_effects(name, location, sigma, stretch, shift=shift, **where)
     model = pm.modelcontext(None)
     if "item_parameter" not in model.coords:
         model.add_coord("item_parameter", [name, "c"])
-    pair = floors_and_intercepts(f"{name}_c", location, sigma, stretch, offset=offset,
-                                 guessing=guessing, **where)
+    pair = floors_and_intercepts(f"{name}_c", location, sigma, stretch, guessing=guessing,
+                                 **where)
     return (pm.Deterministic(name, pair[:, 0], dims="question"),
             pm.Deterministic("c", pair[:, 1], dims="question"))
 

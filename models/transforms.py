@@ -87,8 +87,9 @@ class ItemEffects(Transform):
 
     (``walls=False``: every question that is not centred is non-centred.)  With ``shift``
     0 a centred question's v is its effect; the 2PL's shift a_m t_m makes v its logit where
-    the question crosses (:func:`models.item_effects.crossing_ability`), the 3PL's floors
-    move it further (:class:`FloorsAndIntercepts`).  One-sided questions share one scale s, the
+    the question crosses (:func:`models.item_effects.crossing_ability`); the 3PL's floors
+    move it by softplus(w) (:class:`FloorsAndIntercepts`).  One-sided questions share one
+    scale s, the
     walls sit at wall_m = -a_m t (t the best model's ability for a question no model
     solves, the worst's for one every model solves: there the 2PL's logit a theta + beta
     is 0).
@@ -232,21 +233,19 @@ class FloorsAndIntercepts(Transform):
 
     For an informed (centred) question the free coordinates are u_m and w_m with
 
-        c_m = logistic(u_m) logistic(w_m),   beta_m = u_m - softplus(w_m) - a_m t_m,
+        c_m = logistic(u_m) logistic(w_m),   beta_m = u_m - softplus(w_m),
 
-    i.e. u_m = logit p_m(t_m), p_m(t_m) = c_m + (1 - c_m) logistic(a_m t_m + beta_m) the
-    solve probability at the ability t_m where the question crosses
-    (:func:`models.item_effects.crossing_ability`; ``offset`` a_m t_m), and w_m the
-    log-odds of the floor's share c_m / p_m(t_m).  A question that does not separate the
-    models (AlpacaEval's wins: one won by 25 of 52 models, half of the weaker and half of
-    the stronger) is explained by a floor near its win rate with the curve pushed away
-    (beta_m -> -infinity) as well as by a flat curve and no floor: in (logit c, beta) that
-    ridge bends, in (u, w) it runs along w at the p_m(t_m) the data fix, which a diagonal
-    mass matrix follows.  For given a and theta the map (u, w) -> (logit c, beta) has
-    |Jacobian| 1, so log |d(beta, c) / d(u, w)| = log c + log(1 - c).  Every other
-    question has c_m = logistic(w_m) and its intercept from v_m as in :class:`ItemEffects`
-    (one-sided from the wall, else non-centred).  Values are (M, 2): (beta_m, c_m) per
-    question.
+    i.e. u_m = logit p_m(0), p_m(0) = c_m + (1 - c_m) logistic(beta_m) the solve
+    probability at the mean ability, and w_m the log-odds of the floor's share c_m /
+    p_m(0).  A question that does not separate the models (AlpacaEval's wins: one won by
+    25 of 52 models, half of the weaker and half of the stronger) is explained by a floor
+    near its win rate with the curve pushed away (beta_m -> -infinity) as well as by a
+    flat curve and no floor: in (logit c, beta) that ridge bends, in (u, w) it runs along
+    w at the p_m(0) the data fix, which a diagonal mass matrix follows.  The map (u, w)
+    -> (logit c, beta) has |Jacobian| 1, so log |d(beta, c) / d(u, w)| = log c + log(1 -
+    c).  Every other question has c_m = logistic(w_m) and its intercept from v_m as in
+    :class:`ItemEffects` (one-sided from the wall, else non-centred).  Values are (M, 2):
+    (beta_m, c_m) per question.
     """
 
     name = "floorshare"
@@ -256,9 +255,9 @@ class FloorsAndIntercepts(Transform):
         self.intercepts = ItemEffects(walls, fast)
 
     def _parts(self, value, inputs):
-        rng, size, mu, sigma, scale, centred, wall, side, width, offset = inputs[:10]
+        rng, size, mu, sigma, scale, centred, wall, side, width = inputs[:9]
         u, w = value[..., 0], value[..., 1]
-        shift = pt.where(centred > 0, pt.softplus(w) + offset, 0.0)
+        shift = pt.where(centred > 0, pt.softplus(w), 0.0)
         params = (rng, size, mu, sigma, scale, centred, shift, wall, side, width)
         log_c = -pt.softplus(-w) - pt.where(centred > 0, pt.softplus(-u), 0.0)
         return params, log_c
@@ -269,13 +268,13 @@ class FloorsAndIntercepts(Transform):
         return pt.stack([beta, pt.exp(log_c)], axis=-1)
 
     def forward(self, value, *inputs):
-        centred, offset = inputs[5], inputs[9]
+        centred = inputs[5]
         beta, c = value[..., 0], value[..., 1]
-        p_t = c + (1.0 - c) * pt.sigmoid(beta + offset)  # the solve probability at t_m
-        w = pt.where(centred > 0, pt.log(c) - pt.log1p(-c / p_t) - pt.log(p_t),
+        p0 = c + (1.0 - c) * pt.sigmoid(beta)  # the solve probability at the mean ability
+        w = pt.where(centred > 0, pt.log(c) - pt.log1p(-c / p0) - pt.log(p0),
                      pt.log(c) - pt.log1p(-c))
         params = self._parts(pt.stack([beta, w], axis=-1), inputs)[0]
-        v = pt.where(centred > 0, pt.log(p_t) - pt.log1p(-p_t),
+        v = pt.where(centred > 0, pt.log(p0) - pt.log1p(-p0),
                      self.intercepts.forward(beta, *params))
         return pt.stack([v, w], axis=-1)
 
@@ -285,43 +284,42 @@ class FloorsAndIntercepts(Transform):
                 + log_c + pt.log1mexp(log_c))
 
 
-def _floors_and_intercepts_logp(value, mu, sigma, scale, centred, wall, side, width, offset,
-                                alpha, beta, pair):
+def _floors_and_intercepts_logp(value, mu, sigma, scale, centred, wall, side, width, alpha,
+                                beta, pair):
     return (pm.logp(pm.Normal.dist(mu, sigma), value[..., 0])
             + pm.logp(pm.Beta.dist(alpha, beta), value[..., 1]))
 
 
-def _floors_and_intercepts_random(mu, sigma, scale, centred, wall, side, width, offset, alpha,
-                                  beta, pair, rng=None, size=None):
+def _floors_and_intercepts_random(mu, sigma, scale, centred, wall, side, width, alpha, beta,
+                                  pair, rng=None, size=None):
     shape = np.broadcast_shapes(np.shape(mu), np.shape(sigma), np.shape(centred), size or ())
     return np.stack([rng.normal(mu, sigma, size=shape), rng.beta(alpha, beta, size=shape)], -1)
 
 
 #: 3PL: sampling starts at a floor share of 0.05 (the Beta(1, 19) prior's mean): floors of
-#: 0.05 on one-sided questions, of 0.05 p(t) on informed ones.
+#: 0.05 on one-sided questions, of 0.05 p(0) on informed ones.
 INITIAL_SHARE = float(np.log(0.05 / 0.95))
 
 
-def floors_and_intercepts(name, mu, sigma, scale, *, centred, wall, side, width, offset,
-                          guessing, walls=True, dims=("question", "item_parameter")):
+def floors_and_intercepts(name, mu, sigma, scale, *, centred, wall, side, width, guessing,
+                          walls=True, dims=("question", "item_parameter")):
     """(beta_m, c_m) with beta_m ~ Normal(mu, sigma_m), c_m ~ Beta(*guessing), independent,
-    sampled in the coordinates of :class:`FloorsAndIntercepts` (a (M, 2) variable);
-    ``offset`` a_m t_m, where the informed questions cross."""
+    sampled in the coordinates of :class:`FloorsAndIntercepts` (a (M, 2) variable)."""
     transform = FloorsAndIntercepts(walls, fast_enabled())
     alpha, beta = guessing
 
-    def support_point(rv, size, mu, sigma, scale, centred, wall, side, width, offset, alpha,
-                      beta, pair):
+    def support_point(rv, size, mu, sigma, scale, centred, wall, side, width, alpha, beta,
+                      pair):
         w = pt.ones_like(sigma * centred) * INITIAL_SHARE
-        start = pt.where(centred > 0, mu + pt.softplus(w) + offset, 0.0)
+        start = pt.where(centred > 0, mu + pt.softplus(w), 0.0)
         return transform.backward(pt.stack([start, w], axis=-1), None, None, mu, sigma, scale,
-                                  centred, wall, side, width, offset)
+                                  centred, wall, side, width)
 
     # float64 arrays: PyTensor takes a Python float it can hold exactly as float32
     alpha, beta = np.asarray(alpha, dtype=np.float64), np.asarray(beta, dtype=np.float64)
-    return pm.CustomDist(name, mu, sigma, scale, centred, wall, side, width, offset, alpha,
-                         beta, np.zeros(2),
+    return pm.CustomDist(name, mu, sigma, scale, centred, wall, side, width, alpha, beta,
+                         np.zeros(2),
                          logp=_floors_and_intercepts_logp,
                          random=_floors_and_intercepts_random, support_point=support_point,
-                         signature="(),(),(),(),(),(),(),(),(),(),(k)->(k)", transform=transform,
+                         signature="(),(),(),(),(),(),(),(),(),(k)->(k)", transform=transform,
                          dims=dims)

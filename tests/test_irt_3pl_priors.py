@@ -115,9 +115,8 @@ def test_3pl_likelihood_is_scipys_betabinomial(binary):
 def test_floors_are_iid_beta_in_their_share_coordinates(binary, guessing):
     """The floors and intercepts are one variable ``beta_c`` with the declared prior, c_m ~
     Beta i.i.d. and beta_m ~ Normal(mu_beta, sigma_beta), independent (scipy's densities
-    without the Jacobian), sampled as (u, w) = (beta + a t + softplus(w), logit(c / p(t)))
-    for a centred question, t its crossing ability (``models.transforms.FloorsAndIntercepts``,
-    ``models.item_effects.crossing_ability``).  The map to (logit c,
+    without the Jacobian), sampled as (u, w) = (beta + softplus(w), logit(c / p(0))) for a
+    centred question (``models.transforms.FloorsAndIntercepts``).  The map to (logit c,
     beta) has |Jacobian| 1 (by finite differences here), so the Jacobian term is log c +
     log(1 - c) there, plus the wall map's log(1 + s logistic(-v)) on a one-sided one."""
     options = {} if guessing is None else {"guessing": guessing}
@@ -140,12 +139,12 @@ def test_floors_are_iid_beta_in_their_share_coordinates(binary, guessing):
             got["sigma_beta"] * expit(-v[~centred])).sum()
         assert model.compile_logp(vars=[model["beta_c"]])(point) - declared == pytest.approx(
             jacobian, rel=1e-10)
-        # w = logit of the floor's share of the solve probability at the crossing ability
-        p_t = c + (1 - c) * expit(crossing_offset(model, point) + beta)
-        np.testing.assert_allclose(c[centred] / p_t[centred], expit(point[name][centred, 1]),
+        # w = logit of the floor's share of the solve probability at the mean ability
+        p0 = c + (1 - c) * expit(beta)
+        np.testing.assert_allclose(c[centred] / p0[centred], expit(point[name][centred, 1]),
                                    rtol=1e-10)
         # and u its logit
-        np.testing.assert_allclose(p_t[centred], expit(v[centred]), rtol=1e-10)
+        np.testing.assert_allclose(p0[centred], expit(v[centred]), rtol=1e-10)
 
     def mapped(u, w, m):
         value = point[name].copy()
@@ -193,8 +192,7 @@ def test_one_sided_intercepts_from_their_walls_are_a_change_of_variables(binary,
 
     The density of (v, rest) must be the plainly non-centred model's density of (z, rest)
     at z(v) times |dz/dv| = logistic(-v) + 1 / s, and beta the same function of z.  The
-    informed intercepts are the same (beta, c) in either model's coordinates, with the
-    same Jacobian.
+    2PL's informed intercepts' coordinates lie a_m t_m from the plain ones (a translation).
     """
     walled, plain = plain_3pl(binary, True, kind), plain_3pl(binary, False, kind)
     for seed in range(4):
@@ -205,12 +203,10 @@ def test_one_sided_intercepts_from_their_walls_are_a_change_of_variables(binary,
         scale = got["sigma_beta_uninformed"]
         z = (got["beta"][:2] - got["mu_beta"]) / scale
         v = coordinate(walled, point)[:2]
-        old_point = with_coordinate(plain, point, np.concatenate([z, got["beta"][2:]]))
-        if kind == "3pl":  # the plain 3PL's (u, w) at these (beta, c): at t = 0
-            c = evaluate(walled, ["c"], point)["c"][2:]
-            p0 = c + (1 - c) * expit(got["beta"][2:])
-            old_point[intercept_name(plain)][2:] = np.column_stack(
-                [np.log(p0 / (1 - p0)), np.log(c / p0) - np.log1p(-c / p0)])
+        informed = coordinate(walled, point)[2:]
+        if kind == "2pl":  # the 2PL's informed coordinates lie a_m t_m from the plain ones
+            informed = informed - crossing_offset(walled, point)[2:]
+        old_point = with_coordinate(plain, point, np.concatenate([z, informed]))
         np.testing.assert_allclose(evaluate(plain, ["beta"], old_point)["beta"], got["beta"],
                                    rtol=1e-12, atol=1e-12)
         jacobian = np.log(expit(-v) + 1.0 / scale).sum()
