@@ -215,15 +215,20 @@ def test_cli_report_with_closed_form(tmp_path, capsys):
     assert len(parse(out).tables["leaderboard"]) == 21  # header + 20 models
 
 
-def test_report_fits_with_bayesrank_fit(tmp_path, data):
-    """End to end through bayesrank.fit (the package's own Rasch model) and its PPC."""
+@pytest.mark.parametrize("model", ["rasch", "2pl"])
+def test_report_fits_with_bayesrank_fit(tmp_path, data, model):
+    """End to end through bayesrank.fit (the package's own Rasch, and the 2PL, the report's
+    default family) and its PPC.  The 2PL's intercepts are named ``beta`` as the contextual
+    model's coefficients are: the report tabulated them as covariates and failed (`make
+    demo`, 2026-12-06) until it looked for the contextual model's own ``beta_per_unit``."""
     out = tmp_path / "fit.html"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        post = bayesrank.fit(data, "rasch", draws=200, tune=200, chains=2, random_seed=1)
+        post = bayesrank.fit(data, model, draws=200, tune=200, chains=2, random_seed=1)
         write_report(post, out, baselines=["avg"], ppc_draws=100)
     text = out.read_text(encoding="utf-8")
     assert 'id="ppc-summary"' in text
+    assert "Style control" not in text
     assert len(parse(out).tables["leaderboard"]) == data.L + 1
 
 

@@ -187,7 +187,8 @@ def _style_section(post: RankAnalytics, level: float) -> str:
     per root-mean-square unit of each covariate's difference and ``beta_per_unit`` per unit
     of the covariate itself, with an equal-tailed interval and P(beta > 0)."""
     idata = getattr(post, "idata", None)
-    if idata is None or "beta" not in idata.posterior:
+    # the contextual model's own variable: the 2PL's intercepts are "beta" too
+    if idata is None or "beta_per_unit" not in idata.posterior:
         return ""
     draws = idata.posterior.to_dataset()
     lo, hi = (1 - level) / 2, (1 + level) / 2
