@@ -424,6 +424,34 @@ class ExactDraws:
             out[block.cells[0] // M] += scores.sum(axis=0)
         return out.reshape(L, self.chains, self.draws).transpose(1, 2, 0)
 
+    def fresh_counts(self, trials: np.ndarray, samples: int, rng: np.random.Generator
+                     ) -> np.ndarray:
+        """Replicated category counts at ``samples`` new exact draws of ``p`` (samples,
+        llm, question, category): per draw ``p~_lm ~ Dirichlet(nu_lm)`` and ``k~_lm ~
+        Multinomial(n_lm, p~_lm)`` with ``trials`` n_lm (L, M), all from ``rng``.
+
+        Draws from the posterior predictive distribution of the stored draws (those are
+        i.i.d. from the same posterior), costing their own size: the stored draws of a
+        block of cells can only be made again all at once, so replicating at a few of
+        them costs a pass over every draw (:meth:`p_at`).
+        """
+        L, M, K = self.shape
+        n = np.asarray(trials).reshape(-1)
+        out = np.zeros((samples, L * M, K), dtype=np.int64)
+        for block in self._blocks:
+            p = _block_draws(block, self._nu, samples, rng, whole=K > 2)[0]
+            cell_trials = n[block.cells, None]
+            if K == 2:  # the binomial: one variate per cell and draw
+                small = next(iter(p))  # the category drawn (the smaller one for products)
+                k = rng.binomial(cell_trials, np.clip(p[small], 0.0, 1.0))
+                out[:, block.cells, small], out[:, block.cells, 1 - small] = k.T, (
+                    cell_trials - k).T
+            else:
+                pvals = np.stack([p[k] for k in range(K)], axis=-1)  # (cells, samples, K)
+                pvals /= pvals.sum(axis=-1, keepdims=True)
+                out[:, block.cells] = rng.multinomial(cell_trials, pvals).transpose(1, 0, 2)
+        return out.reshape(samples, L, M, K)
+
     def deferred_p(self) -> DeferredArray:
         """:meth:`p`, made when first asked for (what a fit stores: most uses never read it)."""
         L, M, K = self.shape

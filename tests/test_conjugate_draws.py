@@ -253,7 +253,7 @@ def test_thinned_p_is_made_alone_and_equals_the_whole(monkeypatch):
     p = post.idata["posterior"]["p"]
     thinned = p.isel(draw=slice(None, None, 7), llm=[2, 0], category=1).values
     one = p.isel(chain=1, draw=3).values
-    post.ppc(num_draws=20)  # replicates from thinned draws of p
+    post.ppc(num_draws=20)  # replicates at fresh exact draws: reads no p
     assert made == []
     whole = p.values
     assert made == [1]

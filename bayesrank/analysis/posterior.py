@@ -538,19 +538,21 @@ class Posterior(RankAnalytics):
         return loo(self)
 
     def ppc(self, *, num_draws: int | None = 500, random_seed: int | None = 0,
-            alpha: float = 0.05) -> PPCResult:
+            alpha: float = 0.05, max_values: int | None = None) -> PPCResult:
         """Posterior-predictive check on the observed scale (counts per model-question cell).
 
         Returns test statistics with Bayesian p-values and, as
         ``result.idata``, a copy of :attr:`idata` with the
         ``posterior_predictive`` group (for :func:`arviz.plot_ppc_dist`);
-        this posterior is not changed.  See
+        this posterior is not changed.  The draws are replicated a block at a time,
+        at most ``max_values`` values at once.  See
         :func:`bayesrank.analysis.ppc.posterior_predictive_check`.
         """
         from bayesrank.analysis.ppc import posterior_predictive_check
 
+        blocks = {} if max_values is None else {"max_values": max_values}
         return posterior_predictive_check(
-            self, num_draws=num_draws, random_seed=random_seed, alpha=alpha
+            self, num_draws=num_draws, random_seed=random_seed, alpha=alpha, **blocks
         )
 
     def __repr__(self) -> str:

@@ -48,6 +48,7 @@ import xarray as xr
 
 from bayesrank.datatree import group, has_group, with_groups
 from bayesrank.errors import DataError
+from bayesrank.inference.log_likelihood import MAX_BLOCK_VALUES
 from bayesrank.models import scoring_model
 
 if TYPE_CHECKING:
@@ -99,6 +100,15 @@ class PPCResult:
     def flagged(self) -> pd.DataFrame:
         """Rows whose p-value is extreme."""
         return self.statistics[self.statistics["flagged"]]
+
+    @property
+    def kept_draws(self) -> int:
+        """Replicated draws whose cells ``idata`` holds: all of those the statistics read
+        unless the data are large (``max_values`` of :func:`posterior_predictive_check`)."""
+        if self.idata is None:
+            return 0
+        sizes = group(self.idata, "posterior_predictive").sizes
+        return int(sizes["chain"] * sizes["draw"])
 
     @property
     def overall(self) -> pd.DataFrame:
@@ -225,7 +235,8 @@ def _without_pymc_info() -> Iterator[None]:
 
 
 def replicate(
-    posterior: Posterior, *, num_draws: int | None = 500, random_seed: int | None = 0
+    posterior: Posterior, *, num_draws: int | None = 500, random_seed: int | None = 0,
+    max_values: int = MAX_BLOCK_VALUES,
 ) -> xr.DataTree:
     """Replicated data from the posterior's generative model, as a new DataTree.
 
@@ -233,35 +244,90 @@ def replicate(
     of every chain, about ``num_draws`` in total).  Returns a copy of
     ``posterior.idata`` with a ``posterior_predictive`` group and an
     ``observed_data`` group holding the observed variable, ready for
-    :func:`arviz.plot_ppc_dist`; the posterior itself is left unchanged.
+    :func:`arviz.plot_ppc_dist`; the posterior itself is left unchanged.  It holds
+    every replicated cell of every draw: :func:`replicated_blocks` makes the same
+    draws a block at a time (``max_values`` values per block).
     """
-    import pymc as pm
+    blocks = list(replicated_blocks(posterior, num_draws=num_draws, random_seed=random_seed,
+                                    max_values=max_values))
+    return _with_replicates(posterior, xr.concat(blocks, dim="draw"))
 
+
+def _with_replicates(posterior: Posterior, predictive: xr.Dataset) -> xr.DataTree:
+    """A copy of the posterior's tree with ``predictive`` and the observed data."""
     var = posterior.observed_var
-    if posterior.pymc_model is None or var is None:
-        raise ValueError(
-            "posterior-predictive checks need the generative model: this Posterior has no "
-            "pymc_model/observed_var (fit it with bayesrank.fit, or pass them to Posterior)"
-        )
-    thinned = _thinned_posterior(posterior, num_draws)
-    model = scoring_model(posterior.pymc_model)
-    with _without_pymc_info():
-        predictive = pm.sample_posterior_predictive(
-            xr.DataTree.from_dict({"posterior": thinned}),
-            model=model,
-            var_names=[var],
-            # the posterior draws are what is replicated from: keep them, never resample
-            freeze_vars=[rv.name for rv in model.free_RVs if rv.name in thinned],
-            random_seed=random_seed,
-            progressbar=False,
-            extend_inferencedata=False,
-        )
-    groups = {"posterior_predictive": group(predictive, "posterior_predictive")}
+    groups = {"posterior_predictive": predictive}
     if not has_group(posterior.idata, "observed_data") or var not in posterior.idata[
         "observed_data"
     ]:
         groups["observed_data"] = _observed_values(posterior, var).to_dataset(name=var)
     return with_groups(posterior.idata, **groups)
+
+
+def replicated_blocks(
+    posterior: Posterior, *, num_draws: int | None = 500, random_seed: int | None = 0,
+    max_values: int = MAX_BLOCK_VALUES,
+) -> Iterator[xr.Dataset]:
+    """The ``posterior_predictive`` group of :func:`replicate`, a block of draws at a time.
+
+    The thinned draws (every k-th of every chain, about ``num_draws``) are cut into blocks
+    of whole draws of every chain, each of at most about ``max_values`` replicated values
+    (at least one draw), and each block is replicated from its own child of
+    ``SeedSequence(random_seed)``: the same seed and ``max_values`` give the same draws,
+    which :func:`replicate` concatenates.  Replicated from the posterior's generative model
+    (``pymc.sample_posterior_predictive`` at the block's posterior draws), except for the
+    exact Bayes@N posterior, whose cells are replicated at new exact draws of ``p``
+    (:meth:`bayesrank.conjugate.ExactDraws.fresh_counts`: the same predictive
+    distribution, at the block's cost instead of a pass over every stored draw).
+    """
+    import pymc as pm
+
+    var = _observed_var(posterior)
+    thinned = _thinned_posterior(posterior, num_draws)
+    model = scoring_model(posterior.pymc_model)
+    values_per_draw = thinned.sizes["chain"] * _observed_values(posterior, var).size
+    step = max(1, max_values // max(1, values_per_draw))
+    starts = range(0, thinned.sizes["draw"], step)
+    seeds = np.random.SeedSequence(random_seed).spawn(len(starts))
+    exact = posterior._exact_sampler()
+    for start, seed in zip(starts, seeds, strict=True):
+        block = thinned.isel(draw=slice(start, start + step))
+        if exact is not None:
+            yield _fresh_block(posterior, exact, block, np.random.default_rng(seed))
+            continue
+        with _without_pymc_info():
+            predictive = pm.sample_posterior_predictive(
+                xr.DataTree.from_dict({"posterior": block}),
+                model=model,
+                var_names=[var],
+                # the posterior draws are what is replicated from: keep them, never resample
+                freeze_vars=[rv.name for rv in model.free_RVs if rv.name in block],
+                random_seed=int(seed.generate_state(1)[0]),
+                progressbar=False,
+                extend_inferencedata=False,
+            )
+        yield group(predictive, "posterior_predictive")
+
+
+def _observed_var(posterior: Posterior) -> str:
+    """The observed variable's name; a one-line error when there is no generative model."""
+    if posterior.pymc_model is None or posterior.observed_var is None:
+        raise ValueError(
+            "posterior-predictive checks need the generative model: this Posterior has no "
+            "pymc_model/observed_var (fit it with bayesrank.fit, or pass them to Posterior)"
+        )
+    return posterior.observed_var
+
+
+def _fresh_block(posterior: Posterior, exact, block: xr.Dataset, rng) -> xr.Dataset:
+    """Bayes@N's replicated category counts for ``block``'s chains and draws."""
+    chains, draws = block.sizes["chain"], block.sizes["draw"]
+    counts = exact.fresh_counts(posterior.data.reductions.trials, chains * draws, rng)
+    var = posterior.observed_var
+    dims = ("chain", "draw", *posterior.pymc_model.named_vars_to_dims[var])
+    coords = {d: block[d].values for d in ("chain", "draw")}
+    return xr.Dataset({var: (dims, counts.reshape(chains, draws, *counts.shape[1:]))},
+                      coords=coords)
 
 
 _OBSERVATION_KINDS = {
@@ -367,6 +433,7 @@ def posterior_predictive_check(
     num_draws: int | None = 500,
     random_seed: int | None = 0,
     alpha: float = 0.05,
+    max_values: int = MAX_BLOCK_VALUES,
 ) -> PPCResult:
     """Replicate the data from the posterior and compute test statistics with p-values.
 
@@ -381,6 +448,12 @@ def posterior_predictive_check(
     random_seed : int, optional
     alpha : float
         A p-value below ``alpha/2`` or above ``1 - alpha/2`` is flagged.
+    max_values : int
+        Replicated values held at once: the draws are replicated and reduced to their
+        statistics a block at a time (:func:`replicated_blocks`), so memory grows with
+        the cells, not with cells x draws.  ``result.idata`` keeps the replicated cells
+        of the first blocks, as many draws as fit in ``max_values`` (all of them unless
+        the data are large: ``result.kept_draws`` says how many).
 
     Returns
     -------
@@ -391,29 +464,44 @@ def posterior_predictive_check(
     reason = not_applicable_reason(posterior)
     if reason is not None:
         raise DataError(reason)
-    data = posterior.data
-    tree = replicate(posterior, num_draws=num_draws, random_seed=random_seed)
-    var = posterior.observed_var
-    rep_values = tree["posterior_predictive"][var]
-    if not set(_CELL_DIMS) <= set(rep_values.dims):
-        raise DataError(
-            f"posterior-predictive statistics need cell counts with dims (llm, question); "
-            f"{posterior.model!r} observes {var!r} with dims {rep_values.dims}; inspect the "
-            "replicated data (bayesrank.analysis.ppc.replicate(posterior)) with ArviZ's plots."
-        )
-    weights = data.weights
-    trials = data.reductions.trials
-    obs_values = tree["observed_data"][var]
-    obs_score = _cell_scores(obs_values, weights)
+    data, var = posterior.data, _observed_var(posterior)
+    weights, trials = data.weights, data.reductions.trials
+    obs_score = _cell_scores(_observed_values(posterior, var), weights)
     if obs_score.shape != trials.shape:
         raise DataError(
             f"observed {var!r} has {obs_score.shape} cells but the data have {trials.shape}"
         )
-    rep_score = _cell_scores(rep_values, weights)
-    rep_score = rep_score.reshape(-1, *rep_score.shape[-2:])
-    obs_stats = _statistics(obs_score, trials)
-    rep_stats = _statistics(rep_score, trials)
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in STATISTICS}
+    kept: list[xr.Dataset] = []
+    room = max_values
+    for block in replicated_blocks(posterior, num_draws=num_draws, random_seed=random_seed,
+                                   max_values=max_values):
+        rep_values = block[var]
+        if not set(_CELL_DIMS) <= set(rep_values.dims):
+            raise DataError(
+                f"posterior-predictive statistics need cell counts with dims (llm, question); "
+                f"{posterior.model!r} observes {var!r} with dims {rep_values.dims}; inspect "
+                "the replicated data (bayesrank.analysis.ppc.replicate(posterior)) with "
+                "ArviZ's plots."
+            )
+        rep_score = _cell_scores(rep_values, weights)  # (chain, draw, llm, question)
+        for name, values in _statistics(rep_score, trials).items():
+            parts[name].append(values)
+        if rep_values.size <= room or not kept:  # the first blocks, for ArviZ's plots
+            kept.append(block)
+            room -= rep_values.size
+    rep_stats = {name: np.concatenate(values, axis=1).reshape(-1, values[0].shape[-1])
+                 for name, values in parts.items()}  # the samples chain by chain
+    table, replicated, observed = _statistics_table(
+        rep_stats, _statistics(obs_score, trials), data, alpha)
+    tree = _with_replicates(posterior, xr.concat(kept, dim="draw"))
+    notes = _notes(table, alpha, posterior.model)
+    return PPCResult(table, replicated, observed, var, alpha, notes, tree)
 
+
+def _statistics_table(rep_stats: dict[str, np.ndarray], obs_stats: dict[str, np.ndarray],
+                      data, alpha: float):
+    """The rows of :attr:`PPCResult.statistics` and the statistics as DataArrays."""
     targets = {
         "accuracy": list(data.models),
         "solve_rate": list(data.questions),
@@ -446,8 +534,7 @@ def posterior_predictive_check(
     table = pd.concat(rows, ignore_index=True)
     table["flagged"] = (table["p_value"] < alpha / 2) | (table["p_value"] > 1 - alpha / 2)
     table["direction"] = np.where(table["p_value"] < 0.5, "higher", "lower")
-    notes = _notes(table, alpha, posterior.model)
-    return PPCResult(table, replicated, observed, var, alpha, notes, tree)
+    return table, replicated, observed
 
 
 def _notes(table: pd.DataFrame, alpha: float, model: str) -> list[str]:

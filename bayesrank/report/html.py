@@ -592,11 +592,16 @@ def _ppc_section(result: Any, reason: str | None) -> str:
 def _counts_ppc_figure(result: Any) -> str:
     from bayesrank.report.plots import cells_are_binary, plot_ppc_calibration, plot_ppc_rootogram
 
+    total = result.replicated["accuracy"].sizes["sample"]
+    part = ("" if result.kept_draws == total else
+            f'<p class="note">The figure below pools the cells of {result.kept_draws} of the '
+            f"{total} replicated draws (the statistics above read all {total}): the data are "
+            "too large to hold every replicated cell at once.</p>")
     if cells_are_binary(result):
-        return _figure_html(plot_ppc_calibration(result),
-                            "posterior predictive calibration of the binary cells")
+        return part + _figure_html(plot_ppc_calibration(result),
+                                   "posterior predictive calibration of the binary cells")
     fig = plot_ppc_rootogram(result)
-    return _figure_html(fig, "posterior predictive rootogram of the cell counts")
+    return part + _figure_html(fig, "posterior predictive rootogram of the cell counts")
 
 
 def _plot(function: Any, kind: str, post: RankAnalytics, alt: str, **options: Any) -> str:
