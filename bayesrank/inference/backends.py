@@ -37,14 +37,16 @@ from bayesrank.inference.options import SamplerOptions
 
 __all__ = ["SAMPLERS", "default_progressbar", "require", "sample", "sample_batch"]
 
-SAMPLERS = ("nutpie", "numpyro", "pymc", "conjugate")
+SAMPLERS = ("nutpie", "numpyro", "pymc", "conjugate", "laplace")
 _PACKAGES = {
     "nutpie": ("nutpie",),
     "numpyro": ("jax", "numpyro"),
     "pymc": ("pymc",),
     "conjugate": (),
+    "laplace": (),
 }
-_EXTRAS = {"nutpie": "nutpie", "numpyro": "jax", "pymc": None, "conjugate": None}
+_EXTRAS = {"nutpie": "nutpie", "numpyro": "jax", "pymc": None, "conjugate": None,
+           "laplace": None}
 
 
 def require(sampler: str) -> None:
@@ -382,6 +384,10 @@ def sample(
         return _sample_pymc(model, run)
     if run.sampler == "conjugate":
         return _sample_exact(model, run, exact_draws=exact_draws, log_likelihood=log_likelihood)
+    if run.sampler == "laplace":  # i.i.d. draws of an approximation (bayesrank.inference.laplace)
+        from bayesrank.inference.laplace import laplace_draws
+
+        return _sample_exact(model, run, exact_draws=laplace_draws)
     return _sample_numpyro(model, run, log_likelihood=log_likelihood, key=key)
 
 

@@ -54,6 +54,8 @@ DEFAULT_SAMPLER = {
     "davidson_luce": "nutpie",
 }
 _FALLBACK = ("nutpie", "numpyro", "pymc")
+#: Samplers whose draws are i.i.d.: the exact conjugate posterior and the Laplace approximation
+INDEPENDENT_DRAWS = ("conjugate", "laplace")
 
 
 def _choose_sampler(model: str, sampler: str | None) -> str:
@@ -115,7 +117,7 @@ def _draws(draws: int | None, model: pm.Model, chains: int, sampler: str,
     """
     if draws is not None:
         return int(draws)
-    if sampler == "conjugate":
+    if sampler in INDEPENDENT_DRAWS:
         return 1000
     return default_draws(_free_size(model, key), chains)
 
@@ -215,9 +217,9 @@ def _finish(
     posterior.attrs.update({"bayesrank_model": name, "sampler": sampler, "random_seed": seed,
                             "model_options": _options_json(model_options or {})})
     idata = with_groups(idata, posterior=posterior)
-    # exact i.i.d. draws: ESS is the number of draws by construction, nothing to estimate
-    diagnostics = (summarize(idata, ["theta"], independent=True) if sampler == "conjugate"
-                   else summarize(idata))
+    # i.i.d. draws: ESS is the number of draws by construction, nothing to estimate
+    diagnostics = (summarize(idata, ["theta"], independent=True)
+                   if sampler in INDEPENDENT_DRAWS else summarize(idata))
     if warn:
         check(diagnostics, model=name, stacklevel=4)
     return Posterior(

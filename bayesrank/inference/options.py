@@ -26,7 +26,7 @@ __all__ = ["SamplerOptions"]
 #: the 2PL's warm-up took 52-56% of the gradients it took at 1,000 on the five real sets,
 #: with the same checks passed (docs/samplers.md).  PyMC and NumPyro adapt from the draws
 #: alone: the usual 1,000.
-DEFAULT_TUNE = {"nutpie": 500, "pymc": 1000, "numpyro": 1000, "conjugate": 0}
+DEFAULT_TUNE = {"nutpie": 500, "pymc": 1000, "numpyro": 1000, "conjugate": 0, "laplace": 0}
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,13 @@ class SamplerOptions:
 
     Parameters
     ----------
-    sampler : {"nutpie", "numpyro", "pymc", "conjugate"}, optional
+    sampler : {"nutpie", "numpyro", "pymc", "conjugate", "laplace"}, optional
         Default: the fastest measured for the model (docs/samplers.md).
         ``"numpyro"`` runs on a GPU when JAX sees one; ``"conjugate"`` draws
-        the ``"bayes"`` model's Dirichlet posterior exactly (its default).
+        the ``"bayes"`` model's Dirichlet posterior exactly (its default);
+        ``"laplace"`` draws the binomial Rasch's Laplace approximation, an
+        approximation for leaderboard-sized data on a CPU
+        (:mod:`bayesrank.inference.laplace`, docs/scale.md).
     draws : int, optional
         Kept draws per chain.  Default: 1,000 up to 146 parameters, more beyond,
         so that a fit that mixes well fails R-hat <= 1.01 by chance at most one
