@@ -160,13 +160,6 @@ def preference_matrix(wins: Any, ties: Any, tie_policy: str = "half", *,
     return W + 0.5 * _square("ties", ties, batch=batch) if tie_policy == "half" else W
 
 
-def _data_preferences(data: ResponseData, tie_policy: str) -> np.ndarray:
-    check_choice("tie_policy", tie_policy, TIE_POLICIES)
-    if tie_policy == "half":
-        return np.asarray(data.reductions.question_preferences, dtype=float)
-    return question_counts(data)[0]
-
-
 # --------------------------------------------------------------------------------------
 # Level scores of a strict partial order
 # --------------------------------------------------------------------------------------
@@ -693,7 +686,7 @@ def minimax(
     tie_policy: str = "half",
 ) -> np.ndarray:
     """Minimax (Simpson-Kramer), see :func:`minimax_scores` (paper App. "Minimax")."""
-    return minimax_scores(_data_preferences(data, tie_policy), variant)
+    return minimax_scores(preference_matrix(*question_counts(data), tie_policy), variant)
 
 
 @ranking_method
@@ -709,7 +702,7 @@ def schulze(
     margin variant (e.g. Debian's elections).  Scores are levels of the beatpath
     order; ``details["paths"]`` holds the strongest-path matrix.
     """
-    p = schulze_paths(_data_preferences(data, tie_policy), strength)
+    p = schulze_paths(preference_matrix(*question_counts(data), tie_policy), strength)
     return dag_levels(p > p.T), {"paths": p}
 
 
@@ -721,7 +714,7 @@ def ranked_pairs(
     tie_policy: str = "half",
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Ranked Pairs (Tideman), levels of the locked graph (paper App. "Ranked Pairs")."""
-    locked = ranked_pairs_locked(_data_preferences(data, tie_policy), strength)
+    locked = ranked_pairs_locked(preference_matrix(*question_counts(data), tie_policy), strength)
     return dag_levels(locked), {"locked": locked}
 
 
@@ -734,23 +727,20 @@ def kemeny_young(
     tie_aware: bool = True,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Exact Kemeny-Young ranking, see :func:`kemeny_young_scores` (paper App. "Kemeny--Young")."""
-    return kemeny_young_scores(
-        _data_preferences(data, tie_policy), tie_aware=tie_aware, time_limit=time_limit
-    )
+    return kemeny_young_scores(preference_matrix(*question_counts(data), tie_policy),
+                               tie_aware=tie_aware, time_limit=time_limit)
 
 
 @ranking_method
 def nanson(data: ResponseData, *, rank_ties: str = "average") -> np.ndarray:
     """Nanson's rule: drop models at or below the mean Borda score each round."""
-    wins, ties = question_counts(data)
-    return borda_elimination_scores(wins, ties, rule="nanson", rank_ties=rank_ties)
+    return borda_elimination_scores(*question_counts(data), rule="nanson", rank_ties=rank_ties)
 
 
 @ranking_method
 def baldwin(data: ResponseData, *, rank_ties: str = "average") -> np.ndarray:
     """Baldwin's rule: drop the model(s) with the lowest Borda score each round."""
-    wins, ties = question_counts(data)
-    return borda_elimination_scores(wins, ties, rule="baldwin", rank_ties=rank_ties)
+    return borda_elimination_scores(*question_counts(data), rule="baldwin", rank_ties=rank_ties)
 
 
 @ranking_method
