@@ -48,7 +48,6 @@ from scipy.special import expit
 
 from bayesrank.baselines._optim import (
     check_identified,
-    exchangeable_groups,
     fit_options,
     prior_variance,
     strengths,
@@ -82,8 +81,6 @@ __all__ = [
     "davidson_log_strengths",
     "rao_kupper_loglik",
     "rao_kupper_log_strengths",
-    "check_identified",
-    "exchangeable_groups",
     "bradley_terry",
     "bradley_terry_davidson",
     "rao_kupper",
