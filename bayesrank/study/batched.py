@@ -4,16 +4,11 @@ The study protocols rank the same data many times: the ``N`` single-trial draws,
 ``reps`` subsamples per budget, and the same draws again on every model pool.
 Ranking each subsample alone re-validates a :class:`~bayesrank.ResponseData`,
 re-reduces its counts and pays each rule's Python overhead once per draw.  Here
-one :class:`DrawStack` reduces every draw of a stack at once:
-
-- category counts ``n_dlmk`` of all draws, shape (D, L, M, C+1);
-- trial-level wins and ties ``W_dij``, ``T_dij`` (paper Sec. 2.2) with one batched
-  matrix product over one-hot indicator blocks;
-- question-level wins and ties (questions as voters) by one broadcast comparison.
-
-Pairwise and cell counts of a model pool are the rows and columns of the full-pool
-counts, so :meth:`DrawStack.pool` and :meth:`DrawStack.pools` restrict a stack to one pool
-or to many at once without recomputing anything.
+one :class:`DrawStack` reduces every draw of a stack at once (category counts, trial- and
+question-level pairwise counts, each by one batched operation).  Pairwise and cell counts
+of a model pool are the rows and columns of the full-pool counts, so :meth:`DrawStack.pool`
+and :meth:`DrawStack.pools` restrict a stack to one pool or to many at once without
+recomputing anything.
 
 Every rule with a stacked form (:data:`BATCHED_RULES`, :mod:`bayesrank.study.stack_rules`)
 runs once over the whole stack; the other rules, and the draws or options a stacked form
@@ -135,14 +130,8 @@ class DrawStack:
 
     @classmethod
     def from_data(cls, data: ResponseData, draws: Sequence[np.ndarray]) -> DrawStack:
-        """Reduce every draw of ``data`` in one pass.
-
-        Raises
-        ------
-        ValueError
-            When the data have missing trials or the draws differ in size (use
-            the per-draw path of :func:`rank_stack` with ``stack=None`` there).
-        """
+        """Reduce every draw of ``data`` in one pass (ValueError when the data have missing
+        trials or the draws differ in size: :func:`draws_per_stack` says 0 there)."""
         if not data.complete:
             raise ValueError("DrawStack needs complete data (no mask)")
         sizes = {len(d) for d in draws}
@@ -281,8 +270,7 @@ class PoolData:
     Rows hold different models, so the model-specific parts of a ResponseData (R, R0,
     names, reductions) have no single value here: reading them raises
     :class:`PoolStackError` (the bootstrap then ranks that rule pool by pool, on
-    :meth:`DrawStack.pool` stacks).  Per-row inputs are the stack's counts,
-    :attr:`DrawStack.prior_counts`, :attr:`DrawStack.outcomes` and :meth:`DrawStack.subset`.
+    :meth:`DrawStack.pool` stacks); the per-row inputs are the stack's (``models``).
     """
 
     def __init__(self, source: ResponseData, size: int) -> None:
@@ -379,12 +367,8 @@ def is_batched(method: str) -> bool:
 
 
 def batched_scores(stack: DrawStack, method: str, **options: object) -> np.ndarray | None:
-    """Scores (D, L) of ``method`` on every draw of ``stack``, or None (use the per-draw path).
-
-    ``options`` override the identifier's (:attr:`~bayesrank.baselines.MethodSpec.options`).
-    A rule that can fail on single draws may return ``(scores, reasons)`` instead: NaN rows
-    with the per-draw path's reason (``"ErrorClass: message"``) for each such draw.
-    """
+    """:func:`stacked_scores` of ``method``'s base rule with the identifier's options
+    (:attr:`~bayesrank.baselines.MethodSpec.options`), ``options`` over them."""
     spec = get_method(method)
     return stacked_scores(stack, spec.base, **{**spec.options, **options})
 
@@ -396,8 +380,9 @@ def _rule_defaults(base: str) -> dict[str, object]:
 
 def stacked_scores(stack: DrawStack, base: str, **options: object) -> np.ndarray | None:
     """The stacked form of base rule ``base`` (:data:`BATCHED_RULES`) with ``options`` over
-    the rule's own defaults: scores (D, L), ``(scores, reasons)``, or None (per-draw path:
-    no stacked form, or options or data the rule's core rejects with a DataError)."""
+    the rule's own defaults: scores (D, L), or ``(scores, reasons)`` with NaN rows and the
+    per-draw path's reason (``"ErrorClass: message"``) for draws it could not rank, or None
+    (per-draw path: no stacked form, or options or data its core rejects with a DataError)."""
     rule = BATCHED_RULES.get(base)
     if rule is None:
         return None
@@ -506,13 +491,11 @@ def rank_stack(
 ) -> dict[str, DrawRanks]:
     """Every method's ranks on every draw of ``stack``.
 
-    Closed forms (:data:`BATCHED_RULES`) run once over the stack; every other rule
-    runs per draw on :meth:`DrawStack.subset` (reductions shared from the stack), and so
-    do the draws where a stacked rule returns non-finite scores (e.g. an iterative fit
-    that fails on that draw: the per-draw path reports why), unless the rule returned
-    ``(scores, reasons)`` with the per-draw path's reason for each such draw.
-    ``scores_cache`` maps a method to precomputed scores (D, L) of this stack (the
-    bootstrap passes pool restrictions of separable rules).
+    Closed forms (:data:`BATCHED_RULES`) run once over the stack; every other rule, and
+    the draws a stacked rule left NaN without a reason (:func:`stacked_scores`), run per
+    draw on :meth:`DrawStack.subset` (reductions shared from the stack; that path reports
+    why a draw fails).  ``scores_cache`` maps a method to precomputed scores (D, L) of this
+    stack (the bootstrap passes pool restrictions of separable rules).
     """
     out: dict[str, DrawRanks] = {}
     subs: dict[int, ResponseData] = {}
