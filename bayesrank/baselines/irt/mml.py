@@ -101,10 +101,8 @@ def ability_posterior(
     Gauss–Hermite nodes of ``N(0, population_sd^2)``; items with infinite
     difficulty are skipped (they contribute a constant).
 
-    Returns
-    -------
-    posterior : (L, Q) weights summing to 1 per row.
-    nodes : (Q,) ability nodes.  EAP = ``posterior @ nodes``.
+    Returns the posterior (L, Q), weights summing to 1 per row, and the ability nodes (Q,):
+    EAP = ``posterior @ nodes``.
     """
     k, n = binomial_counts(successes, trials)
     difficulty = np.asarray(difficulty, dtype=float)
@@ -266,14 +264,12 @@ def fit_rasch_mml(
     population_sd: float | None = 1.0,
     tol: float = 1e-8,
 ) -> MmlFit:
-    """Rasch marginal ML by EM over Gauss–Hermite quadrature (Bock & Aitkin, 1981).
+    """Rasch marginal ML by EM over Gauss–Hermite quadrature (module docstring).
 
-    Abilities are integrated out under ``theta ~ N(0, sd^2)``; the marginal
-    likelihood is maximised over the difficulties by EM (paper, Alg. "Rasch
-    MML"): the E-step forms each model's discrete posterior over the nodes,
-    the M-step solves each item's expected-count score equation (safeguarded
-    Newton, at most ``max_iter`` steps; compiled, :mod:`._mml_kernel`).  EM stops
-    after ``em_iter`` iterations or when no difficulty moves by more than ``tol``.
+    The E-step forms each model's discrete posterior over the nodes, the M-step solves each
+    item's expected-count score equation (safeguarded Newton, at most ``max_iter`` steps;
+    compiled, :mod:`._mml_kernel`).  EM stops after ``em_iter`` iterations or when no
+    difficulty moves by more than ``tol``.
 
     ``population_sd=None`` estimates the population sd as well (a Rasch model
     with free latent variance, equivalently a common slope on a standard-normal
