@@ -5,8 +5,7 @@ only when a sequential rating is first computed.  Every kernel takes a batch of 
 independent event streams ``outcomes`` (B, E, L) int and ``present`` (B, E, L)
 bool, rows in processing order, and a tie code: 0 = skip ties, 1 = every tie is a
 draw, 2 = only (1, 1) ties are draws.  The streams run one after the other through the
-same loop, from fresh ratings, so a stream's result does not depend on the batch it came
-in: one data set is a batch of 1, the study's D trial draws a batch of D.
+same loop, from fresh ratings (see :mod:`bayesrank.baselines.ratings` on batches).
 
 Label symmetry: every pairwise term comes from a label-free formula and each
 model sums its terms over opponents in increasing index order, so two models

@@ -1,11 +1,8 @@
 """IRT rules over a whole :class:`~bayesrank.study.batched.DrawStack` at once.
 
 The JML / MAP Rasch, 2PL and 3PL fits of every draw run as one batch of
-:func:`bayesrank.baselines.irt.xpl_batch.fit_xpl_batch`, ``rasch_mml`` of
-:func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.  A draw whose fit fails
-(:class:`~bayesrank.errors.NotIdentifiedError`) gets a NaN row and the per-draw rule's
-reason.  ``dynamic_irt`` is the Rasch JML fit with ``variant="linear"`` and, on
-single-trial draws, with ``"growth"``; the growth model over several trials gives None.
+:func:`bayesrank.baselines.irt.xpl_batch.fit_xpl_batch` (``dynamic_irt``: where it is the
+Rasch fit), ``rasch_mml`` of :func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.
 Rules that fit the same model share one fit per stack
 (:meth:`~bayesrank.study.batched.DrawStack.once`).
 """

@@ -1,15 +1,11 @@
 """The study's stacked rules: one table, from base rule name to its stacked form.
 
 A stacked form takes a :class:`~bayesrank.study.batched.DrawStack` and the identifier's
-options (the defaults of its :class:`~bayesrank.baselines.MethodSpec` record) and returns
-the scores (D, L) of every draw, ``(scores, reasons)``, or None (the per-draw path ranks
-those draws).  It holds only what is about stacks: which of the stack's shared reductions
-the rule reads, and sharing or blocking work across draws.  The numeric core, its option
-checks and its defaults are the rule's own (:mod:`bayesrank.baselines`), called here with
-the stack as the batch and by :func:`bayesrank.rank` with a batch of one; an option the
-core rejects raises its :class:`~bayesrank.errors.DataError`, and
-:func:`~bayesrank.study.batched.batched_scores` then hands every draw to the per-draw
-path, which says why.
+options and returns what :func:`~bayesrank.study.batched.stacked_scores` says.  It holds
+only what is about stacks: which of the stack's shared reductions the rule reads, and
+sharing or blocking work across draws.  The numeric core, its option checks and its
+defaults are the rule's own (:mod:`bayesrank.baselines`), called here with the stack as
+the batch and by :func:`bayesrank.rank` with a batch of one.
 
 The count rules (avg, inverse difficulty, Bayes@N, Borda, Copeland, win rate, Minimax,
 Schulze) and Thompson sampling are defined here; each family's other rules in its

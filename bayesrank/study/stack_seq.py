@@ -10,8 +10,7 @@ uses the same random stream, which
 draws (any other seed: per-draw path).
 
 Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters) run through
-the lockstep rules of :mod:`bayesrank.baselines.voting_batch`; Kemeny-Young solves each row
-exactly, once per stack for both tie policies (they have the same margins).
+the lockstep rules of :mod:`bayesrank.baselines.voting_batch`; Kemeny-Young row by row.
 
 Pass@k, Pass-hat@k and mG-Pass@k: :func:`bayesrank.baselines.metrics.pass_scores` of the
 draws' success counts; draws of fewer than ``k`` trials take the per-draw path.

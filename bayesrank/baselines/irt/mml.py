@@ -224,12 +224,11 @@ def fit_rasch_mml_batch(k, n, *, n_quadrature, em_iter, max_iter, population_sd,
     """:func:`fit_rasch_mml`'s EM for B count matrices ``k``, ``n`` (B, L, M).
 
     Arguments are validated by the caller.  Each problem runs the compiled EM of
-    :mod:`._mml_kernel` alone (the problems are split over threads); uninformative items
-    stay in its arrays with zero counts, which add exactly nothing to the likelihood or
-    the score equations.  So a problem's result does not depend on the rest of the batch:
-    :func:`fit_rasch_mml` runs this with B = 1 and the stacked study rules with one
-    problem per draw.  The person scores (:meth:`MmlBatch.person_scores`) are computed
-    from the fitted ``(difficulty, slope)`` model by model, on demand.
+    :mod:`._mml_kernel` alone, its uninformative items held at zero counts (as
+    :mod:`.xpl_batch` does): :func:`fit_rasch_mml` runs this with B = 1 and the stacked
+    study rules with one problem per draw.  The person scores
+    (:meth:`MmlBatch.person_scores`) come from the fitted ``(difficulty, slope)`` model by
+    model, on demand.
     """
     B = k.shape[0]
     z, w = normal_quadrature(n_quadrature)
