@@ -275,9 +275,8 @@ def fit_rasch_mml(
     ability: mirt's ``itemtype='Rasch'``).  The population mean is 0, which
     fixes the location, so difficulties are *not* re-centred.
 
-    Items solved by every model (or none) have difficulty ``-inf`` (``+inf``):
-    with a fixed population that is the exact marginal-ML value, and the items
-    carry no information about abilities, so they are set aside.  The EM itself is
+    Items solved by every model (or none) are set aside with difficulty ``-inf`` (``+inf``),
+    with a fixed population the exact marginal-ML value.  The EM itself is
     :func:`fit_rasch_mml_batch` with one problem; ``eap`` and ``posterior_sd`` are those of
     each model's posterior given the fit (module docstring, "Person scores"), while
     ``posterior`` stays the EM's grid posterior.
