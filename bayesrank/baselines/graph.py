@@ -354,8 +354,6 @@ def rank_centrality(
     P, edges = P[0], edges[0]
     _require_connected(edges, f"rank_centrality(tie_handling={tie_handling!r})",
                       labels=data.models)
-    if data.L == 1:
-        return np.ones(1)
     if teleport == 0 and not gb.strongly_connected_batch(P[None] > 0)[0]:
         raise DisconnectedGraphError(
             f"rank_centrality(tie_handling={tie_handling!r}): the 'beaten by' graph is not "

@@ -109,8 +109,6 @@ def _rank_centrality(rows: _Rows, *, tie_handling, smoothing, teleport, solver, 
                                                         solver, max_iter, tol)
     if solver != "exact":
         return None
-    if rows.wins.shape[1] == 1:
-        return np.ones((rows.D, 1))
     P, edges = gb.rank_centrality_chain_batch(rows.wins, rows.ties, tie_handling,
                                               smoothing, teleport)
     ok = gb.connected_batch(edges)
