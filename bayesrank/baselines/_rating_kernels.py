@@ -94,10 +94,9 @@ def elo_streams(outcomes, present, K, initial_rating, tie_code):
                 if tie_code == DRAW:
                     acc += _elo_sum(i, 0.5, losers, n_lose, strength)
                 delta[i] = K * acc
-            for k in range(n_win):
-                rating[winners[k]] += delta[winners[k]]
-            for k in range(n_lose):
-                rating[losers[k]] += delta[losers[k]]
+            for i in range(L):
+                if seen[e, i]:  # a winner or a loser of the event
+                    rating[i] += delta[i]
             shift = rating.max()
         out[b] = rating
     return out
@@ -189,12 +188,9 @@ def glicko_streams(outcomes, present, initial_rating, initial_rd, c, rd_max, tie
                     info += info2
                     total += total2
                 new_rating[i], new_rd[i] = glicko_period(rating[i], rd[i], info, total, rd_max)
-            for k in range(n_win):
-                rating[winners[k]] = new_rating[winners[k]]
-                rd[winners[k]] = new_rd[winners[k]]
-            for k in range(n_lose):
-                rating[losers[k]] = new_rating[losers[k]]
-                rd[losers[k]] = new_rd[losers[k]]
+            for i in range(L):
+                if seen[e, i]:  # a winner or a loser of the event
+                    rating[i], rd[i] = new_rating[i], new_rd[i]
         ratings[s], rds[s] = rating, rd
     return ratings, rds
 
@@ -316,12 +312,9 @@ def _trueskill_pairs(first, n_first, second, n_second, same_group, outcome, mu, 
 @njit(cache=True)
 def trueskill_streams(outcomes, present, n_per_round, mu0, sigma0, beta, tau, draw_margin,
                       tie_code):
-    """Final TrueSkill (mu, sigma), each (B, L), of B independent streams (B, E, L).
-
-    Within an event every pairwise match is computed from the event-start beliefs
-    and the resulting Gaussian sites are multiplied in natural parameters; after
-    every ``n_per_round`` events sigma is inflated by ``tau`` (skill drift).
-    """
+    """Final TrueSkill (mu, sigma), each (B, L), of B independent streams (B, E, L), as
+    :func:`bayesrank.baselines.ratings.trueskill` describes (drift after every
+    ``n_per_round`` events)."""
     B, n_events, L = outcomes.shape
     mus = np.empty((B, L))
     sigmas = np.empty_like(mus)
