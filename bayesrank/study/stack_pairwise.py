@@ -21,12 +21,12 @@ from bayesrank.baselines.pairwise_batch import (
     bt_fit_batch,
     btl_fit_batch,
     davidson_fit_batch,
-    exchangeable_batch,
     pl_mm_batch,
     rao_kupper_fit_batch,
     strongly_connected,
 )
 from bayesrank.checks import check_finite, check_in_interval
+from bayesrank.ranking import exchangeable_pairs
 
 if TYPE_CHECKING:
     from bayesrank.study.batched import DrawStack
@@ -39,7 +39,7 @@ def _scores(theta: np.ndarray, ok: np.ndarray, stalled: np.ndarray, D: int, *mat
     """Scores of the fitted draws ``ok``, ``theta`` averaged over the models that each draw's
     counts ``mats`` (all draws) make exchangeable; NaN rows for the others and stalled fits."""
     if mats:
-        theta = average_exchangeable(theta, exchangeable_batch(*(M[ok] for M in mats)))
+        theta = average_exchangeable(theta, exchangeable_pairs(*(M[ok] for M in mats)))
     out = np.full((D, theta.shape[-1]), np.nan)
     fitted = score(theta)
     fitted[stalled] = np.nan

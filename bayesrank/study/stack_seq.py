@@ -27,6 +27,7 @@ import numpy as np
 
 from bayesrank.baselines import metrics, paired, pairwise_batch, ratings, voting, voting_batch
 from bayesrank.checks import check_int
+from bayesrank.ranking import exchangeable_pairs
 from bayesrank.threads import worker_threads
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def _bayesian_mcmc(stack: DrawStack, *, seed: int | None, **options: Any):
         means, _ = paired.bt_posterior_means_batch(Ws, seed=seed, **options)
         # bt_posterior_mean of every chain: the same sums in the same order
         scores[start:start + len(Ws)] = pairwise_batch.average_exchangeable(
-            means, pairwise_batch.exchangeable_batch(Ws))
+            means, exchangeable_pairs(Ws))
 
     starts = range(0, stack.D, MCMC_BLOCK)
     # a chain does not depend on its block or thread; the compiled sampler drops the GIL
