@@ -36,9 +36,10 @@ import numpy as np
 if TYPE_CHECKING:
     from bayesrank.data.response import ResponseData
 
-__all__ = ["Reductions", "SetwiseEvents"]
+__all__ = ["Reductions", "SetwiseEvents", "pair_counts", "question_pair_counts"]
 
 _CHUNK_COLUMNS = 16384
+_CHUNK_ELEMENTS = 2**22  # pairwise comparisons per block of questions
 
 # values closer than this (relative to max(1, max |value|)) are one value: rounding
 NEAR_TIE_TOL = 1e-12
@@ -72,15 +73,84 @@ def merge_near_ties(values: np.ndarray, *, per_row: bool = False) -> np.ndarray:
     return merged.reshape(u.shape)
 
 
-def _gram(blocks_left, blocks_right, L: int, n_cols: int) -> np.ndarray:
+def _gram(blocks_left, blocks_right, shape: tuple[int, ...], n_cols: int) -> np.ndarray:
     """sum_c left_c @ right_c.T over column chunks; blocks are callables on a column slice."""
-    out = np.zeros((L, L), dtype=np.float64)
+    out = np.zeros(shape, dtype=np.float64)
     for start in range(0, n_cols, _CHUNK_COLUMNS):
         cols = slice(start, min(start + _CHUNK_COLUMNS, n_cols))
         left = blocks_left(cols)
         right = left if blocks_right is None else blocks_right(cols)
-        out += left @ right.T
+        out += left @ np.swapaxes(right, -1, -2)
     return np.rint(out)
+
+
+def _frozen_pairs(wins: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairwise counts (..., L, L) with zero diagonals (a model never meets itself), read-only."""
+    eye = np.eye(wins.shape[-1], dtype=bool)
+    for a in (wins, ties):
+        a[..., eye] = 0.0
+        a.setflags(write=False)
+    return wins, ties
+
+
+def pair_counts(
+    X: np.ndarray, weights: np.ndarray, mask: np.ndarray | None = None, *, binary: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """W and T of outcomes ``X`` (..., L, K) over K question-trials (``mask``: observed).
+
+    ``W[..., i, j]`` counts the trials both observed where i's utility ``weights[X]``
+    beats j's, ``T`` those where they are equal (diagonals 0).  ``binary`` complete data
+    need one product: ``A_ij = #(both succeed)``.  Leading axes are a batch (the study's
+    draws); :attr:`Reductions.wins` is the data's own, a batch of none.
+    """
+    lead, (L, n_cols) = X.shape[:-2], X.shape[-2:]
+    shape = lead + (L, L)
+    if binary and mask is None:
+        A = _gram(lambda c: X[..., c].astype(np.float32), None, shape, n_cols)
+        S = np.diagonal(A, axis1=-2, axis2=-1)[..., None]
+        wins = S - A
+        ties = A + (n_cols - S - np.swapaxes(S, -1, -2) + A)
+        return _frozen_pairs(wins, ties)
+    wins = np.zeros(shape)
+    ties = np.zeros(shape)
+    for level in np.unique(weights):
+        at = np.flatnonzero(weights == level)
+        below = np.flatnonzero(weights < level)
+
+        def indicator(cats, c):
+            block = np.isin(X[..., c], cats)
+            if mask is not None:
+                block &= mask[..., c]
+            return block.astype(np.float32)
+
+        ties += _gram(lambda c, at=at: indicator(at, c), None, shape, n_cols)
+        if below.size:
+            wins += _gram(lambda c, at=at: indicator(at, c),
+                          lambda c, below=below: indicator(below, c), shape, n_cols)
+    return _frozen_pairs(wins, ties)
+
+
+def question_pair_counts(grades: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Question-level wins and ties of cell grades (..., L, M): #questions with
+    ``g_im > g_jm`` and with ``g_im = g_jm``, over questions both observed (NaN: not).
+
+    Grades are compared as they are (equal means made equal first: :attr:`cell_grades`),
+    in blocks of questions so memory stays bounded; leading axes are a batch.
+    """
+    lead, (L, M) = grades.shape[:-2], grades.shape[-2:]
+    block = max(1, _CHUNK_ELEMENTS // (int(np.prod(lead)) * L * L))
+    by_question = np.swapaxes(grades, -1, -2)
+    wins = np.zeros(lead + (L, L))
+    for start in range(0, M, block):
+        g = by_question[..., start:start + block, :]
+        wins += np.sum(g[..., :, None] > g[..., None, :], axis=-3, dtype=np.int32)
+    seen = ~np.isnan(grades)
+    if seen.all():
+        both = float(M)
+    else:
+        seen = seen.astype(np.float32)
+        both = seen @ np.swapaxes(seen, -1, -2)
+    return _frozen_pairs(wins, both - wins - np.swapaxes(wins, -1, -2))
 
 
 @dataclass(frozen=True)
@@ -181,44 +251,8 @@ class Reductions:
     @cached_property
     def _pairwise(self) -> tuple[np.ndarray, np.ndarray]:
         d = self.data
-        L = d.L
-        X = d.R.reshape(L, -1)
-        n_cols = X.shape[1]
-        if d.is_binary and d.mask is None:
-            # One symmetric product suffices: A_ij = #(both succeed).
-            A = _gram(lambda c: X[:, c].astype(np.float32), None, L, n_cols)
-            S = np.diag(A).copy()
-            wins = S[:, None] - A
-            ties = A + (n_cols - S[:, None] - S[None, :] + A)
-        else:
-            V = None if d.mask is None else d.mask.reshape(L, -1)
-            utility = d.weights
-            levels = np.unique(utility)
-            wins = np.zeros((L, L))
-            ties = np.zeros((L, L))
-            for level in levels:
-                at = np.flatnonzero(utility == level)
-                below = np.flatnonzero(utility < level)
-
-                def indicator(cats, c, X=X, V=V):
-                    block = np.isin(X[:, c], cats)
-                    if V is not None:
-                        block &= V[:, c]
-                    return block.astype(np.float32)
-
-                ties += _gram(lambda c, at=at: indicator(at, c), None, L, n_cols)
-                if below.size:
-                    wins += _gram(
-                        lambda c, at=at: indicator(at, c),
-                        lambda c, below=below: indicator(below, c),
-                        L,
-                        n_cols,
-                    )
-        np.fill_diagonal(wins, 0.0)
-        np.fill_diagonal(ties, 0.0)
-        wins.setflags(write=False)
-        ties.setflags(write=False)
-        return wins, ties
+        mask = None if d.mask is None else d.mask.reshape(d.L, -1)
+        return pair_counts(d.R.reshape(d.L, -1), d.weights, mask, binary=d.is_binary)
 
     @property
     def wins(self) -> np.ndarray:
@@ -238,38 +272,9 @@ class Reductions:
     @cached_property
     def _question_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         d = self.data
-        L, M = d.L, d.M
-        if d.is_binary and d.complete:
-            codes = self.successes.astype(np.int32)  # k_lm orders cells like k_lm / N
-            levels = np.arange(d.N + 1)
-        else:
-            u = self.cell_grades
-            seen = ~np.isnan(u)
-            levels, inverse = np.unique(u[seen], return_inverse=True)
-            codes = np.full((L, M), -1, dtype=np.int32)  # -1: unobserved, matches no level
-            codes[seen] = inverse
-        V = levels.size
-        # Strict wins E @ B.T with one-hot E (u_lm == level v) and strictly-below B
-        # (u_lm < level v), built per block of questions (exact float32 integers) so
-        # memory stays bounded; ties are the co-observed questions that are not wins.
-        wins = np.zeros((L, L))
-        block = max(1, _CHUNK_COLUMNS // V)
-        grid = np.arange(V, dtype=np.int32)
-        for start in range(0, M, block):
-            c = codes[:, start : start + block, None]
-            onehot = (c == grid).astype(np.float32).reshape(L, -1)
-            below = ((c < grid) & (c >= 0)).astype(np.float32).reshape(L, -1)
-            wins += onehot @ below.T
-        if (codes >= 0).all():
-            both = np.full((L, L), float(M))
-        else:
-            seen = (codes >= 0).astype(np.float32)
-            both = seen @ seen.T
-        ties = both - wins - wins.T
-        for a in (wins, ties):
-            np.fill_diagonal(a, 0.0)
-            a.setflags(write=False)
-        return wins, ties
+        # k_lm orders complete binary cells like k_lm / N, with no rounding to merge
+        return question_pair_counts(self.successes if d.is_binary and d.complete
+                                    else self.cell_grades)
 
     @property
     def question_wins(self) -> np.ndarray:

@@ -31,7 +31,7 @@ import numpy as np
 
 from bayesrank.baselines import METHODS, rule_defaults, voting
 from bayesrank.data import ResponseData
-from bayesrank.data.reductions import merge_near_ties
+from bayesrank.data.reductions import merge_near_ties, pair_counts, question_pair_counts
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
 from bayesrank.ranking import DEFAULT_TOL
 from bayesrank.registry import get_method, rank
@@ -143,8 +143,11 @@ class DrawStack:
         R = np.moveaxis(data.R[:, :, idx], 2, 0)  # (D, L, M, n)
         cats = np.arange(data.n_categories, dtype=R.dtype)
         counts = (R[..., None] == cats).sum(axis=3, dtype=np.int64)  # (D, L, M, C+1)
-        wins, ties = _trial_pairs(R.reshape(D, L, M * n), data.weights)
-        q_wins, q_ties = _question_pairs(counts, data.weights, data.is_binary)
+        wins, ties = pair_counts(R.reshape(D, L, M * n), data.weights, binary=data.is_binary)
+        # as Reductions._question_pairs of each draw alone: k_lm, or the merged grades
+        q_wins, q_ties = question_pair_counts(
+            counts[..., 1] if data.is_binary
+            else merge_near_ties((counts @ data.weights) / n, per_row=True))
         return cls(data, _frozen(idx), _frozen(counts), wins, ties, q_wins, q_ties)
 
     @property
@@ -321,44 +324,6 @@ class _PoolStack(DrawStack):
     ties = cached_property(lambda self: self._pairs(self._parent.ties))
     question_wins = cached_property(lambda self: self._pairs(self._parent.question_wins))
     question_ties = cached_property(lambda self: self._pairs(self._parent.question_ties))
-
-
-def _without_diagonal(wins: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pairwise counts (D, L, L) with zero diagonals (a model never meets itself), read-only."""
-    eye = np.eye(wins.shape[1], dtype=bool)
-    wins[:, eye] = 0.0
-    ties[:, eye] = 0.0
-    return _frozen(wins), _frozen(ties)
-
-
-def _trial_pairs(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """W_dij and T_dij of every draw from outcomes X (D, L, K) over K question-trials."""
-    D, L, K = X.shape
-    if weights.size == 2 and weights[1] > weights[0]:
-        Xf = X.astype(np.float32)
-        A = np.rint(Xf @ np.swapaxes(Xf, 1, 2)).astype(np.float64)  # both succeed
-        S = np.diagonal(A, axis1=1, axis2=2)
-        wins = S[:, :, None] - A
-        ties = A + (K - S[:, :, None] - S[:, None, :] + A)
-    else:
-        wins = np.zeros((D, L, L))
-        ties = np.zeros((D, L, L))
-        for level in np.unique(weights):
-            at = np.isin(X, np.flatnonzero(weights == level)).astype(np.float32)
-            below = np.isin(X, np.flatnonzero(weights < level)).astype(np.float32)
-            ties += np.rint(at @ np.swapaxes(at, 1, 2))
-            wins += np.rint(at @ np.swapaxes(below, 1, 2))
-    return _without_diagonal(wins, ties)
-
-
-def _question_pairs(counts: np.ndarray, weights: np.ndarray, binary: bool):
-    """Question-level wins/ties: #questions with u_im > u_jm (= u_jm), every draw."""
-    # same order as the cell utility; equal totals merged whatever their rounding, per draw
-    u = counts[..., 1] if binary else merge_near_ties(counts @ weights, per_row=True)
-    D, L, M = u.shape
-    wins = (u[:, :, None, :] > u[:, None, :, :]).sum(axis=3).astype(np.float64)
-    ties = M - wins - np.swapaxes(wins, 1, 2)
-    return _without_diagonal(wins, ties)
 
 
 def is_batched(method: str) -> bool:
