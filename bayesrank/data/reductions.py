@@ -36,7 +36,9 @@ import numpy as np
 if TYPE_CHECKING:
     from bayesrank.data.response import ResponseData
 
-__all__ = ["Reductions", "SetwiseEvents", "pair_counts", "question_pair_counts"]
+__all__ = [
+    "Reductions", "SetwiseEvents", "pair_counts", "question_pair_counts", "setwise_events",
+]
 
 _CHUNK_COLUMNS = 16384
 _CHUNK_ELEMENTS = 2**22  # pairwise comparisons per block of questions
@@ -175,6 +177,30 @@ class SetwiseEvents:
         return int(self.counts.sum())
 
 
+def setwise_events(R: np.ndarray, mask: np.ndarray | None = None) -> SetwiseEvents:
+    """Grouped events of binary outcomes ``R`` (L, K) over K question-trials (``mask``:
+    observed), in the byte order of the packed columns (:attr:`Reductions.setwise`)."""
+    # Pack each question-trial column's winner bits (and presence bits when some
+    # trials are missing) into one byte string, then group identical columns.
+    parts = [np.packbits(R.view(np.bool_), axis=0)]
+    if mask is not None:
+        parts.append(np.packbits(mask, axis=0))
+    key = np.ascontiguousarray(np.concatenate(parts, axis=0).T)
+    rows = key.view(np.dtype((np.void, key.shape[1]))).ravel()
+    _, first, counts = np.unique(rows, return_index=True, return_counts=True)
+    winners = R[:, first].T.astype(bool)
+    if mask is None:
+        losers = ~winners
+    else:
+        present = mask[:, first].T
+        winners &= present
+        losers = present & ~winners
+    keep = winners.any(axis=1) & losers.any(axis=1)
+    return SetwiseEvents(
+        winners=winners[keep], losers=losers[keep], counts=counts[keep].astype(np.int64)
+    )
+
+
 class Reductions:
     """Lazily computed, cached reductions of one :class:`~bayesrank.ResponseData`."""
 
@@ -303,27 +329,8 @@ class Reductions:
         """Grouped (winner set, loser set) events over question-trials (binary data)."""
         d = self.data
         d.require_binary("setwise events")
-        L = d.L
-        # Pack each question-trial column's winner bits (and presence bits when some
-        # trials are missing) into one byte string, then group identical columns.
-        won_bits = np.packbits(d.R.reshape(L, -1).view(np.bool_), axis=0)
-        parts = [won_bits]
-        if d.mask is not None:
-            parts.append(np.packbits(d.mask.reshape(L, -1), axis=0))
-        key = np.ascontiguousarray(np.concatenate(parts, axis=0).T)
-        rows = key.view(np.dtype((np.void, key.shape[1]))).ravel()
-        _, first, counts = np.unique(rows, return_index=True, return_counts=True)
-        winners = d.R.reshape(L, -1)[:, first].T.astype(bool)
-        if d.mask is None:
-            losers = ~winners
-        else:
-            present = d.mask.reshape(L, -1)[:, first].T
-            winners &= present
-            losers = present & ~winners
-        keep = winners.any(axis=1) & losers.any(axis=1)
-        return SetwiseEvents(
-            winners=winners[keep], losers=losers[keep], counts=counts[keep].astype(np.int64)
-        )
+        return setwise_events(d.R.reshape(d.L, -1),
+                              None if d.mask is None else d.mask.reshape(d.L, -1))
 
     # -- prior --------------------------------------------------------------------------
     @cached_property
