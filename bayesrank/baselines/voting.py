@@ -40,6 +40,7 @@ from bayesrank.baselines.voting_batch import (
 )
 from bayesrank.checks import check_choice, check_finite
 from bayesrank.data import ResponseData
+from bayesrank.data.reductions import question_pair_counts
 from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
 
@@ -77,7 +78,6 @@ TIE_POLICIES = ("ignore", "half")
 RANK_TIES = ("average", "min", "max")
 _MINIMAX_VARIANTS = ("margin", "winning_votes", "pairwise_opposition")
 _STRENGTHS = ("margin", "winning_votes")
-_BLOCK_ELEMENTS = 1 << 22
 
 
 def _square(name: str, a: Any, *, batch: bool | None = False) -> np.ndarray:
@@ -123,22 +123,10 @@ def pairwise_counts(grades: Any, weights: Any = None) -> tuple[np.ndarray, np.nd
         raise DataError(f"grades must have shape (candidates, voters), got {u.shape}")
     if np.isinf(u).any():
         raise DataError("grades must be finite (use NaN for 'not rated')")
-    L, V = u.shape
-    if weights is None:
-        w = np.ones(V)
-    else:
-        w = np.asarray(weights, dtype=float)
-        if w.shape != (V,) or not np.all(np.isfinite(w)) or (w < 0).any():
-            raise DataError(f"weights must be {V} non-negative finite numbers, got {w.shape}")
-    wins = np.empty((L, L))
-    ties = np.empty((L, L))
-    step = max(1, _BLOCK_ELEMENTS // max(L * V, 1))
-    for start in range(0, L, step):
-        block = u[start : start + step, None, :]
-        wins[start : start + step] = (block > u[None]) @ w
-        ties[start : start + step] = (block == u[None]) @ w
-    np.fill_diagonal(ties, 0.0)
-    return wins, ties
+    w = None if weights is None else np.asarray(weights, dtype=float)
+    if w is not None and (w.shape != u.shape[1:] or not np.all(np.isfinite(w)) or (w < 0).any()):
+        raise DataError(f"weights must be {u.shape[1]} non-negative finite numbers, got {w.shape}")
+    return question_pair_counts(u, w)
 
 
 def question_counts(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:

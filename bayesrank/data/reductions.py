@@ -132,27 +132,27 @@ def pair_counts(
     return _frozen_pairs(wins, ties)
 
 
-def question_pair_counts(grades: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Question-level wins and ties of cell grades (..., L, M): #questions with
-    ``g_im > g_jm`` and with ``g_im = g_jm``, over questions both observed (NaN: not).
+def question_pair_counts(
+    grades: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wins and ties over voters of grades (..., L, V): the (weighted) number of voters with
+    ``g_iv > g_jv`` and with ``g_iv = g_jv`` (NaN: not graded, no vote on its pairs).
 
-    Grades are compared as they are (equal means made equal first: :attr:`cell_grades`),
-    in blocks of questions so memory stays bounded; leading axes are a batch.
+    The question-level counts grade with :attr:`Reductions.cell_grades` (questions vote);
+    ``voting.pairwise_counts`` with any ballots.  Blocks of rows keep memory bounded;
+    leading axes are a batch.  Writable, diagonals 0.
     """
-    lead, (L, M) = grades.shape[:-2], grades.shape[-2:]
-    block = max(1, _CHUNK_ELEMENTS // (int(np.prod(lead)) * L * L))
-    by_question = np.swapaxes(grades, -1, -2)
-    wins = np.zeros(lead + (L, L))
-    for start in range(0, M, block):
-        g = by_question[..., start:start + block, :]
-        wins += np.sum(g[..., :, None] > g[..., None, :], axis=-3, dtype=np.int32)
-    seen = ~np.isnan(grades)
-    if seen.all():
-        both = float(M)
-    else:
-        seen = seen.astype(np.float32)
-        both = seen @ np.swapaxes(seen, -1, -2)
-    return _frozen_pairs(wins, both - wins - np.swapaxes(wins, -1, -2))
+    lead, (L, V) = grades.shape[:-2], grades.shape[-2:]
+    wins, ties = np.empty(lead + (L, L)), np.empty(lead + (L, L))
+    step = max(1, _CHUNK_ELEMENTS // max(int(np.prod(lead)) * L * V, 1))
+    for start in range(0, L, step):
+        block, rows = grades[..., start:start + step, None, :], slice(start, start + step)
+        for out, hit in ((wins, block > grades[..., None, :, :]),
+                         (ties, block == grades[..., None, :, :])):
+            out[..., rows, :] = (hit.sum(axis=-1, dtype=np.int32) if weights is None
+                                 else hit @ weights)
+    ties[..., np.eye(L, dtype=bool)] = 0.0
+    return wins, ties
 
 
 @dataclass(frozen=True)
@@ -299,8 +299,8 @@ class Reductions:
     def _question_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         d = self.data
         # k_lm orders complete binary cells like k_lm / N, with no rounding to merge
-        return question_pair_counts(self.successes if d.is_binary and d.complete
-                                    else self.cell_grades)
+        return _frozen_pairs(*question_pair_counts(self.successes if d.is_binary and d.complete
+                                                   else self.cell_grades))
 
     @property
     def question_wins(self) -> np.ndarray:

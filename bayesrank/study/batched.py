@@ -145,9 +145,9 @@ class DrawStack:
         counts = (R[..., None] == cats).sum(axis=3, dtype=np.int64)  # (D, L, M, C+1)
         wins, ties = pair_counts(R.reshape(D, L, M * n), data.weights, binary=data.is_binary)
         # as Reductions._question_pairs of each draw alone: k_lm, or the merged grades
-        q_wins, q_ties = question_pair_counts(
+        q_wins, q_ties = map(_frozen, question_pair_counts(
             counts[..., 1] if data.is_binary
-            else merge_near_ties((counts @ data.weights) / n, per_row=True))
+            else merge_near_ties((counts @ data.weights) / n, per_row=True)))
         return cls(data, _frozen(idx), _frozen(counts), wins, ties, q_wins, q_ties)
 
     @property
