@@ -139,18 +139,31 @@ def question_pair_counts(
     ``g_iv > g_jv`` and with ``g_iv = g_jv`` (NaN: not graded, no vote on its pairs).
 
     The question-level counts grade with :attr:`Reductions.cell_grades` (questions vote);
-    ``voting.pairwise_counts`` with any ballots.  Blocks of rows keep memory bounded;
-    leading axes are a batch.  Writable, diagonals 0.
+    ``voting.pairwise_counts`` with any ballots.  Unweighted grades of few levels take
+    products of one-hot blocks, others blocks of rows (memory bounded either way); leading
+    axes are a batch.  Writable, diagonals 0.
     """
     lead, (L, V) = grades.shape[:-2], grades.shape[-2:]
-    wins, ties = np.empty(lead + (L, L)), np.empty(lead + (L, L))
-    step = max(1, _CHUNK_ELEMENTS // max(int(np.prod(lead)) * L * V, 1))
-    for start in range(0, L, step):
-        block, rows = grades[..., start:start + step, None, :], slice(start, start + step)
-        for out, hit in ((wins, block > grades[..., None, :, :]),
-                         (ties, block == grades[..., None, :, :])):
-            out[..., rows, :] = (hit.sum(axis=-1, dtype=np.int32) if weights is None
-                                 else hit @ weights)
+    levels, codes = np.unique(grades, return_inverse=True)
+    K, codes = np.count_nonzero(~np.isnan(levels)), codes.reshape(grades.shape)  # NaN: K
+
+    def at(c, relation=np.equal):  # one-hot column j: voter j // K at level j % K
+        j = np.arange(c.start, c.stop)
+        return relation(codes[..., j // K], j % K).astype(np.float32)
+
+    if weights is None and K <= min(L, 16):  # more levels: comparing is faster
+        wins = _gram(at, lambda c: at(c, np.less), lead + (L, L), V * K)
+        seen = _gram(lambda c: (codes[..., c] < K).astype(np.float32), None, wins.shape, V)
+        ties = seen - wins - np.swapaxes(wins, -1, -2)
+    else:
+        wins, ties = np.empty(lead + (L, L)), np.empty(lead + (L, L))
+        step = max(1, _CHUNK_ELEMENTS // max(int(np.prod(lead)) * L * V, 1))
+        for start in range(0, L, step):
+            block, rows = grades[..., start:start + step, None, :], slice(start, start + step)
+            for out, hit in ((wins, block > grades[..., None, :, :]),
+                             (ties, block == grades[..., None, :, :])):
+                out[..., rows, :] = (hit.sum(axis=-1, dtype=np.int32) if weights is None
+                                     else hit @ weights)
     ties[..., np.eye(L, dtype=bool)] = 0.0
     return wins, ties
 
