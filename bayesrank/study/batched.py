@@ -158,6 +158,10 @@ class DrawStack:
     def n_trials(self) -> int:
         return self.draws.shape[1]
 
+    # as the reductions of each draw alone: k_lm (binary data) and n_lm, (D, L, M)
+    successes = property(lambda self: self.counts[..., 1])
+    trials = cached_property(lambda self: np.full(self.successes.shape, self.n_trials, np.int64))
+
     def once(self, key: tuple, compute: Callable[[], object]):
         """``compute()`` once per stack and ``key``, kept like a ``cached_property``.
 
@@ -249,13 +253,13 @@ class DrawStack:
                            questions=data.questions, R0=data.R0, weights=data.weights)
         red = sub.reductions
         cache = {
-            "trials": np.full((data.L, data.M), self.n_trials, dtype=np.int64),
+            "trials": self.trials[d],
             "category_counts": self.counts[d],
             "_pairwise": (self.wins[d], self.ties[d]),
             "_question_pairs": (self.question_wins[d], self.question_ties[d]),
         }
         if data.is_binary:
-            cache["successes"] = self.counts[d, :, :, 1]
+            cache["successes"] = self.successes[d]
         owner = type(red)
         for name, value in cache.items():  # only names the Reductions class caches
             if isinstance(getattr(owner, name, None), cached_property):

@@ -54,8 +54,8 @@ def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter, return_item_para
                   labels=tuple(map(str, stack.data.models)))
 
     def fit() -> Scores:
-        k = stack.counts[..., 1].astype(float)
-        got = fit_xpl_batch(k, np.full(k.shape, float(stack.n_trials)), lay, max_iter)
+        got = fit_xpl_batch(stack.successes.astype(float), stack.trials.astype(float), lay,
+                            max_iter)
         return got.theta, [None if e is None else f"{type(e).__name__}: {e}" for e in got.errors]
 
     theta, reasons = stack.once(("xpl", lay, max_iter), fit)
@@ -83,8 +83,7 @@ def _rasch_mml(stack: DrawStack, *, quantile, max_iter, em_iter, n_quadrature, p
         check_probability("quantile", quantile)
 
     def fit():
-        k = stack.counts[..., 1].astype(float)
-        return fit_rasch_mml_batch(k, np.full(k.shape, float(stack.n_trials)),
+        return fit_rasch_mml_batch(stack.successes.astype(float), stack.trials.astype(float),
                                    n_quadrature=n_quadrature, em_iter=em_iter,
                                    max_iter=max_iter, population_sd=population_sd)
 

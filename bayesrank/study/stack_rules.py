@@ -42,9 +42,8 @@ Scores = np.ndarray | tuple[np.ndarray, list[str | None]] | None
 def _inverse_difficulty(stack: DrawStack, *, clip_range) -> np.ndarray | None:
     if not stack.data.is_binary:
         return None  # the rule raises a DataError per draw
-    k = stack.counts[..., 1]
-    trials = np.full(k.shape, stack.n_trials, dtype=np.int64)
-    return metrics.inverse_difficulty_batch(trials, k, stack.cell_utility, clip_range)[0]
+    return metrics.inverse_difficulty_batch(stack.trials, stack.successes, stack.cell_utility,
+                                            clip_range)[0]
 
 
 def _bayes(stack: DrawStack, *, R0: Any, quantile, weights) -> np.ndarray | None:
@@ -68,8 +67,7 @@ def _pair_counts(stack: DrawStack, n_samples: int, prior_alpha: float, prior_bet
     """``C`` (D, L, L) of every draw of a stack that is not a pool stack, kept in the stack
     (:meth:`~bayesrank.study.batched.DrawStack.once`) for the pool stacks cut from it."""
     def compute() -> np.ndarray:
-        trials = np.full(stack.counts.shape[:2], stack.n_trials * stack.data.M, dtype=np.int64)
-        a, b = metrics.thompson_posterior(stack.counts[..., 1].sum(axis=2), trials,
+        a, b = metrics.thompson_posterior(stack.successes.sum(axis=2), stack.trials.sum(axis=2),
                                           prior_alpha, prior_beta)
         out = np.empty((stack.D, stack.data.L, stack.data.L), dtype=np.int64)
         seen: dict[tuple[float, float], np.ndarray] = {}

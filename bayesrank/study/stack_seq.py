@@ -118,9 +118,8 @@ def _pass_family(metric: str) -> Callable[..., np.ndarray | None]:
         k = check_int("k", k)
         if not stack.data.is_binary or stack.n_trials < k:
             return None
-        trials = np.full(stack.counts.shape[:3], stack.n_trials, dtype=np.int64)
-        pmf = metrics.cell_success_pmf(trials, stack.counts[..., 1], k)
-        return metrics.pass_scores(pmf, metric)
+        return metrics.pass_scores(metrics.cell_success_pmf(stack.trials, stack.successes, k),
+                                   metric)
 
     return scores
 
