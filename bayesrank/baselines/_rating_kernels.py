@@ -82,18 +82,17 @@ def elo_streams(outcomes, present, K, initial_rating, tie_code):
             # maximum keeps 10^(r/400) from overflowing.
             for i in range(L):
                 strength[i] = 10.0 ** ((rating[i] - shift) / 400.0)
-            for k in range(n_win):
-                i = winners[k]
-                acc = _elo_sum(i, 1.0, losers, n_lose, strength)
-                if tie_code != SKIP:  # (1, 1) is a draw under "draw" and "correct_draw_only"
-                    acc += _elo_sum(i, 0.5, winners, n_win, strength)
-                delta[i] = K * acc
-            for k in range(n_lose):
-                i = losers[k]
-                acc = _elo_sum(i, 0.0, winners, n_win, strength)
-                if tie_code == DRAW:
-                    acc += _elo_sum(i, 0.5, losers, n_lose, strength)
-                delta[i] = K * acc
+            # each side against the other, then its own ties: (1, 1) a draw unless ties are
+            # skipped, (0, 0) only under "draw"
+            for won in (True, False):
+                team, n_team = (winners, n_win) if won else (losers, n_lose)
+                rivals, n_rivals = (losers, n_lose) if won else (winners, n_win)
+                for k in range(n_team):
+                    i = team[k]
+                    acc = _elo_sum(i, 1.0 if won else 0.0, rivals, n_rivals, strength)
+                    if tie_code == DRAW or (won and tie_code != SKIP):
+                        acc += _elo_sum(i, 0.5, team, n_team, strength)
+                    delta[i] = K * acc
             for i in range(L):
                 if seen[e, i]:  # a winner or a loser of the event
                     rating[i] += delta[i]
@@ -172,22 +171,18 @@ def glicko_streams(outcomes, present, initial_rating, initial_rd, c, rd_max, tie
                     rd[i] = min(math.sqrt(rd[i] * rd[i] + c * c), rd_max)
                 g[i] = glicko_g(rd[i])
             n_win, n_lose = _split_event(stream, seen, e, winners, losers)
-            for k in range(n_win):
-                i = winners[k]
-                info, total = _glicko_sums(i, 1.0, losers, n_lose, rating, g)
-                if tie_code != SKIP:
-                    info2, total2 = _glicko_sums(i, 0.5, winners, n_win, rating, g)
-                    info += info2
-                    total += total2
-                new_rating[i], new_rd[i] = glicko_period(rating[i], rd[i], info, total, rd_max)
-            for k in range(n_lose):
-                i = losers[k]
-                info, total = _glicko_sums(i, 0.0, winners, n_win, rating, g)
-                if tie_code == DRAW:
-                    info2, total2 = _glicko_sums(i, 0.5, losers, n_lose, rating, g)
-                    info += info2
-                    total += total2
-                new_rating[i], new_rd[i] = glicko_period(rating[i], rd[i], info, total, rd_max)
+            for won in (True, False):  # as in elo_streams
+                team, n_team = (winners, n_win) if won else (losers, n_lose)
+                rivals, n_rivals = (losers, n_lose) if won else (winners, n_win)
+                for k in range(n_team):
+                    i = team[k]
+                    info, total = _glicko_sums(i, 1.0 if won else 0.0, rivals, n_rivals, rating, g)
+                    if tie_code == DRAW or (won and tie_code != SKIP):
+                        info2, total2 = _glicko_sums(i, 0.5, team, n_team, rating, g)
+                        info += info2
+                        total += total2
+                    new_rating[i], new_rd[i] = glicko_period(rating[i], rd[i], info, total,
+                                                             rd_max)
             for i in range(L):
                 if seen[e, i]:  # a winner or a loser of the event
                     rating[i], rd[i] = new_rating[i], new_rd[i]
