@@ -394,8 +394,6 @@ def alpharank_scores(
     alpha, population_size = alpharank_options(alpha, population_size, solver, max_iter, tol)
     if constant_sum and not np.allclose(A + A.T, 1.0, rtol=0.0, atol=1e-12):
         raise DataError("constant_sum=True needs payoffs with payoffs + payoffs.T == 1")
-    if L == 1:
-        return np.ones(1)
     C = gb.alpharank_chain_batch(A[None], alpha, population_size, constant_sum=constant_sum)[0]
     if not np.all(C[~np.eye(L, dtype=bool)] > 0):
         raise NotIdentifiedError(
