@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from bayesrank.data.response import ResponseData
 
 __all__ = [
-    "Reductions", "SetwiseEvents", "pair_counts", "question_pair_counts", "setwise_events",
+    "Reductions", "SetwiseEvents", "category_counts", "pair_counts", "question_pair_counts",
+    "setwise_events",
 ]
 
 _CHUNK_COLUMNS = 16384
@@ -73,6 +74,16 @@ def merge_near_ties(values: np.ndarray, *, per_row: bool = False) -> np.ndarray:
     np.put_along_axis(merged, order, np.take_along_axis(ordered, first, axis=1), axis=1)
     merged[np.isnan(rows)] = np.nan
     return merged.reshape(u.shape)
+
+
+def category_counts(R: np.ndarray, n_categories: int, mask: np.ndarray | None = None
+                    ) -> np.ndarray:
+    """Trials of every cell (the last axis of ``R`` holds its trials; ``mask``: observed)
+    with each outcome, int64 (..., C+1); leading axes may be a batch (the study's draws)."""
+    out = np.empty(R.shape[:-1] + (n_categories,), dtype=np.int64)
+    for c in range(n_categories):
+        out[..., c] = np.count_nonzero(R == c if mask is None else (R == c) & mask, axis=-1)
+    return out
 
 
 def _gram(blocks_left, blocks_right, shape: tuple[int, ...], n_cols: int) -> np.ndarray:
@@ -242,13 +253,7 @@ class Reductions:
         if d.is_binary:
             k = self.successes
             return np.stack([self.trials - k, k], axis=-1)
-        out = np.empty((d.L, d.M, d.n_categories), dtype=np.int64)
-        for c in range(d.n_categories):
-            hit = d.R == c
-            if d.mask is not None:
-                hit &= d.mask
-            out[..., c] = hit.sum(axis=2, dtype=np.int64)
-        return out
+        return category_counts(d.R, d.n_categories, d.mask)
 
     @cached_property
     def cell_utility(self) -> np.ndarray:
@@ -350,10 +355,7 @@ class Reductions:
     def prior_category_counts(self) -> np.ndarray | None:
         """Category counts of R0: (M, C+1) if shared, (L, M, C+1) per model; None without R0."""
         R0 = self.data.R0
-        if R0 is None:
-            return None
-        cats = np.arange(self.data.n_categories)
-        return (R0[..., None] == cats).sum(axis=-2, dtype=np.int64)
+        return None if R0 is None else category_counts(R0, self.data.n_categories)
 
     @cached_property
     def prior_successes(self) -> np.ndarray | None:

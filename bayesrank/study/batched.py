@@ -30,8 +30,7 @@ from functools import cache, cached_property
 import numpy as np
 
 from bayesrank.baselines import METHODS, rule_defaults, voting
-from bayesrank.data import ResponseData
-from bayesrank.data.reductions import merge_near_ties, pair_counts, question_pair_counts
+from bayesrank.data import ResponseData, reductions
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
 from bayesrank.ranking import DEFAULT_TOL
 from bayesrank.registry import get_method, rank
@@ -141,13 +140,13 @@ class DrawStack:
         D, n = idx.shape
         L, M = data.L, data.M
         R = np.moveaxis(data.R[:, :, idx], 2, 0)  # (D, L, M, n)
-        cats = np.arange(data.n_categories, dtype=R.dtype)
-        counts = (R[..., None] == cats).sum(axis=3, dtype=np.int64)  # (D, L, M, C+1)
-        wins, ties = pair_counts(R.reshape(D, L, M * n), data.weights, binary=data.is_binary)
+        counts = reductions.category_counts(R, data.n_categories)  # (D, L, M, C+1)
+        wins, ties = reductions.pair_counts(R.reshape(D, L, M * n), data.weights,
+                                            binary=data.is_binary)
         # as Reductions._question_pairs of each draw alone: k_lm, or the merged grades
-        q_wins, q_ties = map(_frozen, question_pair_counts(
+        q_wins, q_ties = map(_frozen, reductions.question_pair_counts(
             counts[..., 1] if data.is_binary
-            else merge_near_ties((counts @ data.weights) / n, per_row=True)))
+            else reductions.merge_near_ties((counts @ data.weights) / n, per_row=True)))
         return cls(data, _frozen(idx), _frozen(counts), wins, ties, q_wins, q_ties)
 
     @property
@@ -183,7 +182,7 @@ class DrawStack:
     def cell_grades(self) -> np.ndarray:
         """:attr:`cell_utility` with equal means made equal, each draw on its own (as
         ``Reductions.cell_grades`` of the draw alone)."""
-        return merge_near_ties(self.cell_utility, per_row=True)
+        return reductions.merge_near_ties(self.cell_utility, per_row=True)
 
     def question_preferences(self, tie_policy: str = "half") -> np.ndarray:
         """Question-level preferences of every draw, (D, L, L): ``W + T/2`` (``"half"``,
