@@ -29,8 +29,8 @@ from bayesrank.data.pairwise import PairwiseData
 from bayesrank.data.reductions import NEAR_TIE_TOL
 
 __all__ = [
-    "TIE_METHODS", "Ranking", "exchangeable_groups", "kendall_tau", "ranking_method",
-    "scores_to_ranks",
+    "TIE_METHODS", "Ranking", "exchangeable_groups", "exchangeable_pairs", "kendall_tau",
+    "ranking_method", "scores_to_ranks",
 ]
 
 TieMethod = Literal["competition", "dense", "average", "ordinal", "max"]
@@ -101,21 +101,35 @@ def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
         return float("nan")
     return float(stats.kendalltau(a, b, variant="b").statistic)
 
+def exchangeable_pairs(*mats: np.ndarray) -> np.ndarray:
+    """``same[d, i, j]``: swapping models i and j leaves every matrix of problem d unchanged.
+
+    ``mats`` are count matrices of a batch, (D, L, L) each.  The relation is an
+    equivalence (a composition of automorphisms is one), so each row lists a group.
+    """
+    first = np.asarray(mats[0])
+    eye = np.eye(first.shape[-1], dtype=bool)
+    ignore = eye[None, :, None, :] | eye[None, None, :, :]
+    same = np.ones(first.shape, bool)
+    for M in mats:
+        M = np.asarray(M, dtype=float)
+        Mt = np.swapaxes(M, 1, 2)
+        for X in (M, Mt):  # rows and columns agree off the pair
+            same &= ((X[:, :, None, :] == X[:, None, :, :]) | ignore).all(axis=3)
+        same &= M == Mt
+    return same
+
+
 def exchangeable_groups(W: np.ndarray, T: np.ndarray | None = None) -> np.ndarray:
     """Group labels of models that swapping leaves the counts unchanged.
 
     Models ``i`` and ``j`` are exchangeable when the transposition (i j) maps ``W`` (and
-    ``T``) onto itself; the relation is an equivalence, and any exchangeable estimator gives
-    such models equal scores.  Used to remove optimiser and Monte Carlo noise from exact ties.
+    ``T``) onto itself (:func:`exchangeable_pairs` of a batch of one); any exchangeable
+    estimator gives such models equal scores.  Used to remove optimiser and Monte Carlo
+    noise from exact ties.
     """
-    mats = [np.asarray(W, float)] + ([] if T is None else [np.asarray(T, float)])
-    L = mats[0].shape[0]
-    same = np.ones((L, L), bool)
-    ignore = np.eye(L, dtype=bool)[None, :, :] | np.eye(L, dtype=bool)[:, None, :]
-    for M in mats:
-        for X in (M, M.T):  # rows and columns agree off the pair
-            same &= ((X[:, None, :] == X[None, :, :]) | ignore).all(axis=2)
-        same &= M == M.T
+    mats = [W] + ([] if T is None else [T])
+    same = exchangeable_pairs(*(np.asarray(M, float)[None] for M in mats))[0]
     _, labels = connected_components(same, directed=False)
     return labels
 

@@ -7,12 +7,9 @@ whether the paper uses it.  Identifiers that share a rule differ only in their d
 a ``*_map`` identifier is its base rule with a Gaussian prior on log-strengths or
 abilities (``prior=1.0``).  :mod:`bayesrank.registry` looks identifiers up here;
 the family modules never import the registry.  To add an identifier, add a row to its
-family's list below; a new rule is a :func:`~bayesrank.ranking.ranking_method` function in
-its family module over a numeric core with a leading batch axis, which the study's stacked
-form (:mod:`bayesrank.study.stack_rules`) calls on every draw at once, or an entry of
-:data:`PER_DRAW` saying why it has none (``docs/architecture.md``, "Adding a ranking
-rule").  Shared pieces live in :mod:`._optim` (Newton, ML/MAP penalty, identifiability)
-and :mod:`bayesrank.checks` (argument checks).
+family's list below; to add a rule, see ``docs/architecture.md``, "Adding a ranking rule"
+(and :data:`PER_DRAW`).  Shared pieces live in :mod:`._optim` (Newton, ML/MAP penalty,
+identifiability) and :mod:`bayesrank.checks` (argument checks).
 
 =========  ============================================================================
 module     rules

@@ -5,8 +5,7 @@ only when a sequential rating is first computed.  Every kernel takes a batch of 
 independent event streams ``outcomes`` (B, E, L) int and ``present`` (B, E, L)
 bool, rows in processing order, and a tie code: 0 = skip ties, 1 = every tie is a
 draw, 2 = only (1, 1) ties are draws.  The streams run one after the other through the
-same loop, from fresh ratings, so a stream's result does not depend on the batch it came
-in: one data set is a batch of 1, the study's D trial draws a batch of D.
+same loop, from fresh ratings (see :mod:`bayesrank.baselines.ratings` on batches).
 
 Label symmetry: every pairwise term comes from a label-free formula and each
 model sums its terms over opponents in increasing index order, so two models
@@ -83,22 +82,20 @@ def elo_streams(outcomes, present, K, initial_rating, tie_code):
             # maximum keeps 10^(r/400) from overflowing.
             for i in range(L):
                 strength[i] = 10.0 ** ((rating[i] - shift) / 400.0)
-            for k in range(n_win):
-                i = winners[k]
-                acc = _elo_sum(i, 1.0, losers, n_lose, strength)
-                if tie_code != SKIP:  # (1, 1) is a draw under "draw" and "correct_draw_only"
-                    acc += _elo_sum(i, 0.5, winners, n_win, strength)
-                delta[i] = K * acc
-            for k in range(n_lose):
-                i = losers[k]
-                acc = _elo_sum(i, 0.0, winners, n_win, strength)
-                if tie_code == DRAW:
-                    acc += _elo_sum(i, 0.5, losers, n_lose, strength)
-                delta[i] = K * acc
-            for k in range(n_win):
-                rating[winners[k]] += delta[winners[k]]
-            for k in range(n_lose):
-                rating[losers[k]] += delta[losers[k]]
+            # each side against the other, then its own ties: (1, 1) a draw unless ties are
+            # skipped, (0, 0) only under "draw"
+            for won in (True, False):
+                team, n_team = (winners, n_win) if won else (losers, n_lose)
+                rivals, n_rivals = (losers, n_lose) if won else (winners, n_win)
+                for k in range(n_team):
+                    i = team[k]
+                    acc = _elo_sum(i, 1.0 if won else 0.0, rivals, n_rivals, strength)
+                    if tie_code == DRAW or (won and tie_code != SKIP):
+                        acc += _elo_sum(i, 0.5, team, n_team, strength)
+                    delta[i] = K * acc
+            for i in range(L):
+                if seen[e, i]:  # a winner or a loser of the event
+                    rating[i] += delta[i]
             shift = rating.max()
         out[b] = rating
     return out
@@ -174,28 +171,21 @@ def glicko_streams(outcomes, present, initial_rating, initial_rd, c, rd_max, tie
                     rd[i] = min(math.sqrt(rd[i] * rd[i] + c * c), rd_max)
                 g[i] = glicko_g(rd[i])
             n_win, n_lose = _split_event(stream, seen, e, winners, losers)
-            for k in range(n_win):
-                i = winners[k]
-                info, total = _glicko_sums(i, 1.0, losers, n_lose, rating, g)
-                if tie_code != SKIP:
-                    info2, total2 = _glicko_sums(i, 0.5, winners, n_win, rating, g)
-                    info += info2
-                    total += total2
-                new_rating[i], new_rd[i] = glicko_period(rating[i], rd[i], info, total, rd_max)
-            for k in range(n_lose):
-                i = losers[k]
-                info, total = _glicko_sums(i, 0.0, winners, n_win, rating, g)
-                if tie_code == DRAW:
-                    info2, total2 = _glicko_sums(i, 0.5, losers, n_lose, rating, g)
-                    info += info2
-                    total += total2
-                new_rating[i], new_rd[i] = glicko_period(rating[i], rd[i], info, total, rd_max)
-            for k in range(n_win):
-                rating[winners[k]] = new_rating[winners[k]]
-                rd[winners[k]] = new_rd[winners[k]]
-            for k in range(n_lose):
-                rating[losers[k]] = new_rating[losers[k]]
-                rd[losers[k]] = new_rd[losers[k]]
+            for won in (True, False):  # as in elo_streams
+                team, n_team = (winners, n_win) if won else (losers, n_lose)
+                rivals, n_rivals = (losers, n_lose) if won else (winners, n_win)
+                for k in range(n_team):
+                    i = team[k]
+                    info, total = _glicko_sums(i, 1.0 if won else 0.0, rivals, n_rivals, rating, g)
+                    if tie_code == DRAW or (won and tie_code != SKIP):
+                        info2, total2 = _glicko_sums(i, 0.5, team, n_team, rating, g)
+                        info += info2
+                        total += total2
+                    new_rating[i], new_rd[i] = glicko_period(rating[i], rd[i], info, total,
+                                                             rd_max)
+            for i in range(L):
+                if seen[e, i]:  # a winner or a loser of the event
+                    rating[i], rd[i] = new_rating[i], new_rd[i]
         ratings[s], rds[s] = rating, rd
     return ratings, rds
 
@@ -317,12 +307,9 @@ def _trueskill_pairs(first, n_first, second, n_second, same_group, outcome, mu, 
 @njit(cache=True)
 def trueskill_streams(outcomes, present, n_per_round, mu0, sigma0, beta, tau, draw_margin,
                       tie_code):
-    """Final TrueSkill (mu, sigma), each (B, L), of B independent streams (B, E, L).
-
-    Within an event every pairwise match is computed from the event-start beliefs
-    and the resulting Gaussian sites are multiplied in natural parameters; after
-    every ``n_per_round`` events sigma is inflated by ``tau`` (skill drift).
-    """
+    """Final TrueSkill (mu, sigma), each (B, L), of B independent streams (B, E, L), as
+    :func:`bayesrank.baselines.ratings.trueskill` describes (drift after every
+    ``n_per_round`` events)."""
     B, n_events, L = outcomes.shape
     mus = np.empty((B, L))
     sigmas = np.empty_like(mus)

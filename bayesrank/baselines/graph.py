@@ -354,8 +354,6 @@ def rank_centrality(
     P, edges = P[0], edges[0]
     _require_connected(edges, f"rank_centrality(tie_handling={tie_handling!r})",
                       labels=data.models)
-    if data.L == 1:
-        return np.ones(1)
     if teleport == 0 and not gb.strongly_connected_batch(P[None] > 0)[0]:
         raise DisconnectedGraphError(
             f"rank_centrality(tie_handling={tie_handling!r}): the 'beaten by' graph is not "
@@ -396,8 +394,6 @@ def alpharank_scores(
     alpha, population_size = alpharank_options(alpha, population_size, solver, max_iter, tol)
     if constant_sum and not np.allclose(A + A.T, 1.0, rtol=0.0, atol=1e-12):
         raise DataError("constant_sum=True needs payoffs with payoffs + payoffs.T == 1")
-    if L == 1:
-        return np.ones(1)
     C = gb.alpharank_chain_batch(A[None], alpha, population_size, constant_sum=constant_sum)[0]
     if not np.all(C[~np.eye(L, dtype=bool)] > 0):
         raise NotIdentifiedError(

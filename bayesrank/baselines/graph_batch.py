@@ -241,10 +241,11 @@ def _log_fixation_constant_sum(A: np.ndarray, alpha: float, m: int) -> np.ndarra
 def alpharank_chain_batch(
     payoffs: np.ndarray, alpha: float, m: int, *, constant_sum: bool = False
 ) -> np.ndarray:
-    """alpha-Rank transition matrices (B, L, L) of symmetric games ``payoffs`` (B, L, L), L > 1
-    (the chain of :func:`bayesrank.baselines.graph.alpharank_scores`; off-diagonal zeros:
-    the fixation probability underflowed).  ``constant_sum=True`` uses the closed form of
-    :func:`_log_fixation_constant_sum` instead of the sum over population states.
+    """alpha-Rank transition matrices (B, L, L) of symmetric games ``payoffs`` (B, L, L) (the
+    chain of :func:`bayesrank.baselines.graph.alpharank_scores`; off-diagonal zeros: the
+    fixation probability underflowed; one model: the walk [[1]]).  ``constant_sum=True``
+    uses the closed form of :func:`_log_fixation_constant_sum` instead of the sum over
+    population states.
     """
     A = _stacked(payoffs)
     L = A.shape[1]
@@ -252,7 +253,7 @@ def alpharank_chain_batch(
         log_rho = _log_fixation_constant_sum(A, alpha, m)
     else:
         (log_rho,) = _in_blocks(lambda a: _log_fixation_block(a, alpha, m), A)
-    C = np.exp(np.swapaxes(log_rho, 1, 2)) / (L - 1)
+    C = np.exp(np.swapaxes(log_rho, 1, 2)) / max(L - 1, 1)
     _diagonal_set(C, 0.0)
     _diagonal_set(C, 1.0 - C.sum(axis=2))
     return C

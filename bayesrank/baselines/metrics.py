@@ -54,7 +54,6 @@ __all__ = [
     "thompson_pair_counts",
     "thompson_posterior",
     "thompson_scores",
-    "thompson_seed",
 ]
 
 
@@ -273,23 +272,17 @@ _DRAW_CHUNK = 4096
 
 def thompson_options(n_samples: int, prior_alpha: float, prior_beta: float,
                      seed: Any) -> tuple[int, float, float, int]:
-    """The checked ``(n_samples, prior_alpha, prior_beta, entropy)`` of :func:`thompson`."""
-    return (check_int("n_samples", n_samples),
-            check_finite("prior_alpha", prior_alpha, positive=True),
-            check_finite("prior_beta", prior_beta, positive=True), thompson_seed(seed))
-
-
-def thompson_seed(seed: Any) -> int:
-    """The entropy that every posterior's stream starts from: ``seed``, or fresh for None.
-
-    Raises :class:`~bayesrank.errors.DataError` unless ``seed`` is a non-negative integer
-    or None.
-    """
+    """The checked ``(n_samples, prior_alpha, prior_beta, entropy)`` of :func:`thompson`: the
+    entropy every posterior's stream starts from is ``seed`` (a non-negative integer), or
+    fresh for None."""
+    checked = (check_int("n_samples", n_samples),
+               check_finite("prior_alpha", prior_alpha, positive=True),
+               check_finite("prior_beta", prior_beta, positive=True))
     if seed is None:
-        return int(np.random.SeedSequence().entropy)
+        return (*checked, int(np.random.SeedSequence().entropy))
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise DataError(f"seed must be a non-negative integer or None, got {seed!r}")
-    return int(seed)
+    return (*checked, int(seed))
 
 
 def thompson_draws(

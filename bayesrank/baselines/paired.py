@@ -48,7 +48,6 @@ from scipy.special import expit
 
 from bayesrank.baselines._optim import (
     check_identified,
-    exchangeable_groups,
     fit_options,
     prior_variance,
     strengths,
@@ -61,7 +60,6 @@ from bayesrank.baselines.pairwise_batch import (
     bt_terms,
     davidson_fit_batch,
     davidson_terms,
-    exchangeable_batch,
     pair_fit_batch,
     rao_kupper_fit_batch,
     rao_kupper_terms,
@@ -69,7 +67,7 @@ from bayesrank.baselines.pairwise_batch import (
 from bayesrank.checks import check_in_interval, check_int
 from bayesrank.data import ResponseData
 from bayesrank.errors import DataError
-from bayesrank.ranking import ranking_method
+from bayesrank.ranking import exchangeable_pairs, ranking_method
 
 __all__ = [
     "bt_loglik",
@@ -82,8 +80,6 @@ __all__ = [
     "davidson_log_strengths",
     "rao_kupper_loglik",
     "rao_kupper_log_strengths",
-    "check_identified",
-    "exchangeable_groups",
     "bradley_terry",
     "bradley_terry_davidson",
     "rao_kupper",
@@ -448,7 +444,7 @@ def bt_posterior_means_batch(Ws: np.ndarray, **options) -> tuple[np.ndarray, np.
 # -- ranking rules ---------------------------------------------------------------------------
 def exchangeable_average(theta: np.ndarray, *mats: np.ndarray) -> np.ndarray:
     """``theta`` averaged over groups of exchangeable models of the counts ``mats``."""
-    same = exchangeable_batch(*(np.asarray(M, float)[None] for M in mats))
+    same = exchangeable_pairs(*(np.asarray(M, float)[None] for M in mats))
     return average_exchangeable(np.asarray(theta, float)[None], same)[0]
 
 

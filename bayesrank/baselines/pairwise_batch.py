@@ -17,7 +17,7 @@ every problem and give bit-identical estimates.  That needs three things:
 
 Identification (strong connectivity of the beat graph) is checked by the callers (for a
 batch: :func:`~bayesrank.baselines.graph_batch.strongly_connected_batch`, imported here as
-``strongly_connected``); :func:`exchangeable_batch` /
+``strongly_connected``); :func:`~bayesrank.ranking.exchangeable_pairs` /
 :func:`average_exchangeable` put exactly tied models on exactly equal scores.
 """
 
@@ -38,7 +38,6 @@ __all__ = [
     "bt_fit_batch",
     "btl_fit_batch",
     "davidson_fit_batch",
-    "exchangeable_batch",
     "newton_batch",
     "pair_fit_batch",
     "pl_mm_batch",
@@ -512,26 +511,6 @@ def btl_fit_batch(U: np.ndarray, V: np.ndarray, c: np.ndarray, x0: np.ndarray, *
 
 
 # -- identification and exact ties ------------------------------------------------------------
-def exchangeable_batch(*mats: np.ndarray) -> np.ndarray:
-    """``same[d, i, j]``: swapping models i and j leaves every matrix of problem d unchanged.
-
-    The relation of :func:`bayesrank.ranking.exchangeable_groups` for a batch (D, L, L);
-    it is an equivalence (a composition of automorphisms is one), so each row lists a group.
-    """
-    first = np.asarray(mats[0])
-    L = first.shape[-1]
-    eye = np.eye(L, dtype=bool)
-    ignore = eye[None, :, None, :] | eye[None, None, :, :]
-    same = np.ones(first.shape, bool)
-    for M in mats:
-        M = np.asarray(M, dtype=float)
-        Mt = np.swapaxes(M, 1, 2)
-        for X in (M, Mt):  # rows and columns agree off the pair
-            same &= ((X[:, :, None, :] == X[:, None, :, :]) | ignore).all(axis=3)
-        same &= M == Mt
-    return same
-
-
 def average_exchangeable(theta: np.ndarray, same: np.ndarray) -> np.ndarray:
     """Replace each log-strength by the mean over its exchangeable group (exact ties)."""
     L = theta.shape[-1]

@@ -40,6 +40,7 @@ from bayesrank.baselines.voting_batch import (
 )
 from bayesrank.checks import check_choice, check_finite
 from bayesrank.data import ResponseData
+from bayesrank.data.reductions import question_pair_counts
 from bayesrank.errors import DataError
 from bayesrank.ranking import ranking_method
 
@@ -77,7 +78,6 @@ TIE_POLICIES = ("ignore", "half")
 RANK_TIES = ("average", "min", "max")
 _MINIMAX_VARIANTS = ("margin", "winning_votes", "pairwise_opposition")
 _STRENGTHS = ("margin", "winning_votes")
-_BLOCK_ELEMENTS = 1 << 22
 
 
 def _square(name: str, a: Any, *, batch: bool | None = False) -> np.ndarray:
@@ -123,22 +123,10 @@ def pairwise_counts(grades: Any, weights: Any = None) -> tuple[np.ndarray, np.nd
         raise DataError(f"grades must have shape (candidates, voters), got {u.shape}")
     if np.isinf(u).any():
         raise DataError("grades must be finite (use NaN for 'not rated')")
-    L, V = u.shape
-    if weights is None:
-        w = np.ones(V)
-    else:
-        w = np.asarray(weights, dtype=float)
-        if w.shape != (V,) or not np.all(np.isfinite(w)) or (w < 0).any():
-            raise DataError(f"weights must be {V} non-negative finite numbers, got {w.shape}")
-    wins = np.empty((L, L))
-    ties = np.empty((L, L))
-    step = max(1, _BLOCK_ELEMENTS // max(L * V, 1))
-    for start in range(0, L, step):
-        block = u[start : start + step, None, :]
-        wins[start : start + step] = (block > u[None]) @ w
-        ties[start : start + step] = (block == u[None]) @ w
-    np.fill_diagonal(ties, 0.0)
-    return wins, ties
+    w = None if weights is None else np.asarray(weights, dtype=float)
+    if w is not None and (w.shape != u.shape[1:] or not np.all(np.isfinite(w)) or (w < 0).any()):
+        raise DataError(f"weights must be {u.shape[1]} non-negative finite numbers, got {w.shape}")
+    return question_pair_counts(u, w)
 
 
 def question_counts(data: ResponseData) -> tuple[np.ndarray, np.ndarray]:
@@ -158,13 +146,6 @@ def preference_matrix(wins: Any, ties: Any, tie_policy: str = "half", *,
     check_choice("tie_policy", tie_policy, TIE_POLICIES)
     W = _square("wins", wins, batch=batch)
     return W + 0.5 * _square("ties", ties, batch=batch) if tie_policy == "half" else W
-
-
-def _data_preferences(data: ResponseData, tie_policy: str) -> np.ndarray:
-    check_choice("tie_policy", tie_policy, TIE_POLICIES)
-    if tie_policy == "half":
-        return np.asarray(data.reductions.question_preferences, dtype=float)
-    return question_counts(data)[0]
 
 
 # --------------------------------------------------------------------------------------
@@ -693,7 +674,7 @@ def minimax(
     tie_policy: str = "half",
 ) -> np.ndarray:
     """Minimax (Simpson-Kramer), see :func:`minimax_scores` (paper App. "Minimax")."""
-    return minimax_scores(_data_preferences(data, tie_policy), variant)
+    return minimax_scores(preference_matrix(*question_counts(data), tie_policy), variant)
 
 
 @ranking_method
@@ -709,7 +690,7 @@ def schulze(
     margin variant (e.g. Debian's elections).  Scores are levels of the beatpath
     order; ``details["paths"]`` holds the strongest-path matrix.
     """
-    p = schulze_paths(_data_preferences(data, tie_policy), strength)
+    p = schulze_paths(preference_matrix(*question_counts(data), tie_policy), strength)
     return dag_levels(p > p.T), {"paths": p}
 
 
@@ -721,7 +702,7 @@ def ranked_pairs(
     tie_policy: str = "half",
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Ranked Pairs (Tideman), levels of the locked graph (paper App. "Ranked Pairs")."""
-    locked = ranked_pairs_locked(_data_preferences(data, tie_policy), strength)
+    locked = ranked_pairs_locked(preference_matrix(*question_counts(data), tie_policy), strength)
     return dag_levels(locked), {"locked": locked}
 
 
@@ -734,23 +715,20 @@ def kemeny_young(
     tie_aware: bool = True,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Exact Kemeny-Young ranking, see :func:`kemeny_young_scores` (paper App. "Kemeny--Young")."""
-    return kemeny_young_scores(
-        _data_preferences(data, tie_policy), tie_aware=tie_aware, time_limit=time_limit
-    )
+    return kemeny_young_scores(preference_matrix(*question_counts(data), tie_policy),
+                               tie_aware=tie_aware, time_limit=time_limit)
 
 
 @ranking_method
 def nanson(data: ResponseData, *, rank_ties: str = "average") -> np.ndarray:
     """Nanson's rule: drop models at or below the mean Borda score each round."""
-    wins, ties = question_counts(data)
-    return borda_elimination_scores(wins, ties, rule="nanson", rank_ties=rank_ties)
+    return borda_elimination_scores(*question_counts(data), rule="nanson", rank_ties=rank_ties)
 
 
 @ranking_method
 def baldwin(data: ResponseData, *, rank_ties: str = "average") -> np.ndarray:
     """Baldwin's rule: drop the model(s) with the lowest Borda score each round."""
-    wins, ties = question_counts(data)
-    return borda_elimination_scores(wins, ties, rule="baldwin", rank_ties=rank_ties)
+    return borda_elimination_scores(*question_counts(data), rule="baldwin", rank_ties=rank_ties)
 
 
 @ranking_method

@@ -4,12 +4,7 @@ Each function takes B elections stacked on a leading axis and returns what the
 single-election rule returns for each of them; the single-election functions of
 :mod:`bayesrank.baselines.voting` call these with a batch of one, so an election's result
 does not depend on the batch it came in.  The rules are combinatorial (orderings,
-eliminations, comparisons of counts): DAG levels run in lockstep (layer ``k`` of every
-election at once, with masks for the elections that have finished), Ranked Pairs sorts
-every election's victories in one ``lexsort`` and locks them, and Nanson/Baldwin
-eliminate, in compiled loops over the elections
-(:mod:`bayesrank.baselines._voting_kernels`); Majority Judgment sorts all elections'
-median sequences in one ``lexsort``.
+eliminations, comparisons of counts); each function says how it batches them.
 
 Paper appendix, "Voting rules" (Ranked Pairs, Nanson, Baldwin, Majority Judgment).
 """

@@ -36,9 +36,13 @@ import numpy as np
 if TYPE_CHECKING:
     from bayesrank.data.response import ResponseData
 
-__all__ = ["Reductions", "SetwiseEvents"]
+__all__ = [
+    "Reductions", "SetwiseEvents", "category_counts", "pair_counts", "question_pair_counts",
+    "setwise_events",
+]
 
 _CHUNK_COLUMNS = 16384
+_CHUNK_ELEMENTS = 2**22  # pairwise comparisons per block of questions
 
 # values closer than this (relative to max(1, max |value|)) are one value: rounding
 NEAR_TIE_TOL = 1e-12
@@ -72,15 +76,107 @@ def merge_near_ties(values: np.ndarray, *, per_row: bool = False) -> np.ndarray:
     return merged.reshape(u.shape)
 
 
-def _gram(blocks_left, blocks_right, L: int, n_cols: int) -> np.ndarray:
+def category_counts(R: np.ndarray, n_categories: int, mask: np.ndarray | None = None
+                    ) -> np.ndarray:
+    """Trials of every cell (the last axis of ``R`` holds its trials; ``mask``: observed)
+    with each outcome, int64 (..., C+1); leading axes may be a batch (the study's draws)."""
+    out = np.empty(R.shape[:-1] + (n_categories,), dtype=np.int64)
+    for c in range(n_categories):
+        out[..., c] = np.count_nonzero(R == c if mask is None else (R == c) & mask, axis=-1)
+    return out
+
+
+def _gram(blocks_left, blocks_right, shape: tuple[int, ...], n_cols: int) -> np.ndarray:
     """sum_c left_c @ right_c.T over column chunks; blocks are callables on a column slice."""
-    out = np.zeros((L, L), dtype=np.float64)
+    out = np.zeros(shape, dtype=np.float64)
     for start in range(0, n_cols, _CHUNK_COLUMNS):
         cols = slice(start, min(start + _CHUNK_COLUMNS, n_cols))
         left = blocks_left(cols)
         right = left if blocks_right is None else blocks_right(cols)
-        out += left @ right.T
+        out += left @ np.swapaxes(right, -1, -2)
     return np.rint(out)
+
+
+def _frozen_pairs(wins: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairwise counts (..., L, L) with zero diagonals (a model never meets itself), read-only."""
+    eye = np.eye(wins.shape[-1], dtype=bool)
+    for a in (wins, ties):
+        a[..., eye] = 0.0
+        a.setflags(write=False)
+    return wins, ties
+
+
+def pair_counts(
+    X: np.ndarray, weights: np.ndarray, mask: np.ndarray | None = None, *, binary: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """W and T of outcomes ``X`` (..., L, K) over K question-trials (``mask``: observed).
+
+    ``W[..., i, j]`` counts the trials both observed where i's utility ``weights[X]``
+    beats j's, ``T`` those where they are equal (diagonals 0).  ``binary`` complete data
+    need one product: ``A_ij = #(both succeed)``.  Leading axes are a batch (the study's
+    draws); :attr:`Reductions.wins` is the data's own, a batch of none.
+    """
+    lead, (L, n_cols) = X.shape[:-2], X.shape[-2:]
+    shape = lead + (L, L)
+    if binary and mask is None:
+        A = _gram(lambda c: X[..., c].astype(np.float32), None, shape, n_cols)
+        S = np.diagonal(A, axis1=-2, axis2=-1)[..., None]
+        wins = S - A
+        ties = A + (n_cols - S - np.swapaxes(S, -1, -2) + A)
+        return _frozen_pairs(wins, ties)
+    wins = np.zeros(shape)
+    ties = np.zeros(shape)
+    for level in np.unique(weights):
+        at = np.flatnonzero(weights == level)
+        below = np.flatnonzero(weights < level)
+
+        def indicator(cats, c):
+            block = np.isin(X[..., c], cats)
+            if mask is not None:
+                block &= mask[..., c]
+            return block.astype(np.float32)
+
+        ties += _gram(lambda c, at=at: indicator(at, c), None, shape, n_cols)
+        if below.size:
+            wins += _gram(lambda c, at=at: indicator(at, c),
+                          lambda c, below=below: indicator(below, c), shape, n_cols)
+    return _frozen_pairs(wins, ties)
+
+
+def question_pair_counts(
+    grades: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wins and ties over voters of grades (..., L, V): the (weighted) number of voters with
+    ``g_iv > g_jv`` and with ``g_iv = g_jv`` (NaN: not graded, no vote on its pairs).
+
+    The question-level counts grade with :attr:`Reductions.cell_grades` (questions vote);
+    ``voting.pairwise_counts`` with any ballots.  Unweighted grades of few levels take
+    products of one-hot blocks, others blocks of rows (memory bounded either way); leading
+    axes are a batch.  Writable, diagonals 0.
+    """
+    lead, (L, V) = grades.shape[:-2], grades.shape[-2:]
+    levels, codes = np.unique(grades, return_inverse=True)
+    K, codes = np.count_nonzero(~np.isnan(levels)), codes.reshape(grades.shape)  # NaN: K
+
+    def at(c, relation=np.equal):  # one-hot column j: voter j // K at level j % K
+        j = np.arange(c.start, c.stop)
+        return relation(codes[..., j // K], j % K).astype(np.float32)
+
+    if weights is None and K <= min(L, 16):  # more levels: comparing is faster
+        wins = _gram(at, lambda c: at(c, np.less), lead + (L, L), V * K)
+        seen = _gram(lambda c: (codes[..., c] < K).astype(np.float32), None, wins.shape, V)
+        ties = seen - wins - np.swapaxes(wins, -1, -2)
+    else:
+        wins, ties = np.empty(lead + (L, L)), np.empty(lead + (L, L))
+        step = max(1, _CHUNK_ELEMENTS // max(int(np.prod(lead)) * L * V, 1))
+        for start in range(0, L, step):
+            block, rows = grades[..., start:start + step, None, :], slice(start, start + step)
+            for out, hit in ((wins, block > grades[..., None, :, :]),
+                             (ties, block == grades[..., None, :, :])):
+                out[..., rows, :] = (hit.sum(axis=-1, dtype=np.int32) if weights is None
+                                     else hit @ weights)
+    ties[..., np.eye(L, dtype=bool)] = 0.0
+    return wins, ties
 
 
 @dataclass(frozen=True)
@@ -103,6 +199,30 @@ class SetwiseEvents:
     @property
     def n_events(self) -> int:
         return int(self.counts.sum())
+
+
+def setwise_events(R: np.ndarray, mask: np.ndarray | None = None) -> SetwiseEvents:
+    """Grouped events of binary outcomes ``R`` (L, K) over K question-trials (``mask``:
+    observed), in the byte order of the packed columns (:attr:`Reductions.setwise`)."""
+    # Pack each question-trial column's winner bits (and presence bits when some
+    # trials are missing) into one byte string, then group identical columns.
+    parts = [np.packbits(R.view(np.bool_), axis=0)]
+    if mask is not None:
+        parts.append(np.packbits(mask, axis=0))
+    key = np.ascontiguousarray(np.concatenate(parts, axis=0).T)
+    rows = key.view(np.dtype((np.void, key.shape[1]))).ravel()
+    _, first, counts = np.unique(rows, return_index=True, return_counts=True)
+    winners = R[:, first].T.astype(bool)
+    if mask is None:
+        losers = ~winners
+    else:
+        present = mask[:, first].T
+        winners &= present
+        losers = present & ~winners
+    keep = winners.any(axis=1) & losers.any(axis=1)
+    return SetwiseEvents(
+        winners=winners[keep], losers=losers[keep], counts=counts[keep].astype(np.int64)
+    )
 
 
 class Reductions:
@@ -133,13 +253,7 @@ class Reductions:
         if d.is_binary:
             k = self.successes
             return np.stack([self.trials - k, k], axis=-1)
-        out = np.empty((d.L, d.M, d.n_categories), dtype=np.int64)
-        for c in range(d.n_categories):
-            hit = d.R == c
-            if d.mask is not None:
-                hit &= d.mask
-            out[..., c] = hit.sum(axis=2, dtype=np.int64)
-        return out
+        return category_counts(d.R, d.n_categories, d.mask)
 
     @cached_property
     def cell_utility(self) -> np.ndarray:
@@ -181,44 +295,8 @@ class Reductions:
     @cached_property
     def _pairwise(self) -> tuple[np.ndarray, np.ndarray]:
         d = self.data
-        L = d.L
-        X = d.R.reshape(L, -1)
-        n_cols = X.shape[1]
-        if d.is_binary and d.mask is None:
-            # One symmetric product suffices: A_ij = #(both succeed).
-            A = _gram(lambda c: X[:, c].astype(np.float32), None, L, n_cols)
-            S = np.diag(A).copy()
-            wins = S[:, None] - A
-            ties = A + (n_cols - S[:, None] - S[None, :] + A)
-        else:
-            V = None if d.mask is None else d.mask.reshape(L, -1)
-            utility = d.weights
-            levels = np.unique(utility)
-            wins = np.zeros((L, L))
-            ties = np.zeros((L, L))
-            for level in levels:
-                at = np.flatnonzero(utility == level)
-                below = np.flatnonzero(utility < level)
-
-                def indicator(cats, c, X=X, V=V):
-                    block = np.isin(X[:, c], cats)
-                    if V is not None:
-                        block &= V[:, c]
-                    return block.astype(np.float32)
-
-                ties += _gram(lambda c, at=at: indicator(at, c), None, L, n_cols)
-                if below.size:
-                    wins += _gram(
-                        lambda c, at=at: indicator(at, c),
-                        lambda c, below=below: indicator(below, c),
-                        L,
-                        n_cols,
-                    )
-        np.fill_diagonal(wins, 0.0)
-        np.fill_diagonal(ties, 0.0)
-        wins.setflags(write=False)
-        ties.setflags(write=False)
-        return wins, ties
+        mask = None if d.mask is None else d.mask.reshape(d.L, -1)
+        return pair_counts(d.R.reshape(d.L, -1), d.weights, mask, binary=d.is_binary)
 
     @property
     def wins(self) -> np.ndarray:
@@ -238,38 +316,9 @@ class Reductions:
     @cached_property
     def _question_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         d = self.data
-        L, M = d.L, d.M
-        if d.is_binary and d.complete:
-            codes = self.successes.astype(np.int32)  # k_lm orders cells like k_lm / N
-            levels = np.arange(d.N + 1)
-        else:
-            u = self.cell_grades
-            seen = ~np.isnan(u)
-            levels, inverse = np.unique(u[seen], return_inverse=True)
-            codes = np.full((L, M), -1, dtype=np.int32)  # -1: unobserved, matches no level
-            codes[seen] = inverse
-        V = levels.size
-        # Strict wins E @ B.T with one-hot E (u_lm == level v) and strictly-below B
-        # (u_lm < level v), built per block of questions (exact float32 integers) so
-        # memory stays bounded; ties are the co-observed questions that are not wins.
-        wins = np.zeros((L, L))
-        block = max(1, _CHUNK_COLUMNS // V)
-        grid = np.arange(V, dtype=np.int32)
-        for start in range(0, M, block):
-            c = codes[:, start : start + block, None]
-            onehot = (c == grid).astype(np.float32).reshape(L, -1)
-            below = ((c < grid) & (c >= 0)).astype(np.float32).reshape(L, -1)
-            wins += onehot @ below.T
-        if (codes >= 0).all():
-            both = np.full((L, L), float(M))
-        else:
-            seen = (codes >= 0).astype(np.float32)
-            both = seen @ seen.T
-        ties = both - wins - wins.T
-        for a in (wins, ties):
-            np.fill_diagonal(a, 0.0)
-            a.setflags(write=False)
-        return wins, ties
+        # k_lm orders complete binary cells like k_lm / N, with no rounding to merge
+        return _frozen_pairs(*question_pair_counts(self.successes if d.is_binary and d.complete
+                                                   else self.cell_grades))
 
     @property
     def question_wins(self) -> np.ndarray:
@@ -298,37 +347,15 @@ class Reductions:
         """Grouped (winner set, loser set) events over question-trials (binary data)."""
         d = self.data
         d.require_binary("setwise events")
-        L = d.L
-        # Pack each question-trial column's winner bits (and presence bits when some
-        # trials are missing) into one byte string, then group identical columns.
-        won_bits = np.packbits(d.R.reshape(L, -1).view(np.bool_), axis=0)
-        parts = [won_bits]
-        if d.mask is not None:
-            parts.append(np.packbits(d.mask.reshape(L, -1), axis=0))
-        key = np.ascontiguousarray(np.concatenate(parts, axis=0).T)
-        rows = key.view(np.dtype((np.void, key.shape[1]))).ravel()
-        _, first, counts = np.unique(rows, return_index=True, return_counts=True)
-        winners = d.R.reshape(L, -1)[:, first].T.astype(bool)
-        if d.mask is None:
-            losers = ~winners
-        else:
-            present = d.mask.reshape(L, -1)[:, first].T
-            winners &= present
-            losers = present & ~winners
-        keep = winners.any(axis=1) & losers.any(axis=1)
-        return SetwiseEvents(
-            winners=winners[keep], losers=losers[keep], counts=counts[keep].astype(np.int64)
-        )
+        return setwise_events(d.R.reshape(d.L, -1),
+                              None if d.mask is None else d.mask.reshape(d.L, -1))
 
     # -- prior --------------------------------------------------------------------------
     @cached_property
     def prior_category_counts(self) -> np.ndarray | None:
         """Category counts of R0: (M, C+1) if shared, (L, M, C+1) per model; None without R0."""
         R0 = self.data.R0
-        if R0 is None:
-            return None
-        cats = np.arange(self.data.n_categories)
-        return (R0[..., None] == cats).sum(axis=-2, dtype=np.int64)
+        return None if R0 is None else category_counts(R0, self.data.n_categories)
 
     @cached_property
     def prior_successes(self) -> np.ndarray | None:

@@ -4,16 +4,11 @@ The study protocols rank the same data many times: the ``N`` single-trial draws,
 ``reps`` subsamples per budget, and the same draws again on every model pool.
 Ranking each subsample alone re-validates a :class:`~bayesrank.ResponseData`,
 re-reduces its counts and pays each rule's Python overhead once per draw.  Here
-one :class:`DrawStack` reduces every draw of a stack at once:
-
-- category counts ``n_dlmk`` of all draws, shape (D, L, M, C+1);
-- trial-level wins and ties ``W_dij``, ``T_dij`` (paper Sec. 2.2) with one batched
-  matrix product over one-hot indicator blocks;
-- question-level wins and ties (questions as voters) by one broadcast comparison.
-
-Pairwise and cell counts of a model pool are the rows and columns of the full-pool
-counts, so :meth:`DrawStack.pool` and :meth:`DrawStack.pools` restrict a stack to one pool
-or to many at once without recomputing anything.
+one :class:`DrawStack` reduces every draw of a stack at once (category counts, trial- and
+question-level pairwise counts, each by one batched operation).  Pairwise and cell counts
+of a model pool are the rows and columns of the full-pool counts, so :meth:`DrawStack.pool`
+and :meth:`DrawStack.pools` restrict a stack to one pool or to many at once without
+recomputing anything.
 
 Every rule with a stacked form (:data:`BATCHED_RULES`, :mod:`bayesrank.study.stack_rules`)
 runs once over the whole stack; the other rules, and the draws or options a stacked form
@@ -35,8 +30,7 @@ from functools import cache, cached_property
 import numpy as np
 
 from bayesrank.baselines import METHODS, rule_defaults, voting
-from bayesrank.data import ResponseData
-from bayesrank.data.reductions import merge_near_ties
+from bayesrank.data import ResponseData, reductions
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
 from bayesrank.ranking import DEFAULT_TOL
 from bayesrank.registry import get_method, rank
@@ -135,14 +129,8 @@ class DrawStack:
 
     @classmethod
     def from_data(cls, data: ResponseData, draws: Sequence[np.ndarray]) -> DrawStack:
-        """Reduce every draw of ``data`` in one pass.
-
-        Raises
-        ------
-        ValueError
-            When the data have missing trials or the draws differ in size (use
-            the per-draw path of :func:`rank_stack` with ``stack=None`` there).
-        """
+        """Reduce every draw of ``data`` in one pass (ValueError when the data have missing
+        trials or the draws differ in size: :func:`draws_per_stack` says 0 there)."""
         if not data.complete:
             raise ValueError("DrawStack needs complete data (no mask)")
         sizes = {len(d) for d in draws}
@@ -152,10 +140,13 @@ class DrawStack:
         D, n = idx.shape
         L, M = data.L, data.M
         R = np.moveaxis(data.R[:, :, idx], 2, 0)  # (D, L, M, n)
-        cats = np.arange(data.n_categories, dtype=R.dtype)
-        counts = (R[..., None] == cats).sum(axis=3, dtype=np.int64)  # (D, L, M, C+1)
-        wins, ties = _trial_pairs(R.reshape(D, L, M * n), data.weights)
-        q_wins, q_ties = _question_pairs(counts, data.weights, data.is_binary)
+        counts = reductions.category_counts(R, data.n_categories)  # (D, L, M, C+1)
+        wins, ties = reductions.pair_counts(R.reshape(D, L, M * n), data.weights,
+                                            binary=data.is_binary)
+        # as Reductions._question_pairs of each draw alone: k_lm, or the merged grades
+        q_wins, q_ties = map(_frozen, reductions.question_pair_counts(
+            counts[..., 1] if data.is_binary
+            else reductions.merge_near_ties((counts @ data.weights) / n, per_row=True)))
         return cls(data, _frozen(idx), _frozen(counts), wins, ties, q_wins, q_ties)
 
     @property
@@ -165,6 +156,10 @@ class DrawStack:
     @property
     def n_trials(self) -> int:
         return self.draws.shape[1]
+
+    # as the reductions of each draw alone: k_lm (binary data) and n_lm, (D, L, M)
+    successes = property(lambda self: self.counts[..., 1])
+    trials = cached_property(lambda self: np.full(self.successes.shape, self.n_trials, np.int64))
 
     def once(self, key: tuple, compute: Callable[[], object]):
         """``compute()`` once per stack and ``key``, kept like a ``cached_property``.
@@ -187,7 +182,7 @@ class DrawStack:
     def cell_grades(self) -> np.ndarray:
         """:attr:`cell_utility` with equal means made equal, each draw on its own (as
         ``Reductions.cell_grades`` of the draw alone)."""
-        return merge_near_ties(self.cell_utility, per_row=True)
+        return reductions.merge_near_ties(self.cell_utility, per_row=True)
 
     def question_preferences(self, tie_policy: str = "half") -> np.ndarray:
         """Question-level preferences of every draw, (D, L, L): ``W + T/2`` (``"half"``,
@@ -257,13 +252,13 @@ class DrawStack:
                            questions=data.questions, R0=data.R0, weights=data.weights)
         red = sub.reductions
         cache = {
-            "trials": np.full((data.L, data.M), self.n_trials, dtype=np.int64),
+            "trials": self.trials[d],
             "category_counts": self.counts[d],
             "_pairwise": (self.wins[d], self.ties[d]),
             "_question_pairs": (self.question_wins[d], self.question_ties[d]),
         }
         if data.is_binary:
-            cache["successes"] = self.counts[d, :, :, 1]
+            cache["successes"] = self.successes[d]
         owner = type(red)
         for name, value in cache.items():  # only names the Reductions class caches
             if isinstance(getattr(owner, name, None), cached_property):
@@ -281,8 +276,7 @@ class PoolData:
     Rows hold different models, so the model-specific parts of a ResponseData (R, R0,
     names, reductions) have no single value here: reading them raises
     :class:`PoolStackError` (the bootstrap then ranks that rule pool by pool, on
-    :meth:`DrawStack.pool` stacks).  Per-row inputs are the stack's counts,
-    :attr:`DrawStack.prior_counts`, :attr:`DrawStack.outcomes` and :meth:`DrawStack.subset`.
+    :meth:`DrawStack.pool` stacks); the per-row inputs are the stack's (``models``).
     """
 
     def __init__(self, source: ResponseData, size: int) -> None:
@@ -335,56 +329,14 @@ class _PoolStack(DrawStack):
     question_ties = cached_property(lambda self: self._pairs(self._parent.question_ties))
 
 
-def _without_diagonal(wins: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Pairwise counts (D, L, L) with zero diagonals (a model never meets itself), read-only."""
-    eye = np.eye(wins.shape[1], dtype=bool)
-    wins[:, eye] = 0.0
-    ties[:, eye] = 0.0
-    return _frozen(wins), _frozen(ties)
-
-
-def _trial_pairs(X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """W_dij and T_dij of every draw from outcomes X (D, L, K) over K question-trials."""
-    D, L, K = X.shape
-    if weights.size == 2 and weights[1] > weights[0]:
-        Xf = X.astype(np.float32)
-        A = np.rint(Xf @ np.swapaxes(Xf, 1, 2)).astype(np.float64)  # both succeed
-        S = np.diagonal(A, axis1=1, axis2=2)
-        wins = S[:, :, None] - A
-        ties = A + (K - S[:, :, None] - S[:, None, :] + A)
-    else:
-        wins = np.zeros((D, L, L))
-        ties = np.zeros((D, L, L))
-        for level in np.unique(weights):
-            at = np.isin(X, np.flatnonzero(weights == level)).astype(np.float32)
-            below = np.isin(X, np.flatnonzero(weights < level)).astype(np.float32)
-            ties += np.rint(at @ np.swapaxes(at, 1, 2))
-            wins += np.rint(at @ np.swapaxes(below, 1, 2))
-    return _without_diagonal(wins, ties)
-
-
-def _question_pairs(counts: np.ndarray, weights: np.ndarray, binary: bool):
-    """Question-level wins/ties: #questions with u_im > u_jm (= u_jm), every draw."""
-    # same order as the cell utility; equal totals merged whatever their rounding, per draw
-    u = counts[..., 1] if binary else merge_near_ties(counts @ weights, per_row=True)
-    D, L, M = u.shape
-    wins = (u[:, :, None, :] > u[:, None, :, :]).sum(axis=3).astype(np.float64)
-    ties = M - wins - np.swapaxes(wins, 1, 2)
-    return _without_diagonal(wins, ties)
-
-
 def is_batched(method: str) -> bool:
     """Whether ``method`` has a closed form over a :class:`DrawStack`."""
     return get_method(method).base in BATCHED_RULES
 
 
 def batched_scores(stack: DrawStack, method: str, **options: object) -> np.ndarray | None:
-    """Scores (D, L) of ``method`` on every draw of ``stack``, or None (use the per-draw path).
-
-    ``options`` override the identifier's (:attr:`~bayesrank.baselines.MethodSpec.options`).
-    A rule that can fail on single draws may return ``(scores, reasons)`` instead: NaN rows
-    with the per-draw path's reason (``"ErrorClass: message"``) for each such draw.
-    """
+    """:func:`stacked_scores` of ``method``'s base rule with the identifier's options
+    (:attr:`~bayesrank.baselines.MethodSpec.options`), ``options`` over them."""
     spec = get_method(method)
     return stacked_scores(stack, spec.base, **{**spec.options, **options})
 
@@ -396,8 +348,9 @@ def _rule_defaults(base: str) -> dict[str, object]:
 
 def stacked_scores(stack: DrawStack, base: str, **options: object) -> np.ndarray | None:
     """The stacked form of base rule ``base`` (:data:`BATCHED_RULES`) with ``options`` over
-    the rule's own defaults: scores (D, L), ``(scores, reasons)``, or None (per-draw path:
-    no stacked form, or options or data the rule's core rejects with a DataError)."""
+    the rule's own defaults: scores (D, L), or ``(scores, reasons)`` with NaN rows and the
+    per-draw path's reason (``"ErrorClass: message"``) for draws it could not rank, or None
+    (per-draw path: no stacked form, or options or data its core rejects with a DataError)."""
     rule = BATCHED_RULES.get(base)
     if rule is None:
         return None
@@ -506,13 +459,11 @@ def rank_stack(
 ) -> dict[str, DrawRanks]:
     """Every method's ranks on every draw of ``stack``.
 
-    Closed forms (:data:`BATCHED_RULES`) run once over the stack; every other rule
-    runs per draw on :meth:`DrawStack.subset` (reductions shared from the stack), and so
-    do the draws where a stacked rule returns non-finite scores (e.g. an iterative fit
-    that fails on that draw: the per-draw path reports why), unless the rule returned
-    ``(scores, reasons)`` with the per-draw path's reason for each such draw.
-    ``scores_cache`` maps a method to precomputed scores (D, L) of this stack (the
-    bootstrap passes pool restrictions of separable rules).
+    Closed forms (:data:`BATCHED_RULES`) run once over the stack; every other rule, and
+    the draws a stacked rule left NaN without a reason (:func:`stacked_scores`), run per
+    draw on :meth:`DrawStack.subset` (reductions shared from the stack; that path reports
+    why a draw fails).  ``scores_cache`` maps a method to precomputed scores (D, L) of this
+    stack (the bootstrap passes pool restrictions of separable rules).
     """
     out: dict[str, DrawRanks] = {}
     subs: dict[int, ResponseData] = {}

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bayesrank.data import ResponseData, as_response_data
-from bayesrank.ranking import kendall_tau, scores_to_ranks
+from bayesrank.ranking import kendall_tau
 from bayesrank.registry import get_method
 from bayesrank.study._core import (
     TAU_TOL,
@@ -363,17 +363,8 @@ def _pool_task(
         targets, why = _targets(sub, ids, gold)
         ranked = rank_draws(draws, data=sub, methods=ids, engine=engine)
     else:
-        own: dict[str, np.ndarray | None] = {}
-        own_why: dict[str, str | None] = {}
-        for m in [*ids, gold]:
-            if m in separable:
-                own[m], own_why[m] = scores_to_ranks(separable[m][0][pool]).astype(float), None
-            elif m not in own:
-                own[m], own_why[m], _ = safe_ranks(sub, m)
-        if own[gold] is None:
-            gold_ranks(sub, gold)  # raises with the reason
-        targets = {"gold": dict.fromkeys(ids, own[gold]), "self": {m: own[m] for m in ids}}
-        why = {"gold": dict.fromkeys(ids), "self": {m: own_why[m] for m in ids}}
+        own, own_why = _pool_references(pool[None], data, ids, gold, full, separable)
+        targets, why = _pool_targets(own, own_why, 0, ids, gold)
         cache = {m: per_draw[:, pool] for m, (_, per_draw) in separable.items()}
         ranked = rank_draws(draws, data=sub, methods=ids, engine=engine, stack=stack.pool(pool),
                             scores_cache=cache)
@@ -425,10 +416,7 @@ def _pool_stack_task(
     other rule ranks the pool as :func:`_pool_task` ranks it.  Pools where every draw was
     ranked take their tau_b summaries in one pass; the others through :class:`TauSample`.
     """
-    own, own_why = _pool_references(pools, data, [*ids, gold], full, separable)
-    bad_gold = np.flatnonzero(np.isnan(own[gold][:, 0]))
-    if bad_gold.size:
-        gold_ranks(data.subset(models=pools[bad_gold[0]]), gold)  # raises with the reason
+    own, own_why = _pool_references(pools, data, ids, gold, full, separable)
     out: list[dict] = [{} for _ in pools]
     per_pool: list[list[str]] = [[] for _ in pools]  # methods each pool ranks draw by draw
     pooled = stack.pools(pools)
@@ -471,22 +459,20 @@ def _pool_stack_task(
             pool = pools[p]
             cache = {m: separable[m][1][:, pool] for m in methods if m in separable}
             ranked = rank_stack(stack.pool(pool), methods, scores_cache=cache)
-            row = {m: None if np.isnan(own[m][p, 0]) else own[m][p] for m in methods}
-            targets = {"gold": dict.fromkeys(methods, own[gold][p]), "self": row}
-            why = {"gold": dict.fromkeys(methods), "self": {m: own_why[m][p] for m in methods}}
-            out[p].update(_pool_scores(ranked, targets, why))
+            out[p].update(_pool_scores(ranked, *_pool_targets(own, own_why, p, methods, gold)))
     return out
 
 
-def _pool_references(pools, data, methods, full, separable):
-    """Every method's ranks at full N on every pool, (P, k) with NaN rows where it failed,
-    and the reasons (closed forms on one pool stack of the full data, the rest pool by pool)."""
+def _pool_references(pools, data, ids, gold, full, separable):
+    """Every method's and the gold standard's ranks at full N on every pool, (P, k) with NaN
+    rows where it failed, and the reasons (closed forms on one pool stack of the full data, the
+    rest pool by pool); raises as :func:`gold_ranks` where the gold standard failed."""
     P, k = pools.shape
     pooled = full.pools(pools)
     subs: dict[int, ResponseData] = {}
     own: dict[str, np.ndarray] = {}
     own_why: dict[str, list[str | None]] = {}
-    for m in dict.fromkeys(methods):
+    for m in dict.fromkeys([*ids, gold]):
         own_why[m] = [None] * P
         if m in separable:
             own[m] = competition_ranks(separable[m][0][pools])
@@ -499,7 +485,17 @@ def _pool_references(pools, data, methods, full, separable):
             ranks, own_why[m][p], _ = safe_ranks(subs[p], m)
             if ranks is not None:
                 own[m][p] = ranks
+    bad_gold = np.flatnonzero(np.isnan(own[gold][:, 0]))
+    if bad_gold.size:
+        gold_ranks(subs[bad_gold[0]], gold)  # raises with the reason
     return own, own_why
+
+
+def _pool_targets(own, own_why, p: int, methods, gold: str):
+    """Targets and their reasons (as :func:`_targets`) of pool ``p`` of :func:`_pool_references`."""
+    row = {m: None if np.isnan(own[m][p, 0]) else own[m][p] for m in methods}
+    return ({"gold": dict.fromkeys(methods, own[gold][p]), "self": row},
+            {"gold": dict.fromkeys(methods), "self": {m: own_why[m][p] for m in methods}})
 
 
 def _pool_stack_scores(pooled: DrawStack, method: str) -> np.ndarray | None:

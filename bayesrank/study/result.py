@@ -292,13 +292,10 @@ def run_study(
     finally:
         if own_client is not None:
             own_client.close()
-    settings = {
-        "protocols": protocols, "methods": ids, "gold": plan.gold, "n_trials": plan.n_trials,
-        "draws": plan.draws, "budgets": list(plan.budgets or default_budgets(data.N)),
-        "reps": plan.reps, "sizes": list(plan.sizes), "subsets": plan.subsets,
-        "prior_reps": plan.prior_reps, "schemes": list(plan.schemes or ()), "data": repr(data),
-        "engine": engine, "name": name or "benchmark",
-    }
+    settings = {"protocols": protocols, "methods": ids, **vars(plan),  # the plan's fields
+                "budgets": list(plan.budgets or default_budgets(data.N)), "sizes": list(plan.sizes),
+                "schemes": list(plan.schemes or ()), "data": repr(data), "engine": engine,
+                "name": name or "benchmark"}
     return StudyResult(frames, settings, seed, timings)
 
 
@@ -322,7 +319,7 @@ def run_studies(
 
 def _call(data, protocols, ids, plan: StudyPlan, seed: int, engine: str) -> dict[str, Any]:
     """What makes a study's frames, for its checkpoint's manifest (JSON)."""
-    settings = {f.name: getattr(plan, f.name) for f in fields(StudyPlan)}
+    settings = dict(vars(plan))
     settings["schemes"] = {k: data_digest(v) for k, v in (plan.schemes or {}).items()}
     call = {"data": data_digest(data), "protocols": list(protocols), "methods": list(ids),
             "plan": settings, "seed": int(seed), "engine": engine}

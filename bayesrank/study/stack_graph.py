@@ -109,8 +109,6 @@ def _rank_centrality(rows: _Rows, *, tie_handling, smoothing, teleport, solver, 
                                                         solver, max_iter, tol)
     if solver != "exact":
         return None
-    if rows.wins.shape[1] == 1:
-        return np.ones((rows.D, 1))
     P, edges = gb.rank_centrality_chain_batch(rows.wins, rows.ties, tie_handling,
                                               smoothing, teleport)
     ok = gb.connected_batch(edges)
@@ -125,11 +123,9 @@ def _alpharank(rows: _Rows, *, alpha, population_size, solver, max_iter, tol):
                                                      max_iter, tol)
     if solver != "exact":
         return None
-    L = rows.wins.shape[1]
-    if L == 1:
-        return np.ones((rows.D, 1))
     P_hat, _, ok = rows.probabilities()
     C = gb.alpharank_chain_batch(P_hat, alpha, population_size, constant_sum=True)
+    L = C.shape[1]
     off = ~np.eye(L, dtype=bool)
     ok &= np.all(C[:, off] > 0, axis=1)
     C = np.where(ok[:, None, None], C, 1.0 / L)

@@ -1,11 +1,8 @@
 """IRT rules over a whole :class:`~bayesrank.study.batched.DrawStack` at once.
 
 The JML / MAP Rasch, 2PL and 3PL fits of every draw run as one batch of
-:func:`bayesrank.baselines.irt.xpl_batch.fit_xpl_batch`, ``rasch_mml`` of
-:func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.  A draw whose fit fails
-(:class:`~bayesrank.errors.NotIdentifiedError`) gets a NaN row and the per-draw rule's
-reason.  ``dynamic_irt`` is the Rasch JML fit with ``variant="linear"`` and, on
-single-trial draws, with ``"growth"``; the growth model over several trials gives None.
+:func:`bayesrank.baselines.irt.xpl_batch.fit_xpl_batch` (``dynamic_irt``: where it is the
+Rasch fit), ``rasch_mml`` of :func:`bayesrank.baselines.irt.mml.fit_rasch_mml_batch`.
 Rules that fit the same model share one fit per stack
 (:meth:`~bayesrank.study.batched.DrawStack.once`).
 """
@@ -57,8 +54,8 @@ def _xpl(stack: DrawStack, model: str, *, prior=None, max_iter, return_item_para
                   labels=tuple(map(str, stack.data.models)))
 
     def fit() -> Scores:
-        k = stack.counts[..., 1].astype(float)
-        got = fit_xpl_batch(k, np.full(k.shape, float(stack.n_trials)), lay, max_iter)
+        got = fit_xpl_batch(stack.successes.astype(float), stack.trials.astype(float), lay,
+                            max_iter)
         return got.theta, [None if e is None else f"{type(e).__name__}: {e}" for e in got.errors]
 
     theta, reasons = stack.once(("xpl", lay, max_iter), fit)
@@ -86,8 +83,7 @@ def _rasch_mml(stack: DrawStack, *, quantile, max_iter, em_iter, n_quadrature, p
         check_probability("quantile", quantile)
 
     def fit():
-        k = stack.counts[..., 1].astype(float)
-        return fit_rasch_mml_batch(k, np.full(k.shape, float(stack.n_trials)),
+        return fit_rasch_mml_batch(stack.successes.astype(float), stack.trials.astype(float),
                                    n_quadrature=n_quadrature, em_iter=em_iter,
                                    max_iter=max_iter, population_sd=population_sd)
 

@@ -21,12 +21,13 @@ from bayesrank.baselines.pairwise_batch import (
     bt_fit_batch,
     btl_fit_batch,
     davidson_fit_batch,
-    exchangeable_batch,
     pl_mm_batch,
     rao_kupper_fit_batch,
     strongly_connected,
 )
 from bayesrank.checks import check_finite, check_in_interval
+from bayesrank.data import reductions
+from bayesrank.ranking import exchangeable_pairs
 
 if TYPE_CHECKING:
     from bayesrank.study.batched import DrawStack
@@ -39,7 +40,7 @@ def _scores(theta: np.ndarray, ok: np.ndarray, stalled: np.ndarray, D: int, *mat
     """Scores of the fitted draws ``ok``, ``theta`` averaged over the models that each draw's
     counts ``mats`` (all draws) make exchangeable; NaN rows for the others and stalled fits."""
     if mats:
-        theta = average_exchangeable(theta, exchangeable_batch(*(M[ok] for M in mats)))
+        theta = average_exchangeable(theta, exchangeable_pairs(*(M[ok] for M in mats)))
     out = np.full((D, theta.shape[-1]), np.nan)
     fitted = score(theta)
     fitted[stalled] = np.nan
@@ -121,46 +122,27 @@ def _plackett_luce(stack: DrawStack, *, prior, max_iter, tol):
 
 
 def setwise_events(stack: DrawStack) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Grouped (winners, losers, counts) events of every draw, as ``reductions.setwise``.
-
-    A question-trial column's winners are packed into an integer key whose order is the
-    byte order ``numpy.unique`` sorts the packed columns by, so each draw's distinct
-    events come in the order of its own reduction.  Draws with fewer events are padded
-    with empty zero-count events at the end.  Binary complete data with at most 56 models.
-    The columns are read from :attr:`DrawStack.outcomes`, so every row of a pool stack
-    gets its own pool's events.
+    """Grouped (winners, losers, counts) events of every draw: ``reductions.setwise`` of each
+    draw alone (:func:`~bayesrank.data.reductions.setwise_events`), padded with empty
+    zero-count events at the end.  The columns are read from :attr:`DrawStack.outcomes`, so
+    every row of a pool stack gets its own pool's events.
 
     Returns winners (D, E, L) bool, losers (D, E, L) bool, counts (D, E) float.
     """
-    L = stack.data.L
-    n_bytes = -(-L // 8)
-    shift = 8 * n_bytes - 1 - np.arange(L)
-    R = stack.outcomes.reshape(stack.D, L, -1)
-    keys = np.sort(np.sum(R.astype(np.int64) << shift[None, :, None], axis=1), axis=1)
-    new = np.ones(keys.shape, bool)
-    new[:, 1:] = keys[:, 1:] != keys[:, :-1]
-    group = np.cumsum(new, axis=1) - 1
-    E = int(group[:, -1].max()) + 1
-    rows = np.broadcast_to(np.arange(stack.D)[:, None], keys.shape)
-    event_key = np.zeros((stack.D, E), np.int64)
-    event_key[rows, group] = keys
-    counts = np.zeros((stack.D, E))
-    np.add.at(counts, (rows, group), 1.0)
-    winners = ((event_key[:, :, None] >> shift) & 1).astype(bool)
-    keep = winners.any(axis=2) & ~winners.all(axis=2) & (counts > 0)
-    kept_first = np.argsort(~keep, axis=1, kind="stable")  # events in order, then padding
-    keep = np.take_along_axis(keep, kept_first, axis=1)
-    winners = np.take_along_axis(winners, kept_first[:, :, None], axis=1) & keep[:, :, None]
-    losers = ~winners & keep[:, :, None]
-    counts = np.where(keep, np.take_along_axis(counts, kept_first, axis=1), 0.0)
-    width = int(keep.sum(axis=1).max(initial=0))
-    return winners[:, :width], losers[:, :width], counts[:, :width]
+    D, L = stack.D, stack.data.L
+    events = [reductions.setwise_events(R) for R in stack.outcomes.reshape(D, L, -1)]
+    E = max(e.n_unique for e in events)
+    winners, losers, counts = np.zeros((D, E, L), bool), np.zeros((D, E, L), bool), np.zeros((D, E))
+    for d, e in enumerate(events):
+        winners[d, :e.n_unique], losers[d, :e.n_unique], counts[d, :e.n_unique] = (
+            e.winners, e.losers, e.counts)
+    return winners, losers, counts
 
 
 def _bradley_terry_luce(stack: DrawStack, *, prior, max_iter):
     data = stack.data
     opts = fit_options(prior, max_iter)
-    if not data.is_binary or data.L > 56:
+    if not data.is_binary:
         return None  # non-binary data: the rule raises a DataError per draw
     # Newton starts from Bradley-Terry on the pairwise wins the events imply (binary data:
     # the stack's W, both count question-trials); ML has the same identification condition

@@ -1,15 +1,11 @@
 """The study's stacked rules: one table, from base rule name to its stacked form.
 
 A stacked form takes a :class:`~bayesrank.study.batched.DrawStack` and the identifier's
-options (the defaults of its :class:`~bayesrank.baselines.MethodSpec` record) and returns
-the scores (D, L) of every draw, ``(scores, reasons)``, or None (the per-draw path ranks
-those draws).  It holds only what is about stacks: which of the stack's shared reductions
-the rule reads, and sharing or blocking work across draws.  The numeric core, its option
-checks and its defaults are the rule's own (:mod:`bayesrank.baselines`), called here with
-the stack as the batch and by :func:`bayesrank.rank` with a batch of one; an option the
-core rejects raises its :class:`~bayesrank.errors.DataError`, and
-:func:`~bayesrank.study.batched.batched_scores` then hands every draw to the per-draw
-path, which says why.
+options and returns what :func:`~bayesrank.study.batched.stacked_scores` says.  It holds
+only what is about stacks: which of the stack's shared reductions the rule reads, and
+sharing or blocking work across draws.  The numeric core, its option checks and its
+defaults are the rule's own (:mod:`bayesrank.baselines`), called here with the stack as
+the batch and by :func:`bayesrank.rank` with a batch of one.
 
 The count rules (avg, inverse difficulty, Bayes@N, Borda, Copeland, win rate, Minimax,
 Schulze) and Thompson sampling are defined here; each family's other rules in its
@@ -46,9 +42,8 @@ Scores = np.ndarray | tuple[np.ndarray, list[str | None]] | None
 def _inverse_difficulty(stack: DrawStack, *, clip_range) -> np.ndarray | None:
     if not stack.data.is_binary:
         return None  # the rule raises a DataError per draw
-    k = stack.counts[..., 1]
-    trials = np.full(k.shape, stack.n_trials, dtype=np.int64)
-    return metrics.inverse_difficulty_batch(trials, k, stack.cell_utility, clip_range)[0]
+    return metrics.inverse_difficulty_batch(stack.trials, stack.successes, stack.cell_utility,
+                                            clip_range)[0]
 
 
 def _bayes(stack: DrawStack, *, R0: Any, quantile, weights) -> np.ndarray | None:
@@ -72,8 +67,7 @@ def _pair_counts(stack: DrawStack, n_samples: int, prior_alpha: float, prior_bet
     """``C`` (D, L, L) of every draw of a stack that is not a pool stack, kept in the stack
     (:meth:`~bayesrank.study.batched.DrawStack.once`) for the pool stacks cut from it."""
     def compute() -> np.ndarray:
-        trials = np.full(stack.counts.shape[:2], stack.n_trials * stack.data.M, dtype=np.int64)
-        a, b = metrics.thompson_posterior(stack.counts[..., 1].sum(axis=2), trials,
+        a, b = metrics.thompson_posterior(stack.successes.sum(axis=2), stack.trials.sum(axis=2),
                                           prior_alpha, prior_beta)
         out = np.empty((stack.D, stack.data.L, stack.data.L), dtype=np.int64)
         seen: dict[tuple[float, float], np.ndarray] = {}

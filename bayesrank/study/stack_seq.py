@@ -10,8 +10,7 @@ uses the same random stream, which
 draws (any other seed: per-draw path).
 
 Ranked Pairs, Nanson, Baldwin and Majority Judgment (questions as voters) run through
-the lockstep rules of :mod:`bayesrank.baselines.voting_batch`; Kemeny-Young solves each row
-exactly, once per stack for both tie policies (they have the same margins).
+the lockstep rules of :mod:`bayesrank.baselines.voting_batch`; Kemeny-Young row by row.
 
 Pass@k, Pass-hat@k and mG-Pass@k: :func:`bayesrank.baselines.metrics.pass_scores` of the
 draws' success counts; draws of fewer than ``k`` trials take the per-draw path.
@@ -28,6 +27,7 @@ import numpy as np
 
 from bayesrank.baselines import metrics, paired, pairwise_batch, ratings, voting, voting_batch
 from bayesrank.checks import check_int
+from bayesrank.ranking import exchangeable_pairs
 from bayesrank.threads import worker_threads
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def _bayesian_mcmc(stack: DrawStack, *, seed: int | None, **options: Any):
         means, _ = paired.bt_posterior_means_batch(Ws, seed=seed, **options)
         # bt_posterior_mean of every chain: the same sums in the same order
         scores[start:start + len(Ws)] = pairwise_batch.average_exchangeable(
-            means, pairwise_batch.exchangeable_batch(Ws))
+            means, exchangeable_pairs(Ws))
 
     starts = range(0, stack.D, MCMC_BLOCK)
     # a chain does not depend on its block or thread; the compiled sampler drops the GIL
@@ -118,9 +118,8 @@ def _pass_family(metric: str) -> Callable[..., np.ndarray | None]:
         k = check_int("k", k)
         if not stack.data.is_binary or stack.n_trials < k:
             return None
-        trials = np.full(stack.counts.shape[:3], stack.n_trials, dtype=np.int64)
-        pmf = metrics.cell_success_pmf(trials, stack.counts[..., 1], k)
-        return metrics.pass_scores(pmf, metric)
+        return metrics.pass_scores(metrics.cell_success_pmf(stack.trials, stack.successes, k),
+                                   metric)
 
     return scores
 

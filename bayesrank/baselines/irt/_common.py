@@ -1,9 +1,7 @@
 """What every IRT estimator shares: the count checks, informative items, the fit record.
 
-The likelihoods depend on the data only through the success counts ``k_lm`` out of
-``n_lm`` observed trials.  Items that every model solves (or none does) carry no
-information about abilities; :func:`informative_mask` selects the others and
-:func:`boundary_difficulty` gives the set-aside items their limit difficulty.
+:func:`informative_mask` selects the items that carry information about abilities (see the
+package docstring) and :func:`boundary_difficulty` gives the others their limit difficulty.
 """
 
 from __future__ import annotations

@@ -26,17 +26,8 @@ import math
 import numpy as np
 from numba import njit
 
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
-
-
-@njit(**_JIT)
-def _log_expit(x):
-    return x - math.log1p(math.exp(x)) if x < 0 else -math.log1p(math.exp(-x))
-
-
-@njit(**_JIT)
-def _expit(x):
-    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+from bayesrank.baselines._mcmc_kernels import _log_expit
+from bayesrank.baselines.irt._xpl_kernel import _JIT, _expit
 
 
 @njit(**_JIT)

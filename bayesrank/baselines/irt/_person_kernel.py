@@ -32,7 +32,7 @@ import math
 import numpy as np
 from numba import njit
 
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
+from bayesrank.baselines.irt._xpl_kernel import _JIT, _expit, _softplus
 
 #: the range covers the posterior down to ``exp(-DROP)`` of its mode
 DROP = 40.0
@@ -41,21 +41,11 @@ SHORT = 0.5
 
 
 @njit(**_JIT)
-def _softplus(x):
-    return max(x, 0.0) + math.log1p(math.exp(-abs(x)))
-
-
-@njit(**_JIT)
-def _expit(x):
-    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
-
-
-@njit(**_JIT)
 def _log_post(theta, total, n, b, var):
     acc = total * theta - 0.5 * theta * theta / var
     for m in range(b.size):
         if n[m] > 0:
-            acc -= n[m] * _softplus(theta - b[m])
+            acc -= n[m] * _softplus(theta - b[m])[0]
     return acc
 
 

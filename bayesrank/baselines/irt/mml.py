@@ -101,10 +101,8 @@ def ability_posterior(
     Gauss–Hermite nodes of ``N(0, population_sd^2)``; items with infinite
     difficulty are skipped (they contribute a constant).
 
-    Returns
-    -------
-    posterior : (L, Q) weights summing to 1 per row.
-    nodes : (Q,) ability nodes.  EAP = ``posterior @ nodes``.
+    Returns the posterior (L, Q), weights summing to 1 per row, and the ability nodes (Q,):
+    EAP = ``posterior @ nodes``.
     """
     k, n = binomial_counts(successes, trials)
     difficulty = np.asarray(difficulty, dtype=float)
@@ -226,12 +224,11 @@ def fit_rasch_mml_batch(k, n, *, n_quadrature, em_iter, max_iter, population_sd,
     """:func:`fit_rasch_mml`'s EM for B count matrices ``k``, ``n`` (B, L, M).
 
     Arguments are validated by the caller.  Each problem runs the compiled EM of
-    :mod:`._mml_kernel` alone (the problems are split over threads); uninformative items
-    stay in its arrays with zero counts, which add exactly nothing to the likelihood or
-    the score equations.  So a problem's result does not depend on the rest of the batch:
-    :func:`fit_rasch_mml` runs this with B = 1 and the stacked study rules with one
-    problem per draw.  The person scores (:meth:`MmlBatch.person_scores`) are computed
-    from the fitted ``(difficulty, slope)`` model by model, on demand.
+    :mod:`._mml_kernel` alone, its uninformative items held at zero counts (as
+    :mod:`.xpl_batch` does): :func:`fit_rasch_mml` runs this with B = 1 and the stacked
+    study rules with one problem per draw.  The person scores
+    (:meth:`MmlBatch.person_scores`) come from the fitted ``(difficulty, slope)`` model by
+    model, on demand.
     """
     B = k.shape[0]
     z, w = normal_quadrature(n_quadrature)
@@ -266,23 +263,20 @@ def fit_rasch_mml(
     population_sd: float | None = 1.0,
     tol: float = 1e-8,
 ) -> MmlFit:
-    """Rasch marginal ML by EM over Gauss–Hermite quadrature (Bock & Aitkin, 1981).
+    """Rasch marginal ML by EM over Gauss–Hermite quadrature (module docstring).
 
-    Abilities are integrated out under ``theta ~ N(0, sd^2)``; the marginal
-    likelihood is maximised over the difficulties by EM (paper, Alg. "Rasch
-    MML"): the E-step forms each model's discrete posterior over the nodes,
-    the M-step solves each item's expected-count score equation (safeguarded
-    Newton, at most ``max_iter`` steps; compiled, :mod:`._mml_kernel`).  EM stops
-    after ``em_iter`` iterations or when no difficulty moves by more than ``tol``.
+    The E-step forms each model's discrete posterior over the nodes, the M-step solves each
+    item's expected-count score equation (safeguarded Newton, at most ``max_iter`` steps;
+    compiled, :mod:`._mml_kernel`).  EM stops after ``em_iter`` iterations or when no
+    difficulty moves by more than ``tol``.
 
     ``population_sd=None`` estimates the population sd as well (a Rasch model
     with free latent variance, equivalently a common slope on a standard-normal
     ability: mirt's ``itemtype='Rasch'``).  The population mean is 0, which
     fixes the location, so difficulties are *not* re-centred.
 
-    Items solved by every model (or none) have difficulty ``-inf`` (``+inf``):
-    with a fixed population that is the exact marginal-ML value, and the items
-    carry no information about abilities, so they are set aside.  The EM itself is
+    Items solved by every model (or none) are set aside with difficulty ``-inf`` (``+inf``),
+    with a fixed population the exact marginal-ML value.  The EM itself is
     :func:`fit_rasch_mml_batch` with one problem; ``eap`` and ``posterior_sd`` are those of
     each model's posterior given the fit (module docstring, "Person scores"), while
     ``posterior`` stays the EM's grid posterior.
