@@ -243,3 +243,26 @@ def test_shrunken_bayes_at_one_trial_gets_the_coverage_banner_and_the_2pl_remedy
     post = closed_form(ResponseData(R))
     text = _coverage_warning(post, post.leaderboard(), 0.9, None).replace("&quot;", '"')
     assert 'id="coverage-warning"' in text and 'fit(data, "2pl")' in text
+
+
+def test_item_response_accuracies_read_every_kth_draw_beyond_the_cell_budget(monkeypatch):
+    """Beyond ACCURACY_BUDGET cells x draws the expected and predictive accuracies read
+    every k-th draw of every chain: the expected accuracy of each draw read is that
+    draw's, exactly (issue 47: 1,000 x 20,000 cells would score 8e10 cell-draws)."""
+    from bayesrank.analysis import accuracy
+
+    rng = np.random.default_rng(3)
+    data = ResponseData(rng.integers(0, 2, (4, 30, 2)))
+    theta, b = rng.normal(size=(2, 50, 4)), rng.normal(size=(2, 50, 30))
+    idata = az.from_dict({"posterior": {"theta": theta, "b": b}},
+                         coords={"llm": list(data.models), "question": list(data.questions)},
+                         dims={"theta": ["llm"], "b": ["question"]})
+    whole = accuracy.expected_accuracy_draws(idata, data)
+    assert whole.sizes["draw"] == 50
+    monkeypatch.setattr(accuracy, "ACCURACY_BUDGET", 2 * 120 * 10)  # 10 draws per chain
+    part = accuracy.expected_accuracy_draws(idata, data)
+    assert part.sizes["draw"] == 10
+    np.testing.assert_array_equal(part.values, whole.values[:, ::5])
+    np.testing.assert_array_equal(part["draw"], whole["draw"][::5])
+    predictive = accuracy.predictive_accuracy_draws(idata, data)
+    assert predictive.sizes == {"chain": 2, "draw": 10, "llm": 4}

@@ -104,3 +104,20 @@ def test_laplace_refuses_other_models_in_one_line(model, options, message):
     with pytest.raises(DataError, match=message) as caught:
         br.fit(br.ResponseData(R), model, sampler="laplace", progressbar=False, **options)
     assert "\n" not in str(caught.value)
+
+
+def test_a_laplace_fit_checks_and_scores_its_own_draws():
+    """The PPC replicates at the draws' theta and b (its replicated accuracies centre on the
+    observed ones), and PSIS-LOO scores every cell at them (close to NUTS's elpd)."""
+    rng = np.random.default_rng(7)
+    theta, b = rng.normal(0, 1, 20), rng.normal(0, 1, 60)
+    R = (rng.random((20, 60, 2)) < 1 / (1 + np.exp(-(theta[:, None] - b)))[..., None])
+    data = br.ResponseData(R.astype(int))
+    post = br.fit(data, "rasch", sampler="laplace", random_seed=8, progressbar=False)
+    check = post.ppc(num_draws=200, random_seed=9)
+    rows = check.statistics.query("statistic == 'accuracy'")
+    assert (rows["p_value"].between(0.01, 0.99)).all()
+    loo = post.loo()
+    assert loo.elpd.shape == () or np.ndim(loo["elpd"]) == 0
+    nuts = br.fit(data, "rasch", random_seed=8, progressbar=False)
+    assert float(loo["elpd"]) == pytest.approx(float(nuts.loo()["elpd"]), abs=5.0)

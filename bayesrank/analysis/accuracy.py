@@ -28,6 +28,18 @@ from bayesrank.data import ResponseData
 __all__ = ["expected_accuracy_draws", "predictive_accuracy_draws"]
 
 _ACCURACY_CHUNK = 2**22  # cells x draws per chunk (bounds memory on large benchmarks)
+#: The item-response models' accuracies score every cell at every draw they read: at most
+#: this many cells x draws (a few minutes here), every k-th draw beyond (1,000 models x
+#: 20,000 questions: about 200 of 4,000 draws; every draw up to 1,000,000 cells)
+ACCURACY_BUDGET = 2**32
+
+
+def _within_budget(post: xr.Dataset) -> xr.Dataset:
+    """``post`` thinned to every k-th draw of every chain so that draws x cells stay
+    within :data:`ACCURACY_BUDGET`."""
+    cells = post.sizes["llm"] * post.sizes["question"]
+    step = -(-post.sizes["chain"] * post.sizes["draw"] * cells // ACCURACY_BUDGET)
+    return post if step <= 1 else post.isel(draw=slice(None, None, step))
 
 
 def _irt_chunks(post: xr.Dataset) -> Iterator[tuple[slice, np.ndarray]]:
@@ -90,6 +102,7 @@ def expected_accuracy_draws(idata: xr.DataTree, data: ResponseData | None) -> xr
         return score.mean("question").rename("expected_accuracy")
     if kind is None:
         return None
+    post = _within_budget(post)
     theta = post["theta"].transpose("chain", "draw", "llm").values
     out = np.empty_like(theta)
     for sl, p in _irt_chunks(post):
@@ -144,6 +157,8 @@ def predictive_accuracy_draws(idata: xr.DataTree, data: ResponseData | None, *,
             counts = rng.multinomial(np.broadcast_to(n, p.shape[:-1]), p / p.sum(-1, keepdims=True))
             out[:, start:start + step] = (counts @ weights).sum(axis=-1) / total
         return _per_llm(post, out, "predictive_accuracy")
+    post = _within_budget(post)
+    out = out[:, :post.sizes["draw"]]
     phi = _dispersion(post)
     for sl, p in _irt_chunks(post):
         if phi is not None:

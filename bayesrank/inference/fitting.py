@@ -296,6 +296,10 @@ def fit(
             exact_draws=spec.exact_draws,
         )
     _require_all_draws(idata, run.draws)
+    if run.sampler == "laplace":  # its draws are of theta and b: checks score those
+        from bayesrank.inference.laplace import approximated_model
+
+        pymc_model = approximated_model(pymc_model)
     if run.log_likelihood and not has_group(idata, "log_likelihood"):
         import time
 

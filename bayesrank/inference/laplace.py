@@ -25,7 +25,7 @@ so the abilities' marginal precision is the L x L Schur complement P = diag(h_th
 diag(1 / h_b) W^T (one pass over the cells, no (L + M)^2 matrix), theta ~ N(theta_hat,
 P^-1), and b | theta ~ N(b_hat + diag(1 / h_b) W^T (theta - theta_hat), diag(1 / h_b)).
 Draws are i.i.d.; as in the NUTS fit, theta and b are reported with the informed models'
-mean ability subtracted.  sigma_b is held at its estimate.
+mean ability subtracted.  sigma_b is held at its estimate (every draw the same).
 
 Where it is accurate: every ability is informed by many questions and every question by
 many models, so the posterior of the abilities is close to Gaussian (a leaderboard's
@@ -178,7 +178,25 @@ def laplace_draws(model: pm.Model, *, draws: int, chains: int, seed: int,
     found = rasch_laplace(value["successes"], value["trials"], informed, ability_scale,
                           draws * chains, np.random.default_rng(seed))
     shaped = {name: found[name].reshape(chains, draws, -1) for name in ("theta", "b")}
-    return {"posterior": shaped, "sigma_b": found["sigma_b"]}
+    shaped["sigma_b"] = np.full((chains, draws), found["sigma_b"])  # held at its estimate
+    return {"posterior": shaped}
+
+
+def approximated_model(model: pm.Model) -> pm.Model:
+    """The Rasch in the paper's form (module docstring) over ``model``'s data, whose free
+    variables are the draws' theta and b: the model a Laplace fit's posterior-predictive
+    check and PSIS-LOO score (``model``'s own free variables, its zero-sum coordinates, are
+    not among the draws)."""
+    value = _data_values(model)
+    informed = value["theta_direction"] > 0
+    ability_scale = float(value["location_sd"][0]) * np.sqrt(informed.sum())
+    with pm.Model(coords=model.coords) as paper:
+        theta = pm.Normal("theta", 0.0, ability_scale, dims="llm")
+        sigma_b = pm.HalfNormal("sigma_b", SIGMA_B_PRIOR)
+        b = pm.Normal("b", 0.0, sigma_b, dims="question")
+        pm.Binomial("k", n=value["trials"], logit_p=theta[:, None] - b,
+                    observed=value["successes"], dims=("llm", "question"))
+    return paper
 
 
 def _data_values(model: pm.Model) -> dict[str, Any]:
