@@ -17,6 +17,7 @@ from _cells_ops import (
 from _cells_ops import binomial_cells_data as _data
 from bayesrank.models import irt
 from bayesrank.models.fast.rasch_cells import RaschCells, rasch_cells
+from bayesrank.models.fast.slope_cells import SlopeCells
 from bayesrank.models.likelihoods import fast_kernels
 
 from bayesrank import ResponseData
@@ -71,7 +72,10 @@ def test_the_binomial_rasch_samples_with_the_op_and_scores_as_before(variant):
         options["use_R0"] = True
     model = irt.build(R, **options)
     assert ("uninformed_difficulties" in model.named_vars) is (variant == "collapsed")
-    assert count_ops(model, RaschCells) == (2 if variant == "prior_runs" else 1)
+    # unweighted cells take the 2PL's kernel at a = 1 (summed without the table); the
+    # collapsed Rasch's weighted cells the Rasch Op
+    assert count_ops(model, RaschCells) == (variant == "collapsed")
+    assert count_ops(model, SlopeCells) == {"plain": 1, "collapsed": 0, "prior_runs": 2}[variant]
     with fast_kernels(False):  # PyMC's own Binomial at eta = theta - b
         previous = irt.build(R, **options)
     assert count_ops(previous, RaschCells) == 0

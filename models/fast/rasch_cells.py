@@ -1,5 +1,9 @@
 """The Rasch model's binomial cells as one PyTensor Op: log-pmf and score in one pass.
 
+The weighted cells of the collapsed Rasch (:mod:`models.one_sided`) use it; unweighted
+cells take the 2PL's kernel at a = 1, which sums them without the tables
+(:func:`models.likelihoods.binomial_rasch`).
+
 For abilities theta_l and difficulties b_m, with x_lm = theta_l - b_m,
 
     cells_lm    = c_lm + k_lm x_lm - n_lm log(1 + e^(x_lm))   (c = log C(n, k): the log-pmf)
