@@ -31,8 +31,9 @@ units (:func:`models.item_effects.wall_positions` says where caps arise).
   winner set's size, eta_t + h_t(theta), and from their wall for sizes no event has.
 
 The fast path (``models.build(..., fast=True)``) computes the one-sided intercepts' map
-and its log-Jacobian with one Op (:mod:`models.fast.wall_map`); both give the same values
-and gradients (``tests/test_fast_path.py``).
+and its log-Jacobian with one Op (:mod:`models.fast.wall_map`), and the 3PL's floors and
+theirs with another (:mod:`models.fast.floors`); both paths give the same values and
+gradients (``tests/test_fast_path.py``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ from pymc.logprob.transforms import Transform
 
 from .likelihoods import fast_enabled
 
-__all__ = ["ItemEffects", "TieSizes", "item_effects", "tie_sizes", "wall_map"]
+__all__ = ["ItemEffects", "TieSizes", "floor_shares", "item_effects", "tie_sizes",
+           "wall_map"]
 
 #: Newton steps of the maps' inverses (initial points only): from the asymptote on the
 #: value's side (the middle for a two-sided map), 15 steps reach the root to 5e-16 relative
@@ -228,6 +230,16 @@ def tie_sizes(name, scale, h, unseen, wall, coupling, dims="tie_order"):
                          transform=TieSizes(), dims=dims)
 
 
+def floor_shares(u, w, centred):
+    """The 3PL's floors from their free coordinates (:class:`FloorsAndIntercepts`):
+    ``(shift, c, log-Jacobian)``, each like u, with shift = softplus(w) the informed
+    questions' intercept shift (0 for the others), c = logistic(u) logistic(w) (informed)
+    or logistic(w), and log c + log(1 - c)."""
+    informed = centred > 0
+    log_c = -pt.softplus(-w) - pt.where(informed, pt.softplus(-u), 0.0)
+    return pt.where(informed, pt.softplus(w), 0.0), pt.exp(log_c), log_c + pt.log1mexp(log_c)
+
+
 class FloorsAndIntercepts(Transform):
     """Free coordinates of the 3PL's intercepts beta_m and guessing floors c_m, jointly.
 
@@ -245,7 +257,8 @@ class FloorsAndIntercepts(Transform):
     -> (logit c, beta) has |Jacobian| 1, so log |d(beta, c) / d(u, w)| = log c + log(1 -
     c).  Every other question has c_m = logistic(w_m) and its intercept from v_m as in
     :class:`ItemEffects` (one-sided from the wall, else non-centred).  Values are (M, 2):
-    (beta_m, c_m) per question.
+    (beta_m, c_m) per question.  The floors, the shift softplus(w_m) and their
+    log-Jacobian: :func:`floor_shares`.
     """
 
     name = "floorshare"
@@ -254,18 +267,25 @@ class FloorsAndIntercepts(Transform):
     def __init__(self, walls: bool = True, fast: bool = True):
         self.intercepts = ItemEffects(walls, fast)
 
+    def _floors(self, u, w, centred):
+        """:func:`floor_shares`, or on the fast path the same map in one Op
+        (:mod:`models.fast.floors`)."""
+        if self.intercepts.fast:
+            from .fast.floors import floor_shares as fast_floor_shares
+
+            return fast_floor_shares(u, w, centred)
+        return floor_shares(u, w, centred)
+
     def _parts(self, value, inputs):
         rng, size, mu, sigma, scale, centred, wall, side, width = inputs[:9]
-        u, w = value[..., 0], value[..., 1]
-        shift = pt.where(centred > 0, pt.softplus(w), 0.0)
+        shift, c, log_jacobian = self._floors(value[..., 0], value[..., 1], centred)
         params = (rng, size, mu, sigma, scale, centred, shift, wall, side, width)
-        log_c = -pt.softplus(-w) - pt.where(centred > 0, pt.softplus(-u), 0.0)
-        return params, log_c
+        return params, c, log_jacobian
 
     def backward(self, value, *inputs):
-        params, log_c = self._parts(value, inputs)
+        params, c, _ = self._parts(value, inputs)
         beta = self.intercepts.backward(value[..., 0], *params)
-        return pt.stack([beta, pt.exp(log_c)], axis=-1)
+        return pt.stack([beta, c], axis=-1)
 
     def forward(self, value, *inputs):
         centred = inputs[5]
@@ -279,9 +299,8 @@ class FloorsAndIntercepts(Transform):
         return pt.stack([v, w], axis=-1)
 
     def log_jac_det(self, value, *inputs):
-        params, log_c = self._parts(value, inputs)
-        return (self.intercepts.log_jac_det(value[..., 0], *params)
-                + log_c + pt.log1mexp(log_c))
+        params, _, log_jacobian = self._parts(value, inputs)
+        return self.intercepts.log_jac_det(value[..., 0], *params) + log_jacobian
 
 
 def _floors_and_intercepts_logp(value, mu, sigma, scale, centred, wall, side, width, alpha,

@@ -1,9 +1,9 @@
 """bayesrank's fast kernels: everything under the models that is there for speed alone.
 
 The models (:mod:`models.irt`, :mod:`models.bradley_terry`, ...) never call these modules
-directly: they call the likelihoods of :mod:`models.likelihoods` and the one-sided
-intercepts' map of :mod:`models.item_effects`, which use these kernels when the fast path
-is on (``models.build(..., fast=True)``, the default) and PyMC's own distributions and
+directly: they call the likelihoods of :mod:`models.likelihoods` and the transforms of
+:mod:`models.transforms`, which use these kernels when the fast path is on
+(``models.build(..., fast=True)``, the default) and PyMC's own distributions and
 PyTensor's operations when it is off.  ``tests/test_fast_path.py`` holds the two equal
 (log-density and gradient) on the real sets' shapes.
 
@@ -15,6 +15,7 @@ module                           what it computes
                                  (Ops and the graph rewrite that uses the sum)
 :mod:`.beta_binomial`            beta-binomial cells around a curve with a floor (Op)
 :mod:`.wall_map`                 the one-sided intercepts' wall map and its log-Jacobian (Op)
+:mod:`.floors`                   the 3PL's floors, intercept shift and log-Jacobian (Op)
 :mod:`.battle_cells`             the contextual Bradley-Terry's battles, log-pmf and
                                  score, and their sum in one pass (Ops, rewrite)
 :mod:`.davidson_battles`         the same for the contextual Davidson's battles

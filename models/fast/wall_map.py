@@ -54,11 +54,10 @@ def _wall_map_numpy(v, wall, side, scale, width):
 
 def _wall_map_loop(v, wall, side, scale, width):
     """The map for every question, without branches (compiled by Numba for nutpie and
-    vectorised: :mod:`._vector_math`)."""
+    vectorised: :mod:`._vector_math`).  The eight outputs are the rows of one array
+    (:func:`models.fast.floors._floor_shares_loop` says why)."""
     M = v.shape[0]
-    x, log_jacobian, dx_dv, dj_dv = np.empty(M), np.empty(M), np.empty(M), np.empty(M)
-    dx_dscale, dj_dscale, dx_dwidth, dj_dwidth = (np.empty(M), np.empty(M), np.empty(M),
-                                                  np.empty(M))
+    out = np.empty((_N_OUT, M))
     for m in range(M):
         vm, s, sigma, d = v[m], side[m], scale[m], width[m]
         u = exp_nonpositive(-abs(vm))
@@ -66,15 +65,15 @@ def _wall_map_loop(v, wall, side, scale, width):
         logistic_neg = (u if vm >= 0.0 else 1.0) / (1.0 + u)
         bump = u / ((1.0 + u) * (1.0 + u))
         slope = 1.0 + sigma * logistic_neg + d * bump
-        x[m] = wall[m] + s * (vm - sigma * softplus_neg - d * logistic_neg)
-        log_jacobian[m] = log_positive(slope)
-        dx_dv[m] = s * slope
-        dj_dv[m] = -bump * (sigma + d * (1.0 - 2.0 * logistic_neg)) / slope
-        dx_dscale[m] = -s * softplus_neg
-        dj_dscale[m] = logistic_neg / slope
-        dx_dwidth[m] = -s * logistic_neg
-        dj_dwidth[m] = bump / slope
-    return x, log_jacobian, dx_dv, dj_dv, dx_dscale, dj_dscale, dx_dwidth, dj_dwidth
+        out[0, m] = wall[m] + s * (vm - sigma * softplus_neg - d * logistic_neg)  # x
+        out[1, m] = log_positive(slope)  # J
+        out[2, m] = s * slope  # dx/dv
+        out[3, m] = -bump * (sigma + d * (1.0 - 2.0 * logistic_neg)) / slope  # dJ/dv
+        out[4, m] = -s * softplus_neg  # dx/dsigma
+        out[5, m] = logistic_neg / slope  # dJ/dsigma
+        out[6, m] = -s * logistic_neg  # dx/dD
+        out[7, m] = bump / slope  # dJ/dD
+    return out[0], out[1], out[2], out[3], out[4], out[5], out[6], out[7]
 
 
 def _wall_map_jax(v, wall, side, scale, width):
