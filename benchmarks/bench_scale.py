@@ -72,11 +72,12 @@ def run_point(task: str, L: int, M: int) -> dict:
     import warnings
 
     import bayesrank
+    from bayesrank.inference.diagnostics import problems
 
     warnings.simplefilter("ignore")
     task, sparse = task.removesuffix("+sparse"), task.endswith("+sparse")
     data = simulate(L, M, missing=0.9 if sparse else 0.0)
-    refused = 0
+    refused, converged = 0, {}
     t0 = time.perf_counter()
     if task == "closed_form":
         bayesrank.closed_form(data).leaderboard()
@@ -101,13 +102,16 @@ def run_point(task: str, L: int, M: int) -> dict:
             post.leaderboard()
     elif task.startswith(("fit_", "loo_")):
         post = bayesrank.fit(data, task[4:], random_seed=0, progressbar=False)
+        frame = post.diagnostics  # the fit's own checks (R-hat, ESS, divergences, E-BFMI)
+        converged = {"passed": not problems(frame), "max_rhat": float(frame["r_hat"].max()),
+                     "min_ess_bulk": float(frame["ess_bulk"].min())}
         post.leaderboard()
         if task.startswith("loo_"):
             post.loo()
     else:
         raise SystemExit(f"unknown task {task!r}")
     seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "refused": refused,
+    return {"seconds": seconds, "refused": refused, **converged,
             "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
 
 
@@ -206,8 +210,11 @@ def main() -> None:
                 continue
             row = measure(task, L, M, args.max_rss_gb, args.max_seconds)
             rows.append(row)
+            checks = ("" if "passed" not in row else
+                      f"  checks {'passed' if row['passed'] else 'FAILED'} (R-hat "
+                      f"{row['max_rhat']:.4f}, min bulk ESS {row['min_ess_bulk']:.0f})")
             print(f"{task:20s} {L:5d} x {M:6d}  {row['seconds']:8.1f} s  "
-                  f"{row['peak_rss_gb']:6.2f} GB  {row['status']}", flush=True)
+                  f"{row['peak_rss_gb']:6.2f} GB  {row['status']}{checks}", flush=True)
             stopped = row["status"] != "ok" or row["seconds"] > args.max_seconds / 2
     frame = pd.DataFrame(rows)
     frame.to_csv(OUT / f"{args.name}.csv", index=False)
