@@ -15,8 +15,7 @@ the negative log-density is convex there), and the EM map sends sigma_b^2 to the
 maximiser of E[log p(b, sigma_b)] with E[b_m^2] = b_hat_m^2 + 1 / h_b,m; its fixed point
 is found by Brent's method (:func:`scipy.optimize.brentq`), EM's own steps being slow
 where the data say little about each question.  At the mode, with W_lm = n_lm p_lm (1 -
-p_lm), the negative log-density's Hessian in (theta, b)
-given sigma_b is
+p_lm), the negative log-density's Hessian in (theta, b) given sigma_b is
 
     H = [[diag(h_theta), -W], [-W^T, diag(h_b)]],  h_theta = W 1 + 1 / s^2,
                                                     h_b = W^T 1 + 1 / sigma_b^2,
@@ -47,7 +46,7 @@ from scipy.special import expit, log_expit
 
 from bayesrank.errors import DataError
 
-__all__ = ["rasch_laplace", "laplace_draws"]
+__all__ = ["approximated_model", "laplace_draws", "rasch_laplace"]
 
 SIGMA_B_PRIOR = 2.5  # sigma_b ~ HalfNormal(2.5), as models.item_effects.pooled
 
