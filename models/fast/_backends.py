@@ -8,9 +8,11 @@ import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-__all__ = ["LogisticCellsOp", "cells_node_inputs", "logistic_cells_jax",
+__all__ = ["LogisticCellsOp", "QuestionMapOp", "cells_node_inputs", "logistic_cells_jax",
            "register_cells_backends", "source_version"]
 
 
@@ -39,6 +41,33 @@ class LogisticCellsOp(Op):
 
     def infer_shape(self, node, shapes):
         return [shapes[0], shapes[0]]
+
+
+class QuestionMapOp(Op):
+    """(M,) inputs -> ``n_out`` (M,) outputs, a map of each question's coordinates with its
+    partial derivatives (the wall map, the 3PL's floors).  Subclasses set ``n_out``,
+    ``usage`` (the one-line error for inputs of another shape) and ``map_numpy``, the NumPy
+    implementation, and build the gradient."""
+
+    __props__ = ()
+    n_out: int
+    usage: str
+    map_numpy: Callable
+
+    def make_node(self, *values):
+        import pytensor.tensor as pt
+
+        inputs = [pt.as_tensor_variable(a).astype("float64") for a in values]
+        if any(a.ndim != 1 for a in inputs):
+            raise ValueError(self.usage)
+        return Apply(self, inputs, [inputs[0].type() for _ in range(self.n_out)])
+
+    def perform(self, node, inputs, output_storage):
+        for storage, value in zip(output_storage, type(self).map_numpy(*inputs), strict=True):
+            storage[0] = np.asarray(value, dtype=np.float64)
+
+    def infer_shape(self, node, shapes):
+        return [shapes[0]] * self.n_out
 
 
 def logistic_cells_jax(k, n, x, log_coef):

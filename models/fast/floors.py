@@ -30,10 +30,8 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType
-from pytensor.graph.basic import Apply
-from pytensor.graph.op import Op
 
-from ._backends import register_cells_backends
+from ._backends import QuestionMapOp, register_cells_backends
 from ._vector_math import exp_nonpositive, log1p_unit
 
 __all__ = ["FloorShares", "floor_shares"]
@@ -113,24 +111,13 @@ def _floor_shares_jax(u, w, centred):
     return _floor_shares_arrays(u, w, centred, softplus, sigmoid, jnp.where)
 
 
-class FloorShares(Op):
+class FloorShares(QuestionMapOp):
     """(u, w, centred) -> shift, c, J and five partial derivatives, each (M,); module
     docstring.  Only shift, c and J are differentiable (in u and w)."""
 
-    __props__ = ()
-
-    def make_node(self, u, w, centred):
-        inputs = [pt.as_tensor_variable(a).astype("float64") for a in (u, w, centred)]
-        if any(a.ndim != 1 for a in inputs):
-            raise ValueError("FloorShares takes u, w and centred of shape (M,)")
-        return Apply(self, inputs, [inputs[0].type() for _ in range(_N_OUT)])
-
-    def perform(self, node, inputs, output_storage):
-        for storage, value in zip(output_storage, _floor_shares_numpy(*inputs), strict=True):
-            storage[0] = np.asarray(value, dtype=np.float64)
-
-    def infer_shape(self, node, shapes):
-        return [shapes[0]] * _N_OUT
+    n_out = _N_OUT
+    usage = "FloorShares takes u, w and centred of shape (M,)"
+    map_numpy = staticmethod(_floor_shares_numpy)
 
     def pullback(self, inputs, outputs, output_grads):
         u, w, centred = inputs

@@ -22,10 +22,8 @@ from __future__ import annotations
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType
-from pytensor.graph.basic import Apply
-from pytensor.graph.op import Op
 
-from ._backends import register_cells_backends
+from ._backends import QuestionMapOp, register_cells_backends
 from ._vector_math import exp_nonpositive, log1p_unit, log_positive
 
 __all__ = ["WallMap", "wall_map"]
@@ -84,25 +82,13 @@ def _wall_map_jax(v, wall, side, scale, width):
                             sigmoid(-v) * sigmoid(v), jnp.log1p)
 
 
-class WallMap(Op):
+class WallMap(QuestionMapOp):
     """(v, wall, side, scale, width) -> x, J and six partial derivatives, each (M,);
     module docstring.  Only x and J are differentiable."""
 
-    __props__ = ()
-
-    def make_node(self, v, wall, side, scale, width):
-        inputs = [pt.as_tensor_variable(a).astype("float64")
-                  for a in (v, wall, side, scale, width)]
-        if any(a.ndim != 1 for a in inputs):
-            raise ValueError("WallMap takes v, wall, side, scale and width of shape (M,)")
-        return Apply(self, inputs, [inputs[0].type() for _ in range(_N_OUT)])
-
-    def perform(self, node, inputs, output_storage):
-        for storage, value in zip(output_storage, _wall_map_numpy(*inputs), strict=True):
-            storage[0] = np.asarray(value, dtype=np.float64)
-
-    def infer_shape(self, node, shapes):
-        return [shapes[0]] * _N_OUT
+    n_out = _N_OUT
+    usage = "WallMap takes v, wall, side, scale and width of shape (M,)"
+    map_numpy = staticmethod(_wall_map_numpy)
 
     def pullback(self, inputs, outputs, output_grads):
         v, wall, side, scale, width = inputs
