@@ -105,7 +105,7 @@ class _Modes:
         p = expit(x[:L, None] - x[None, L:])
         W = self.n * p * (1.0 - p)
         h_theta, h_b = W.sum(axis=1) + 1.0 / self.s2, W.sum(axis=0) + 1.0 / sigma2
-        gradient = _negative_log_posterior(x, self.k, self.n, self.s2, sigma2)[1]
+        gradient = found.jac * self.root  # the scaled search's gradient, unscaled
         root = np.sqrt(np.concatenate([h_theta, h_b]))
         if np.abs(gradient / root).max(initial=0.0) > _MODE_TOL:
             raise DataError(f"the Laplace approximation's mode search did not converge "
@@ -172,8 +172,7 @@ def laplace_draws(model: pm.Model, *, draws: int, chains: int, seed: int,
         raise DataError("sampler 'laplace' approximates the binomial Rasch without prior runs; "
                         "fit the beta-binomial or R0 Rasch with NUTS (sampler='nutpie')")
     value = _data_values(model)
-    informed = value["theta_direction"] > 0
-    ability_scale = float(value["location_sd"][0]) * np.sqrt(informed.sum())
+    informed, ability_scale = _abilities_prior(value)
     found = rasch_laplace(value["successes"], value["trials"], informed, ability_scale,
                           draws * chains, np.random.default_rng(seed))
     shaped = {name: found[name].reshape(chains, draws, -1) for name in ("theta", "b")}
@@ -187,8 +186,7 @@ def approximated_model(model: pm.Model) -> pm.Model:
     check and PSIS-LOO score (``model``'s own free variables, its zero-sum coordinates, are
     not among the draws)."""
     value = _data_values(model)
-    informed = value["theta_direction"] > 0
-    ability_scale = float(value["location_sd"][0]) * np.sqrt(informed.sum())
+    informed, ability_scale = _abilities_prior(value)
     with pm.Model(coords=model.coords) as paper:
         theta = pm.Normal("theta", 0.0, ability_scale, dims="llm")
         sigma_b = pm.HalfNormal("sigma_b", SIGMA_B_PRIOR)
@@ -200,3 +198,10 @@ def approximated_model(model: pm.Model) -> pm.Model:
 
 def _data_values(model: pm.Model) -> dict[str, Any]:
     return {v.name: np.asarray(v.get_value()) for v in model.data_vars}
+
+
+def _abilities_prior(value: dict[str, Any]) -> tuple[np.ndarray, float]:
+    """The informed models and the abilities' prior sd s, read from the Rasch's data (its
+    items' location sd is s / sqrt(L_I), :meth:`models.irt.IrtData.location_sd`)."""
+    informed = value["theta_direction"] > 0
+    return informed, float(value["location_sd"][0]) * np.sqrt(informed.sum())
