@@ -148,6 +148,8 @@ def predictive_accuracy_draws(idata: xr.DataTree, data: ResponseData | None, *,
     rng = np.random.default_rng(random_seed)
     n = data.reductions.trials if trials is None else np.asarray(trials)  # (L, M)
     total = n.sum(axis=1)
+    if kind == "irt":
+        post = _within_budget(post)
     out = np.empty((post.sizes["chain"], post.sizes["draw"], n.shape[0]))
     if kind == "dirichlet":
         p_all = post["p"].transpose("chain", "draw", "llm", "question", "category")
@@ -158,8 +160,6 @@ def predictive_accuracy_draws(idata: xr.DataTree, data: ResponseData | None, *,
             counts = rng.multinomial(np.broadcast_to(n, p.shape[:-1]), p / p.sum(-1, keepdims=True))
             out[:, start:start + step] = (counts @ weights).sum(axis=-1) / total
         return _per_llm(post, out, "predictive_accuracy")
-    post = _within_budget(post)
-    out = out[:, :post.sizes["draw"]]
     phi = _dispersion(post)
     for sl, p in _irt_chunks(post):
         if phi is not None:
