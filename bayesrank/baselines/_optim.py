@@ -9,8 +9,8 @@ has one implementation:
 - :func:`newton` -- damped Newton with Armijo backtracking for smooth convex objectives;
 - :func:`require_connected`, :func:`check_identified`, :func:`check_ford_condition` -- when does a
   finite maximum-likelihood estimate exist (comparison graphs and binomial IRT counts);
-- :func:`exchangeable_groups`, :func:`average_groups`, :func:`strengths` -- exact ties and
-  the strength scale of the ranking rules.
+- :func:`average_groups`, :func:`strengths` -- exact ties (the groups of
+  :func:`bayesrank.ranking.exchangeable_groups`) and the strength scale of the ranking rules.
 """
 
 from __future__ import annotations
@@ -25,14 +25,12 @@ from scipy.sparse.csgraph import connected_components
 
 from bayesrank.checks import check_finite, check_int
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
-from bayesrank.ranking import exchangeable_groups
 
 __all__ = [
     "GTOL",
     "average_groups",
     "check_ford_condition",
     "check_identified",
-    "exchangeable_groups",
     "fit_options",
     "newton",
     "newton_step",

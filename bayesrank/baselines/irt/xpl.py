@@ -38,8 +38,6 @@ from bayesrank.ranking import ranking_method
 
 __all__ = ["fit_irt", "rasch", "rasch_2pl", "rasch_3pl"]
 
-_Layout = Layout  # the tests build layouts under this name
-
 
 def fit_irt(
     successes: np.ndarray,
