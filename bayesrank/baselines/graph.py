@@ -188,8 +188,6 @@ def stationary_distribution(P: np.ndarray) -> np.ndarray:
     n = A.shape[0]
     if A.ndim != 2 or A.shape != (n, n):
         raise DataError(f"transition matrix must be square, got shape {A.shape}")
-    if n == 1:
-        return np.ones(1)
     np.fill_diagonal(A, 0.0)
     if np.any(A < 0) or not np.all(np.isfinite(A)):
         raise DataError("transition probabilities must be finite and non-negative")
