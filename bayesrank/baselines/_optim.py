@@ -23,6 +23,7 @@ from scipy import linalg
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from bayesrank.baselines.graph_batch import connected_batch
 from bayesrank.checks import check_finite, check_int
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
 
@@ -189,18 +190,17 @@ def require_connected(
     rule whose prior links the components; ``labels`` name the models (default indices).
     """
     A = np.asarray(edges, dtype=bool)
-    if A.shape[0] <= 1:
+    if A.shape[0] <= 1 or connected_batch(A[None])[0]:  # the cheap test; scipy to explain
         return
     n, comp = connected_components(A | A.T, directed=False)
-    if n > 1:
-        names = _names(labels, A.shape[0])
-        groups = [[names[i] for i in np.flatnonzero(comp == c)][:4] for c in range(n)]
-        hint = f"; use {suggestion} (its prior keeps strengths finite)" if suggestion else ""
-        raise DisconnectedGraphError(
-            f"{what}: the comparison graph has {n} disconnected components (e.g. "
-            f"{groups[:3]}); models in different components were never compared, so their "
-            f"relative {quantity} is not identified{hint}, or rank each component separately"
-        )
+    names = _names(labels, A.shape[0])
+    groups = [[names[i] for i in np.flatnonzero(comp == c)][:4] for c in range(n)]
+    hint = f"; use {suggestion} (its prior keeps strengths finite)" if suggestion else ""
+    raise DisconnectedGraphError(
+        f"{what}: the comparison graph has {n} disconnected components (e.g. "
+        f"{groups[:3]}); models in different components were never compared, so their "
+        f"relative {quantity} is not identified{hint}, or rank each component separately"
+    )
 
 
 def check_identified(
