@@ -29,8 +29,8 @@ from bayesrank.data.pairwise import PairwiseData
 from bayesrank.data.reductions import NEAR_TIE_TOL
 
 __all__ = [
-    "TIE_METHODS", "Ranking", "exchangeable_groups", "exchangeable_pairs", "kendall_tau",
-    "ranking_method", "scores_to_ranks",
+    "TIE_METHODS", "Ranking", "competition_ranks", "exchangeable_groups", "exchangeable_pairs",
+    "kendall_tau", "ranking_method", "scores_to_ranks",
 ]
 
 TieMethod = Literal["competition", "dense", "average", "ordinal", "max"]
@@ -79,13 +79,35 @@ def scores_to_ranks(
     if tol is None:
         tol = DEFAULT_TOL * max(1.0, float(np.max(np.abs(s), initial=0.0)))
     if tol > 0 and s.size > 1:
-        order = np.argsort(-s, kind="stable")
-        gaps = -np.diff(s[order]) > tol
-        group = np.concatenate([[0], np.cumsum(gaps)])
-        s = np.empty_like(s)
-        s[order] = -group.astype(float)
+        s = -competition_ranks(s, tol)  # near-ties merged into equal values, order kept
     r = stats.rankdata(-s, method=TIE_METHODS[ties])
     return r if ties == "average" else r.astype(np.int64)
+
+
+def competition_ranks(scores: np.ndarray, tol: float | None = None) -> np.ndarray:
+    """``scores_to_ranks(scores, tol=tol)`` (competition ties) as float, faster; also of
+    every row of a stack (D, L) at once.
+
+    Scores within ``tol`` (default ``1e-12 max(1, max |s|)``, per row) of their sorted
+    neighbour share a group (chains merge); a model's rank is 1 + the number of models in
+    better groups, i.e. the first sorted position of its group + 1.
+    """
+    s = np.asarray(scores, dtype=float)
+    if s.ndim not in (1, 2):
+        raise ValueError(f"scores must be 1-D, got shape {s.shape}")
+    if not np.all(np.isfinite(s)):
+        raise ValueError(f"scores must be finite; got {s[~np.isfinite(s)][:3]}")
+    rows = np.atleast_2d(s)
+    if tol is None:
+        tol = DEFAULT_TOL * np.maximum(1.0, np.max(np.abs(rows), axis=1, initial=0.0))
+    order = np.argsort(-rows, axis=1, kind="stable")
+    ordered = np.take_along_axis(rows, order, axis=1)
+    new_group = np.ones(rows.shape, dtype=bool)
+    new_group[:, 1:] = -np.diff(ordered, axis=1) > np.reshape(tol, (-1, 1))
+    first = np.maximum.accumulate(np.where(new_group, np.arange(rows.shape[1]), 0), axis=1)
+    ranks = np.empty(rows.shape)
+    np.put_along_axis(ranks, order, first + 1.0, axis=1)
+    return ranks if s.ndim == 2 else ranks[0]
 
 
 def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:

@@ -39,8 +39,8 @@ import bayesrank
 from bayesrank import ResponseData, datasets
 from bayesrank.baselines import irt
 from bayesrank.baselines.irt import _xpl_kernel as xpl_kernel
-from bayesrank.baselines.irt._newton import Hessian, Terms
-from bayesrank.baselines.irt.xpl_batch import kernel_config
+from bayesrank.baselines.irt._newton import Hessian, Terms, newton_step
+from bayesrank.baselines.irt.xpl_batch import Layout, kernel_config
 from bayesrank.errors import DataError, NotIdentifiedError
 from bayesrank.ranking import kendall_tau, scores_to_ranks
 
@@ -591,7 +591,7 @@ def test_bad_counts_raise_clear_errors():
 def test_newton_steps_equal_a_dense_constrained_solve(L, M, model):
     """Both eliminations (items when L <= M q, persons otherwise) solve the same KKT system."""
     rng = np.random.default_rng(1)
-    lay = irt._Layout(model, 1.0 if model != "1pl" else None, 0.01, 0.1, 0.5, None)
+    lay = Layout(model, 1.0 if model != "1pl" else None, 0.01, 0.1, 0.5, None)
     q = lay.n_item_params
     k = rng.binomial(5, 0.5, size=(L, M)).astype(float)
     theta, v, items = rng.normal(size=L) * 0.3, rng.normal(size=(M, q)) * 0.3, np.arange(M)
@@ -604,7 +604,7 @@ def test_newton_steps_equal_a_dense_constrained_solve(L, M, model):
     t = Terms(0.0, lambda: (g_u, g_v, None))
     E = np.zeros((M, q, 1))
     E[:, 0, 0] = 1.0  # the step keeps sum(b) fixed
-    du, dv = irt._newton_step(t, H, E)
+    du, dv = newton_step(t, H, E)
     D = np.zeros((L + M * q, L + M * q))
     D[:L, :L] = H.uu
     D[:L, L:] = H.uv.reshape(L, M * q)

@@ -137,7 +137,7 @@ def test_check_ford_on_hand_made_counts():
 
 def test_exchangeable_models_get_exactly_equal_scores():
     W = np.array([[0, 2, 2], [2, 0, 2], [1, 1, 0]], float)
-    groups = _optim.exchangeable_groups(W)
+    groups = bayesrank.ranking.exchangeable_groups(W)
     assert groups[0] == groups[1] != groups[2]
     np.testing.assert_array_equal(_optim.average_groups(np.array([1.0, 2.0, 5.0]), groups),
                                   [1.5, 1.5, 5.0])

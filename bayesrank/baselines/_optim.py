@@ -9,8 +9,8 @@ has one implementation:
 - :func:`newton` -- damped Newton with Armijo backtracking for smooth convex objectives;
 - :func:`require_connected`, :func:`check_identified`, :func:`check_ford_condition` -- when does a
   finite maximum-likelihood estimate exist (comparison graphs and binomial IRT counts);
-- :func:`exchangeable_groups`, :func:`average_groups`, :func:`strengths` -- exact ties and
-  the strength scale of the ranking rules.
+- :func:`average_groups`, :func:`strengths` -- exact ties (the groups of
+  :func:`bayesrank.ranking.exchangeable_groups`) and the strength scale of the ranking rules.
 """
 
 from __future__ import annotations
@@ -23,16 +23,15 @@ from scipy import linalg
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from bayesrank.baselines.graph_batch import connected_batch
 from bayesrank.checks import check_finite, check_int
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
-from bayesrank.ranking import exchangeable_groups
 
 __all__ = [
     "GTOL",
     "average_groups",
     "check_ford_condition",
     "check_identified",
-    "exchangeable_groups",
     "fit_options",
     "newton",
     "newton_step",
@@ -191,18 +190,17 @@ def require_connected(
     rule whose prior links the components; ``labels`` name the models (default indices).
     """
     A = np.asarray(edges, dtype=bool)
-    if A.shape[0] <= 1:
+    if A.shape[0] <= 1 or connected_batch(A[None])[0]:  # the cheap test; scipy to explain
         return
     n, comp = connected_components(A | A.T, directed=False)
-    if n > 1:
-        names = _names(labels, A.shape[0])
-        groups = [[names[i] for i in np.flatnonzero(comp == c)][:4] for c in range(n)]
-        hint = f"; use {suggestion} (its prior keeps strengths finite)" if suggestion else ""
-        raise DisconnectedGraphError(
-            f"{what}: the comparison graph has {n} disconnected components (e.g. "
-            f"{groups[:3]}); models in different components were never compared, so their "
-            f"relative {quantity} is not identified{hint}, or rank each component separately"
-        )
+    names = _names(labels, A.shape[0])
+    groups = [[names[i] for i in np.flatnonzero(comp == c)][:4] for c in range(n)]
+    hint = f"; use {suggestion} (its prior keeps strengths finite)" if suggestion else ""
+    raise DisconnectedGraphError(
+        f"{what}: the comparison graph has {n} disconnected components (e.g. "
+        f"{groups[:3]}); models in different components were never compared, so their "
+        f"relative {quantity} is not identified{hint}, or rank each component separately"
+    )
 
 
 def check_identified(

@@ -194,11 +194,6 @@ def glicko_streams(outcomes, present, initial_rating, initial_rd, c, rd_max, tie
 # TrueSkill (two-player updates, zero or positive draw margin)
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
-def _normal_cdf(x):
-    return 0.5 * math.erfc(-x / _SQRT2)
-
-
-@njit(cache=True)
 def _normal_pdf(x):
     return _INV_SQRT_2PI * math.exp(-0.5 * x * x)
 
@@ -213,7 +208,7 @@ def win_corrections(x):
         v = y + (1.0 / y) * (1.0 - z * (2.0 - z * (10.0 - 74.0 * z)))
         w = 1.0 - z * (1.0 - z * (6.0 - 50.0 * z))
     else:
-        v = _normal_pdf(x) / _normal_cdf(x)
+        v = _normal_pdf(x) / (0.5 * math.erfc(-x / _SQRT2))  # phi(x) / Phi(x)
         w = v * (v + x)
     return v, min(max(w, 0.0), 1.0)
 

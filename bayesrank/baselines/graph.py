@@ -25,7 +25,6 @@ cores are :mod:`bayesrank.baselines.graph_batch`'s, called here with a batch of 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
@@ -90,16 +89,10 @@ def win_probabilities(wins: np.ndarray, ties: np.ndarray) -> tuple[np.ndarray, n
     return P_hat[0], compared[0]
 
 
-def _require_connected(edges: np.ndarray, what: str, labels: Sequence[str] | None = None) -> None:
-    """:func:`require_connected`, with the cheap batched test first (scipy only to explain)."""
-    if not gb.connected_batch(np.asarray(edges, dtype=bool)[None])[0]:
-        require_connected(edges, what, labels=labels)
-
-
 def _pairwise(data: ResponseData, what: str) -> tuple[np.ndarray, np.ndarray]:
     red = data.reductions
     P_hat, compared = win_probabilities(red.wins, red.ties)
-    _require_connected(compared, what, labels=data.models)
+    require_connected(compared, what, labels=data.models)
     return P_hat, compared
 
 
@@ -188,8 +181,6 @@ def stationary_distribution(P: np.ndarray) -> np.ndarray:
     n = A.shape[0]
     if A.ndim != 2 or A.shape != (n, n):
         raise DataError(f"transition matrix must be square, got shape {A.shape}")
-    if n == 1:
-        return np.ones(1)
     np.fill_diagonal(A, 0.0)
     if np.any(A < 0) or not np.all(np.isfinite(A)):
         raise DataError("transition probabilities must be finite and non-negative")
@@ -204,8 +195,7 @@ def stationary_distribution(P: np.ndarray) -> np.ndarray:
 def _stationary(P: np.ndarray, solver: Solver, max_iter: int, tol: float) -> np.ndarray:
     if solver == "exact":
         return stationary_distribution(P)
-    L = P.shape[0]
-    return _power(lambda pi: pi @ P, np.full(L, 1.0 / L), max_iter, tol)
+    return _power(lambda pi: pi @ P, np.full(len(P), 1.0 / len(P)), max_iter, tol)
 
 
 def perron_vector(W: np.ndarray) -> np.ndarray:
@@ -314,8 +304,7 @@ def spectral(
     W = gb.spectral_matrix_batch(P_hat[None], compared[None])[0]
     if solver == "exact":
         return perron_vector(W)
-    L = W.shape[0]
-    return _power(lambda v: W @ v, np.full(L, 1.0 / L), max_iter, tol)
+    return _power(lambda v: W @ v, np.full(len(W), 1.0 / len(W)), max_iter, tol)
 
 
 @ranking_method
@@ -351,16 +340,15 @@ def rank_centrality(
     red = data.reductions
     P, edges = gb.rank_centrality_chain_batch(
         red.wins[None], red.ties[None], tie_handling, smoothing, teleport)
-    P, edges = P[0], edges[0]
-    _require_connected(edges, f"rank_centrality(tie_handling={tie_handling!r})",
+    require_connected(edges[0], f"rank_centrality(tie_handling={tie_handling!r})",
                       labels=data.models)
-    if teleport == 0 and not gb.strongly_connected_batch(P[None] > 0)[0]:
+    if teleport == 0 and not gb.strongly_connected_batch(P > 0)[0]:
         raise DisconnectedGraphError(
             f"rank_centrality(tie_handling={tie_handling!r}): the 'beaten by' graph is not "
             "strongly connected (some models never lose, or never win, against the rest), "
             "so the random walk is reducible; use tie_handling='half', smoothing>0 or teleport>0"
         )
-    return _stationary(P, solver, max_iter, tol)
+    return _stationary(P[0], solver, max_iter, tol)
 
 
 # ---------------------------------------------------------------------------------------
@@ -673,7 +661,7 @@ def hodge_potential(flow: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, 
     w = w.copy()
     np.fill_diagonal(w, 0.0)
     edges = w > 0
-    _require_connected(edges, "hodge_rank (weighted graph)")
+    require_connected(edges, "hodge_rank (weighted graph)")
     # Connected graph: the Laplacian has a one-dimensional kernel (constants);
     # pinning the mean to zero gives a non-singular bordered system.
     s = gb.hodge_potential_batch(Y[None], w[None])[0]
@@ -710,9 +698,8 @@ def hodge_rank(
     _, compared = _pairwise(data, "hodge_rank")
     Y, w = gb.hodge_flow_batch(red.wins[None], red.comparisons[None], compared[None],
                                pairwise_stat, weight_method, epsilon)
-    Y, w = Y[0], w[0]
     try:
-        scores, diagnostics = hodge_potential(Y, w)
+        scores, diagnostics = hodge_potential(Y[0], w[0])
     except DisconnectedGraphError:
         raise DisconnectedGraphError(
             f"hodge_rank(weight_method={weight_method!r}): the graph of positive edge weights "

@@ -49,13 +49,11 @@ def _stacked(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _in_blocks(fn: Callable[..., tuple[np.ndarray, ...]], *arrays: np.ndarray):
-    """Apply ``fn`` to blocks of :data:`BLOCK` problems and concatenate each output."""
-    B = arrays[0].shape[0]
-    if B <= BLOCK:
-        return fn(*arrays)
-    parts = [fn(*(a[s:s + BLOCK] for a in arrays)) for s in range(0, B, BLOCK)]
-    return tuple(np.concatenate(p, axis=0) for p in zip(*parts, strict=True))
+def _in_blocks(fn: Callable[[np.ndarray], np.ndarray], A: np.ndarray) -> np.ndarray:
+    """``fn`` on blocks of :data:`BLOCK` problems of ``A``, the outputs concatenated."""
+    if A.shape[0] <= BLOCK:
+        return fn(A)
+    return np.concatenate([fn(A[s:s + BLOCK]) for s in range(0, A.shape[0], BLOCK)])
 
 
 def _diagonal_set(a: np.ndarray, values: np.ndarray | float) -> None:
@@ -203,7 +201,7 @@ def rank_centrality_chain_batch(
     return P, edges
 
 
-def _log_fixation_block(A: np.ndarray, alpha: float, m: int) -> tuple[np.ndarray]:
+def _log_fixation_block(A: np.ndarray, alpha: float, m: int) -> np.ndarray:
     """log rho[b, r, s]: fixation log-probability of one r-mutant among m - 1 s-residents.
 
     Fermi (logit) selection in a finite single population (Omidshafiei et al.,
@@ -217,7 +215,7 @@ def _log_fixation_block(A: np.ndarray, alpha: float, m: int) -> tuple[np.ndarray
     f_r = ((k - 1) * diag[:, :, None, None] + (m - k) * A[..., None]) / (m - 1)
     f_s = (k * np.swapaxes(A, 1, 2)[..., None] + (m - k - 1) * diag[:, None, :, None]) / (m - 1)
     log_terms = np.cumsum(-alpha * (f_r - f_s), axis=3)
-    return (-np.logaddexp(0.0, logsumexp(log_terms, axis=3)),)
+    return -np.logaddexp(0.0, logsumexp(log_terms, axis=3))
 
 
 def _log_abs_expm1(x: np.ndarray) -> np.ndarray:
@@ -252,7 +250,7 @@ def alpharank_chain_batch(
     if constant_sum:
         log_rho = _log_fixation_constant_sum(A, alpha, m)
     else:
-        (log_rho,) = _in_blocks(lambda a: _log_fixation_block(a, alpha, m), A)
+        log_rho = _in_blocks(lambda a: _log_fixation_block(a, alpha, m), A)
     C = np.exp(np.swapaxes(log_rho, 1, 2)) / max(L - 1, 1)
     _diagonal_set(C, 0.0)
     _diagonal_set(C, 1.0 - C.sum(axis=2))

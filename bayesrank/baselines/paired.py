@@ -258,15 +258,13 @@ def rao_kupper_log_strengths(
             raise DataError("tie_strength=1 makes ties impossible, but the data contain ties")
     if prior_var is None:
         check_identified((np.asarray(W) > 0) | (np.asarray(T) > 0), method="Rao-Kupper ML")
-    if tie_strength is not None:
-        if kappa == 1:
-            return bt_log_strengths(W, prior=prior, max_iter=max_iter), 1.0
+    if tie_strength is not None and kappa > 1:
         theta, stalled = rao_kupper_fit_batch(np.asarray(W, float)[None],
                                               np.asarray(T, float)[None], kappa=kappa,
                                               prior_var=prior_var, max_iter=max_iter)
         warn_stalled(stalled, "rk fit", max_iter)
         return theta[0], kappa
-    if p.t.sum() == 0:
+    if p.t.sum() == 0:  # no tie (as kappa = 1 requires): Bradley-Terry
         return bt_log_strengths(W, prior=prior, max_iter=max_iter), 1.0
     if p.decisive == 0:
         return np.zeros(p.L), np.inf

@@ -370,8 +370,8 @@ class _LinearOrdering:
 
 
 def _order_value(margin: np.ndarray, order: np.ndarray) -> float:
-    position = np.empty(order.size, dtype=np.int64)
-    position[order] = np.arange(order.size)
+    """``sum_{i above j} margin_ij`` of the total order ``order`` (best first)."""
+    position = np.argsort(order)  # the inverse permutation: each model's place
     return float(margin[position[:, None] < position[None, :]].sum())
 
 
@@ -434,12 +434,10 @@ def _forced_in_block(solver: _LinearOrdering, order: np.ndarray, best: float,
     scale = max(1.0, float(np.abs(margin).max(initial=0.0)))
     forced = _certified_pairs(solver, 1e-6 * scale)  # forced[a, b]: a above b in all optima
     free = _free_by_moves(margin, order, tol)  # both orders occur among optima
-    ref = np.empty(s, dtype=np.int64)
-    ref[order] = np.arange(s)
+    ref = np.argsort(order)  # each model's place in the order
 
     def note_optimum(opt_order: np.ndarray) -> None:
-        pos = np.empty(s, dtype=np.int64)
-        pos[opt_order] = np.arange(s)
+        pos = np.argsort(opt_order)
         free[(pos[:, None] < pos[None, :]) != (ref[:, None] < ref[None, :])] = True
         free[...] |= _free_by_moves(margin, opt_order, tol)
 
@@ -580,16 +578,11 @@ def kemeny_young_scores(
             forced[np.ix_(idx, idx)] = local
     np.fill_diagonal(forced, False)
     order = np.concatenate(order_parts)
-    position = np.empty(L, dtype=np.int64)
-    position[order] = np.arange(L)
-    details: dict[str, Any] = {
-        "order": order,
-        "objective": float(P[position[:, None] < position[None, :]].sum()),
-    }
+    details: dict[str, Any] = {"order": order, "objective": _order_value(P, order)}
     if tie_aware:
         details["forced"] = forced
         return dag_levels(forced), details
-    return (L - 1 - position).astype(float), details
+    return (L - 1 - np.argsort(order)).astype(float), details
 
 
 # --------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ import numpy as np
 from bayesrank.baselines import METHODS, rule_defaults, voting
 from bayesrank.data import ResponseData, reductions
 from bayesrank.errors import DataError, DisconnectedGraphError, NotIdentifiedError
-from bayesrank.ranking import DEFAULT_TOL
+from bayesrank.ranking import competition_ranks
 from bayesrank.registry import get_method, rank
 from bayesrank.study.stack_rules import BATCHED_RULES, SEPARABLE_RULES
 
@@ -368,31 +368,6 @@ class DrawRanks:
     reasons: list[str | None]
     warnings: int
     seconds: float
-
-
-def competition_ranks(scores: np.ndarray) -> np.ndarray:
-    """``scores_to_ranks(scores)`` (competition ties, default tolerance) as float, faster.
-
-    Works row by row on a (D, L) stack too.  Scores within the tolerance
-    ``1e-12 max(1, max |s|)`` (per row) of their sorted neighbour share a group
-    (chains merge); a model's rank is 1 + the number of models in better groups,
-    i.e. the first sorted position of its group + 1.
-    """
-    s = np.asarray(scores, dtype=float)
-    if s.ndim not in (1, 2):
-        raise ValueError(f"scores must be 1-D, got shape {s.shape}")
-    if not np.all(np.isfinite(s)):
-        raise ValueError(f"scores must be finite; got {s[~np.isfinite(s)][:3]}")
-    rows = np.atleast_2d(s)
-    tol = DEFAULT_TOL * np.maximum(1.0, np.max(np.abs(rows), axis=1, initial=0.0))
-    order = np.argsort(-rows, axis=1, kind="stable")
-    ordered = np.take_along_axis(rows, order, axis=1)
-    new_group = np.ones(rows.shape, dtype=bool)
-    new_group[:, 1:] = -np.diff(ordered, axis=1) > tol[:, None]
-    first = np.maximum.accumulate(np.where(new_group, np.arange(rows.shape[1]), 0), axis=1)
-    ranks = np.empty(rows.shape)
-    np.put_along_axis(ranks, order, first + 1.0, axis=1)
-    return ranks if s.ndim == 2 else ranks[0]
 
 
 def finite_ranks(scores: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ from bayesrank.data.io import atomic_write
 from bayesrank.data.signals import Signals, load_signals
 from bayesrank.errors import DataError
 from bayesrank.study._core import gold_ranks, rank_draws, safe_ranks, tally, trial_draws
+from bayesrank.study.tables import plus_minus
 
 __all__ = ["categorical_schemes", "categorical_table"]
 
@@ -156,12 +157,8 @@ def categorical_table(frame: pd.DataFrame, *, digits: int = 3) -> pd.DataFrame:
     key = mean["gold"] if "gold" in mean else mean[cols[0]]
     ranked = key.sort_values(ascending=False, kind="stable").index
     mean, std = mean.loc[ranked], std.loc[ranked]
-
-    def cell(m: float, s: float) -> str:
-        return "n/a" if np.isnan(m) else f"{m:.{digits}f} \u00b1 {s:.{digits}f}"
-
     out = pd.DataFrame(
-        {TABLE_COLUMNS[t]: [cell(m, s) for m, s in zip(mean[t], std[t], strict=True)]
+        {TABLE_COLUMNS[t]: [plus_minus(m, s, digits) for m, s in zip(mean[t], std[t], strict=True)]
          for t in cols},
         index=pd.Index(ranked, name="scheme"),
     )

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from bayesrank.data import ResponseData, as_response_data
-from bayesrank.ranking import kendall_tau
+from bayesrank.ranking import competition_ranks, kendall_tau
 from bayesrank.registry import get_method
 from bayesrank.study._core import (
     TAU_TOL,
@@ -44,7 +44,6 @@ from bayesrank.study.batched import (
     PoolStackError,
     _per_draw,
     batched_scores,
-    competition_ranks,
     draws_per_stack,
     finite_ranks,
     pair_signs,

@@ -119,8 +119,9 @@ def _num(v: float, digits: int = 3) -> str:
     return "n/a" if pd.isna(v) else f"{v:.{digits}f}"
 
 
-def _pm(mean: float, std: float) -> str:
-    return "n/a" if pd.isna(mean) else f"{mean:.3f} ± {std:.3f}"
+def plus_minus(mean: float, std: float, digits: int = 3) -> str:
+    """``"0.779 ± 0.034"`` (``"n/a"`` for a missing mean)."""
+    return "n/a" if pd.isna(mean) else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
 def _tied(name: str, n: int) -> str:
@@ -141,17 +142,17 @@ TABLES: dict[str, tuple[Callable[..., pd.DataFrame], list[tuple[str, _Cell]]]] =
     "n1_winners": (n1_winners_table, [
         ("Benchmark", lambda r: str(r["benchmark"])),
         ("Best vs. gold standard", lambda r: _tied(r["best_gold"], r["gold_n_tied"])),
-        ("tau_b", lambda r: _pm(r["gold_mean"], r["gold_std"])),
+        ("tau_b", lambda r: plus_minus(r["gold_mean"], r["gold_std"])),
         ("Best self-consistency (vs. method@N)", lambda r: _tied(r["best_self"],
                                                                  r["self_n_tied"])),
-        ("tau_b ", lambda r: _pm(r["self_mean"], r["self_std"])),
+        ("tau_b ", lambda r: plus_minus(r["self_mean"], r["self_std"])),
     ]),
     "bootstrap": (bootstrap_table, [
         ("Benchmark", lambda r: str(r["benchmark"])),
         ("Pool", lambda r: str(int(r["pool"]))),
         ("Best Method", lambda r: _tied(r["best"], r["n_tied"])),
-        ("tau_b vs avg@N", lambda r: _pm(r["gold_mean"], r["gold_std"])),
-        ("tau_b vs method@N", lambda r: _pm(r["self_mean"], r["self_std"])),
+        ("tau_b vs avg@N", lambda r: plus_minus(r["gold_mean"], r["gold_std"])),
+        ("tau_b vs method@N", lambda r: plus_minus(r["self_mean"], r["self_std"])),
     ]),
     "prior": (prior_table, [
         ("Benchmark", lambda r: str(r["benchmark"])),

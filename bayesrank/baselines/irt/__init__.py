@@ -40,7 +40,6 @@ single-fit functions call with one problem.
 """
 
 from bayesrank.baselines.irt._common import IrtFit
-from bayesrank.baselines.irt._newton import newton_step as _newton_step  # noqa: F401
 from bayesrank.baselines.irt.dynamic import dynamic_irt, fit_growth_irt
 from bayesrank.baselines.irt.mml import (
     MmlFit,
@@ -50,8 +49,7 @@ from bayesrank.baselines.irt.mml import (
     posterior_quantile,
     rasch_mml,
 )
-from bayesrank.baselines.irt.xpl import (  # the private names are used by the tests
-    _Layout,  # noqa: F401
+from bayesrank.baselines.irt.xpl import (
     fit_irt,
     rasch,
     rasch_2pl,

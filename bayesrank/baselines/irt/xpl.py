@@ -38,8 +38,6 @@ from bayesrank.ranking import ranking_method
 
 __all__ = ["fit_irt", "rasch", "rasch_2pl", "rasch_3pl"]
 
-_Layout = Layout  # the tests build layouts under this name
-
 
 def fit_irt(
     successes: np.ndarray,
@@ -119,9 +117,7 @@ def fit_irt(
     for _ in range(int(fit.unconverged[0])):
         warnings.warn(f"{lay.what}: no convergence within max_iter={max_iter} iterations",
                       RuntimeWarning, stacklevel=2)
-    keep = fit.keep[0]
-    if not keep.any():  # MAP without informative items: the prior alone, theta = 0
-        return _prior_only_fit(k, n, lay)
+    keep = fit.keep[0]  # none under MAP without informative items: the prior alone, theta = 0
     return _assemble(lay, k, n, keep, fit.theta[0], fit.v[0][keep], float(fit.objective[0]),
                      int(fit.n_iter[0]))
 
@@ -143,17 +139,9 @@ def _layout(model, prior_var, max_iter, reg_discrimination, reg_guessing, guessi
                    fix_guessing)
 
 
-def _prior_only_fit(k: np.ndarray, n: np.ndarray, lay: Layout) -> IrtFit:
-    """No informative item: abilities are the prior mean 0, items keep boundary values."""
-    L, M = k.shape
-    ones = np.ones(M) if lay.has_a else None
-    guess = np.full(M, np.nan if lay.fixed_c is None else lay.fixed_c)
-    return IrtFit(np.zeros(L), boundary_difficulty(k, n), ones,
-                  guess if lay.model == "3pl" else None)
-
-
 def _assemble(lay: Layout, k, n, keep, theta, v, objective: float, n_iter: int) -> IrtFit:
-    """The IrtFit on all items: fitted values on informative items, boundary values elsewhere."""
+    """The IrtFit on all items: fitted values on informative items, boundary values elsewhere
+    (every item when there is no informative one: then nothing was fitted)."""
     M = k.shape[1]
     difficulty = boundary_difficulty(k, n)
     difficulty[keep] = v[:, 0]
