@@ -94,7 +94,7 @@ def competition_ranks(scores: np.ndarray, tol: float | None = None) -> np.ndarra
     """
     s = np.asarray(scores, dtype=float)
     if s.ndim not in (1, 2):
-        raise ValueError(f"scores must be 1-D, got shape {s.shape}")
+        raise ValueError(f"scores must be 1-D (or a 2-D stack), got shape {s.shape}")
     if not np.all(np.isfinite(s)):
         raise ValueError(f"scores must be finite; got {s[~np.isfinite(s)][:3]}")
     rows = np.atleast_2d(s)
