@@ -104,7 +104,9 @@ def run_point(task: str, L: int, M: int) -> dict:
         post = bayesrank.fit(data, task[4:], random_seed=0, progressbar=False)
         frame = post.diagnostics  # the fit's own checks (R-hat, ESS, divergences, E-BFMI)
         converged = {"passed": not problems(frame), "max_rhat": float(frame["r_hat"].max()),
-                     "min_ess_bulk": float(frame["ess_bulk"].min())}
+                     "min_ess_bulk": float(frame["ess_bulk"].min()),
+                     "problems": "; ".join(problems(frame)),
+                     "max_rhat_variable": str(frame["r_hat"].idxmax())}
         post.leaderboard()
         if task.startswith("loo_"):
             post.loo()

@@ -127,3 +127,29 @@ def test_a_callback_compiled_once_loads_from_the_disk_cache_and_samples_the_same
     key = _callback_key(fn, "source", {"SHAPE0": (6,)})
     assert key is not None and key != _callback_key(fn, "source", {"SHAPE0": (10,)})
     assert key != _callback_key(fn, "other source", {"SHAPE0": (6,)})
+
+
+@pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
+def test_deterministics_made_after_sampling_equal_those_the_sampler_stores(monkeypatch):
+    """Beyond the budget nutpie stores the free variables only and the deterministics are
+    made from their draws after sampling (memory, issue 47): the same posterior, the same
+    variables in the same order, every value as the sampler's own to rounding."""
+    import bayesrank
+    from bayesrank.datatree import group
+    from bayesrank.inference import backends
+
+    data = _data(3)
+    options = dict(model="2pl", draws=200, tune=200, chains=2, random_seed=5)
+    stored = group(bayesrank.fit(data, **options).idata, "posterior")
+    model = get_model("2pl").build(data)
+    assert backends.stored_var_names(model, 400) == model_var_names(model)
+    monkeypatch.setattr(backends, "SAMPLER_DETERMINISTIC_VALUES", 0)
+    free = [v.name for v in model.free_RVs]
+    assert backends.stored_var_names(model, 400) == free
+    made = group(bayesrank.fit(data, **options).idata, "posterior")
+    assert list(made.data_vars) == list(stored.data_vars)
+    assert {v.name for v in model.deterministics} <= set(made.data_vars) - set(free)
+    for name in stored.data_vars:
+        assert made[name].dims == stored[name].dims
+        np.testing.assert_allclose(made[name].values, stored[name].values, rtol=1e-12,
+                                   atol=1e-12, err_msg=name)

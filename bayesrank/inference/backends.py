@@ -103,6 +103,36 @@ def model_var_names(model: pm.Model) -> list[str]:
     return [v.name for v in model.free_RVs] + [v.name for v in model.deterministics]
 
 
+#: nutpie stores the deterministics' draws itself up to this many values (chains x draws x
+#: their sizes); beyond, it stores the free variables only and the deterministics are
+#: computed from their draws after sampling (:func:`stored_var_names`)
+SAMPLER_DETERMINISTIC_VALUES = 2**26
+
+
+def _size(model: pm.Model, var) -> int:
+    """How many values one draw of ``var`` holds: from its dims, else its shape."""
+    dims = model.named_vars_to_dims.get(var.name)
+    if dims:
+        return int(np.prod([len(model.coords[d]) for d in dims]))
+    return int(np.prod(var.shape.eval()))
+
+
+def stored_var_names(model: pm.Model, draws: int) -> list[str]:
+    """The variables nutpie stores for ``draws`` draws (chains x draws) of ``model``.
+
+    Every model variable (:func:`model_var_names`) while the deterministics' draws fit
+    ``SAMPLER_DETERMINISTIC_VALUES`` values (512 MB), else the free variables only:
+    nutpie keeps its draws in Arrow tables and converts them to NumPy at the end, with
+    both alive, and its peak was 3.5 times the posterior's size (6.6 GB for a 2PL of
+    8,000 questions at 6,000 draws, docs/scale.md).  The deterministics
+    (:func:`_with_deterministics`) are then made after that storage is freed.
+    """
+    size = sum(_size(model, v) for v in model.deterministics)
+    if draws * size <= SAMPLER_DETERMINISTIC_VALUES:
+        return model_var_names(model)
+    return [v.name for v in model.free_RVs]
+
+
 def _keep_model_vars(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
     posterior = group(idata, "posterior")
     keep = [n for n in model_var_names(model) if n in posterior]
@@ -182,11 +212,12 @@ def _sample_nutpie(model: pm.Model, run: SamplerOptions, key: Hashable | None = 
 
     t0 = time.perf_counter()
     backend = nutpie_backend(model, run.chains * (run.tune + run.draws))
+    stored = stored_var_names(model, run.chains * run.draws)
     # nutpie's JAX build bakes pm.Data in as constants (no with_data) and the PyTensor one
     # reads this model's data: both are compiled anew each time (1-5 s)
     compiled, reused = cached(
-        None if key is None or backend in ("jax", "pytensor") else ("nutpie", key),
-        lambda: compile_for_nutpie(model, backend, model_var_names(model), key=key),
+        None if key is None or backend in ("jax", "pytensor") else ("nutpie", key, *stored),
+        lambda: compile_for_nutpie(model, backend, stored, key=key),
     )
     if reused:
         compiled = with_model_data(compiled, model, key)
@@ -208,8 +239,19 @@ def _sample_nutpie(model: pm.Model, run: SamplerOptions, key: Hashable | None = 
     if "logp" in stats and "lp" not in stats:
         renames = {k: v for k, v in {"logp": "lp", "depth": "tree_depth"}.items() if k in stats}
         idata = with_groups(idata, sample_stats=stats.rename(renames))
-    idata = _relabel(_keep_model_vars(idata, model), model)
+    idata = _relabel(_keep_model_vars(_with_deterministics(idata, model), model), model)
     return idata, {"compile": t1 - t0, "sample": t2 - t1}
+
+
+def _with_deterministics(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
+    """The posterior with the deterministics the sampler did not store, made from its draws."""
+    posterior = group(idata, "posterior")
+    missing = [v.name for v in model.deterministics if v.name not in posterior]
+    if not missing:
+        return idata
+    made = pm.compute_deterministics(posterior, var_names=missing, model=model,
+                                     progressbar=False, backend="numba")
+    return with_groups(idata, posterior=posterior.assign(made.data_vars))
 
 
 #: what PyMC raises when Ctrl-C stopped its chains before any draw was kept
