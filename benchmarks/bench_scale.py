@@ -105,6 +105,7 @@ def run_point(task: str, L: int, M: int) -> dict:
         frame = post.diagnostics  # the fit's own checks (R-hat, ESS, divergences, E-BFMI)
         converged = {"passed": not problems(frame), "max_rhat": float(frame["r_hat"].max()),
                      "min_ess_bulk": float(frame["ess_bulk"].min()),
+                     "min_ess_tail": float(frame["ess_tail"].min()),
                      "problems": "; ".join(problems(frame)),
                      "max_rhat_variable": str(frame["r_hat"].idxmax())}
         post.leaderboard()
