@@ -215,7 +215,8 @@ def main() -> None:
             rows.append(row)
             checks = ("" if "passed" not in row else
                       f"  checks {'passed' if row['passed'] else 'FAILED'} (R-hat "
-                      f"{row['max_rhat']:.4f}, min bulk ESS {row['min_ess_bulk']:.0f})")
+                      f"{row['max_rhat']:.4f} at {row['max_rhat_variable']}, min bulk/tail ESS "
+                      f"{row['min_ess_bulk']:.0f}/{row['min_ess_tail']:.0f}) {row['problems']}")
             print(f"{task:20s} {L:5d} x {M:6d}  {row['seconds']:8.1f} s  "
                   f"{row['peak_rss_gb']:6.2f} GB  {row['status']}{checks}", flush=True)
             stopped = row["status"] != "ok" or row["seconds"] > args.max_seconds / 2
