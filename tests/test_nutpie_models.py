@@ -153,3 +153,10 @@ def test_deterministics_made_after_sampling_equal_those_the_sampler_stores(monke
         assert made[name].dims == stored[name].dims
         np.testing.assert_allclose(made[name].values, stored[name].values, rtol=1e-12,
                                    atol=1e-12, err_msg=name)
+    # a compiled model reused for other labels: the made draws take the new labels
+    renamed = ResponseData(data.R, models=[f"m{i}" for i in range(data.R.shape[0])],
+                           questions=[f"q{i}" for i in range(data.R.shape[1])])
+    again = group(bayesrank.fit(renamed, **options).idata, "posterior")
+    assert list(again["b"].coords["question"].values) == list(renamed.questions)
+    assert list(again["theta"].coords["llm"].values) == list(renamed.models)
+    np.testing.assert_allclose(again["b"].values, stored["b"].values, rtol=1e-12, atol=1e-12)

@@ -239,7 +239,7 @@ def _sample_nutpie(model: pm.Model, run: SamplerOptions, key: Hashable | None = 
     if "logp" in stats and "lp" not in stats:
         renames = {k: v for k, v in {"logp": "lp", "depth": "tree_depth"}.items() if k in stats}
         idata = with_groups(idata, sample_stats=stats.rename(renames))
-    idata = _relabel(_keep_model_vars(_with_deterministics(idata, model), model), model)
+    idata = _relabel(_with_deterministics(_keep_model_vars(idata, model), model), model)
     return idata, {"compile": t1 - t0, "sample": t2 - t1}
 
 
@@ -251,7 +251,9 @@ def _with_deterministics(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
         return idata
     made = pm.compute_deterministics(posterior, var_names=missing, model=model,
                                      progressbar=False, backend="numba")
-    return with_groups(idata, posterior=posterior.assign(made.data_vars))
+    # by dims, not labels (a reused compiled model's labels are replaced after, _relabel)
+    return with_groups(idata, posterior=posterior.assign(
+        {name: (made[name].dims, made[name].values) for name in missing}))
 
 
 #: what PyMC raises when Ctrl-C stopped its chains before any draw was kept
