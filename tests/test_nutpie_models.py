@@ -163,7 +163,8 @@ def test_deterministics_made_after_sampling_equal_those_the_sampler_stores(monke
 
 
 @pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
-def test_draws_written_to_disk_read_back_as_the_in_memory_draws(monkeypatch, tmp_path):
+@pytest.mark.parametrize("model", ["rasch", "2pl"])
+def test_draws_written_to_disk_read_back_as_the_in_memory_draws(monkeypatch, tmp_path, model):
     """Beyond the in-memory budget nutpie writes its draws to a temporary zarr store (memory,
     issue 47): the fit returns the same posterior and sampler statistics as the in-memory
     path, bit for bit, and leaves no file behind."""
@@ -173,9 +174,11 @@ def test_draws_written_to_disk_read_back_as_the_in_memory_draws(monkeypatch, tmp
     from bayesrank.inference import backends
 
     data = _data(4)
-    options = dict(model="rasch", draws=200, tune=200, chains=2, random_seed=9)
+    options = dict(model=model, draws=200, tune=200, chains=2, random_seed=9)
     memory = bayesrank.fit(data, **options).idata
     monkeypatch.setattr(backends, "IN_MEMORY_TRACE_VALUES", 0)
+    # the 2PL also with its deterministics made after sampling: equal to rounding
+    monkeypatch.setattr(backends, "SAMPLER_DETERMINISTIC_VALUES", 0 if model == "2pl" else 2**26)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     folders = []
     read = backends._read_trace
@@ -185,14 +188,23 @@ def test_draws_written_to_disk_read_back_as_the_in_memory_draws(monkeypatch, tmp
         return read(idata, names)
 
     monkeypatch.setattr(backends, "_read_trace", spy)
-    disk = bayesrank.fit(data, **options).idata
+    fitted = bayesrank.fit(data, **options)
+    disk = fitted.idata
     assert len(folders) == 1 and not folders[0].exists()
+    assert fitted.leaderboard().shape[0] == data.R.shape[0]
     for name in ("posterior", "sample_stats"):
         a, b = memory[name].to_dataset(), disk[name].to_dataset()
         # laid out per divergence or per flow update on disk, per draw in memory; unread
         a = a.drop_vars(list(backends.PER_DRAW_IN_MEMORY_ONLY), errors="ignore")
         assert sorted(b.data_vars) == sorted(a.data_vars), name
         assert name != "posterior" or list(b.data_vars) == list(a.data_vars)
+        assert sorted(b.coords) == sorted(a.coords), name
+        for coord in a.coords:
+            np.testing.assert_array_equal(b[coord].values, a[coord].values)
+        assert set(b.attrs) >= {"created_at", "sample_dims"}, name
         for var in a.data_vars:
             assert b[var].dims == a[var].dims, var
-            np.testing.assert_array_equal(b[var].values, a[var].values, err_msg=var)
+            np.testing.assert_allclose(b[var].values, a[var].values, rtol=1e-12, atol=1e-12,
+                                       err_msg=var)
+            if model == "rasch":  # every variable from the sampler itself: bit for bit
+                np.testing.assert_array_equal(b[var].values, a[var].values, err_msg=var)

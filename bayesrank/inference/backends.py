@@ -290,11 +290,15 @@ def _trace_store(values: int) -> Iterator[Any]:
 def _read_trace(idata: xr.DataTree, names: list[str]) -> xr.DataTree:
     """The posterior's ``names`` and the sampler statistics of a zarr trace, read into memory
     (the groups and variables nutpie's Arrow path returns)."""
-    posterior = group(idata, "posterior")
     stats = group(idata, "sample_stats")
-    stats = stats.drop_vars([v for v in _UNSTORED_STATS + PER_DRAW_IN_MEMORY_ONLY if v in stats])
-    return xr.DataTree.from_dict({"posterior": posterior[names].load(),
-                                  "sample_stats": stats.load()})
+    groups = {"posterior": group(idata, "posterior")[names].load(), "sample_stats": stats.drop_vars(
+        [v for v in _UNSTORED_STATS + PER_DRAW_IN_MEMORY_ONLY if v in stats]).load()}
+    # made again as ArviZ makes the in-memory path's: coordinates for chain, draw and every
+    # unlabelled dimension, and its attributes
+    coords = {d: ds[d].values for ds in groups.values() for d in ds.coords}
+    dims = {k: list(v.dims[2:]) for ds in groups.values() for k, v in ds.items()}
+    return from_arrays({name: {k: v.values for k, v in ds.items()} for name, ds in groups.items()},
+                       coords=coords, dims=dims)
 
 
 def _with_deterministics(idata: xr.DataTree, model: pm.Model) -> xr.DataTree:
