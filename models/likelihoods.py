@@ -20,6 +20,9 @@ PyTensor or Numba upgrade breaks a kernel, and the half of a bisection.  The swi
 a context (:func:`fast_kernels`) that :func:`models.build` sets, so a model function
 reads the same either way.
 
+A table of cells with most cells missing (trials 0) is scored over its observed cells only
+(:data:`SPARSE_COVERAGE`; the Rasch and 2PL binomials): time proportional to those cells.
+
 ``weight`` (0 or 1 per cell; the collapsed Rasch, :mod:`models.one_sided`) multiplies
 each cell's log-pmf; draws ignore it.
 """
@@ -132,23 +135,54 @@ def binomial_rasch(name, n, ability, difficulty, observed, dims, weight=None):
     return pm.CustomDist(name, *params, logp=logp, random=random, observed=observed, dims=dims)
 
 
+#: A table of cells with at most this share of cells observed (trials > 0) is scored over
+#: its observed cells only (:func:`binomial_2pl`).  An observed cell costs about twice a
+#: cell of the whole table's loop (docs/scale.md, "Sparse coverage").
+SPARSE_COVERAGE = 1 / 3
+
+
+def _observed_cells(name: str, observed, n):
+    """log C(n, k) and the columns of the observed cells (trials > 0), row by row, and where
+    each row's cells start, as data, when at most :data:`SPARSE_COVERAGE` of the (L, M)
+    table is observed; else None.  The cells lie along the dim ``observed_cell``, whose
+    length is data only (any count of observed cells reuses a compiled model:
+    :data:`bayesrank.inference.cache.DATA_ONLY_DIMS`)."""
+    trials = np.asarray(n.get_value())
+    if trials.ndim != 2 or np.count_nonzero(trials) > SPARSE_COVERAGE * trials.size:
+        return None
+    rows, columns = np.nonzero(trials)
+    successes = np.asarray(observed.get_value(), float)[rows, columns]
+    coef = log_binomial(successes, trials[rows, columns].astype(float))
+    starts = np.concatenate([[0], np.cumsum(np.count_nonzero(trials, axis=1))])
+    return (pm.Data(f"{name}_log_binomial", coef, dims="observed_cell"),
+            pm.Data(f"{name}_row_starts", starts.astype(np.int64)),
+            pm.Data(f"{name}_columns", columns.astype(np.int32), dims="observed_cell"))
+
+
 def binomial_2pl(name, n, ability, a, beta, observed, dims):
     """k_lm ~ Binomial(n_lm, logistic(a_m theta_l + beta_m)); ``ability`` (L, 1), ``a``,
-    ``beta`` (M,).  Fast: :class:`models.fast.slope_cells.SlopeCells` (and its sum)."""
+    ``beta`` (M,).  Fast: :class:`models.fast.slope_cells.SlopeCells` (and its sum), or, for
+    a table with most cells missing, :class:`~models.fast.slope_cells.ObservedSlopeCells`
+    over its observed cells (:data:`SPARSE_COVERAGE`)."""
     if not fast_enabled():
         return pm.Binomial(name, n=n, logit_p=a * ability + beta, observed=observed, dims=dims)
-    from .fast.slope_cells import slope_cells
+    from .fast.slope_cells import observed_slope_cells, slope_cells
 
-    def logp(value, n, ability, a, beta, log_coef):
+    cells = _observed_cells(name, observed, n)
+    data = (_log_coef(name, observed, n, dims),) if cells is None else cells
+
+    def logp(value, n, ability, a, beta, *data):
         # PyMC hands the parameters over with leading axes added to the cells' rank
-        return slope_cells(value, n, pt.flatten(ability), pt.flatten(a), pt.flatten(beta),
-                           log_coef)
+        params = (pt.flatten(ability), pt.flatten(a), pt.flatten(beta))
+        if cells is None:
+            return slope_cells(value, n, *params, *data)
+        return observed_slope_cells(value, n, *params, *map(pt.flatten, data))
 
-    def random(n, ability, a, beta, log_coef, rng=None, size=None):
+    def random(n, ability, a, beta, *data, rng=None, size=None):
         return logistic_binomial_draws(rng, n, ability * a + beta, size)
 
-    return pm.CustomDist(name, n, ability, a, beta, _log_coef(name, observed, n, dims),
-                         logp=logp, random=random, observed=observed, dims=dims)
+    return pm.CustomDist(name, n, ability, a, beta, *data, logp=logp, random=random,
+                         observed=observed, dims=dims)
 
 
 def binomial_floor(name, n, eta, c, observed, dims):

@@ -41,9 +41,10 @@ def clear_cache() -> None:
 
 
 #: Dims along which a model lays data (and observed values) only, never a free variable
-#: or a static shape of its graph (Davidson-Luce's events): their lengths are left out of
+#: or a static shape of its graph (Davidson-Luce's events, a sparse table's observed
+#: cells: models.likelihoods.SPARSE_COVERAGE): their lengths are left out of
 #: :func:`structure_key`, so one compiled model serves data of any length along them.
-DATA_ONLY_DIMS = frozenset({"event"})
+DATA_ONLY_DIMS = frozenset({"event", "observed_cell"})
 
 
 def structure_key(model: pm.Model, tag: Hashable | None) -> Hashable | None:

@@ -38,6 +38,15 @@ more than the cells' arithmetic: casting the counts to floats, writing the cells
 residuals, then summing them and taking two products with them read or wrote about 11
 arrays of L x M floats per gradient.
 
+A table with most cells missing (trials 0, as a mask leaves them) is scored over a list
+of its observed cells, row by row (their columns, and where each row starts), by
+:class:`ObservedSlopeCells` and its sum :class:`ObservedSlopeCellsTotal`: the same log-pmf
+and gradient, in time proportional to the observed cells (the missing cells' log-pmf and
+residual are 0).  Its log C(n, k) holds the observed cells only.  An observed cell costs
+about twice a cell of the whole table's loop (gathers and scattered additions around the
+same vectorised loop), so :func:`models.likelihoods.binomial_2pl` takes it below a share
+of observed cells (:data:`models.likelihoods.SPARSE_COVERAGE`; docs/scale.md).
+
 The back ends are those of :mod:`models.rasch_cells` (NumPy, Numba for nutpie, and JAX
 with PyTensor's own softplus).
 """
@@ -62,9 +71,15 @@ from ._backends import (
     logistic_cells_jax,
     register_cells_backends,
 )
-from ._vector_math import binomial_logit_cells, binomial_logit_total
+from ._vector_math import (
+    binomial_logit_cells,
+    binomial_logit_observed_cells,
+    binomial_logit_observed_total,
+    binomial_logit_total,
+)
 
-__all__ = ["SlopeCells", "SlopeCellsTotal", "slope_cells"]
+__all__ = ["ObservedSlopeCells", "ObservedSlopeCellsTotal", "SlopeCells", "SlopeCellsTotal",
+           "observed_slope_cells", "slope_cells"]
 
 
 def _cells_numpy(k, n, theta, a, beta, log_coef):
@@ -199,6 +214,112 @@ def _slope_total(k, n, *params):
 #: sum(SlopeCells(...).cells) -> SlopeCellsTotal(...).total: the sum without the table.
 sum_of_slope_cells = register_sum_of_cells("sum_of_slope_cells", SlopeCells, _slope_total)
 
+
+def _observed_node_inputs(k, n, theta, a, beta, log_coef, starts, columns):
+    """The observed cells Ops' inputs: k and n as given (any number type), the parameters as
+    float64, the cells' indices as integers, all checked for rank (one-line ValueError)."""
+    k, n = pt.as_tensor_variable(k), pt.as_tensor_variable(n)
+    params = [pt.as_tensor_variable(v).astype("float64") for v in (theta, a, beta, log_coef)]
+    index = [pt.as_tensor_variable(v) for v in (starts, columns)]
+    ranks = (k.ndim, n.ndim, *(v.ndim for v in params), *(v.ndim for v in index))
+    if ranks != (2, 2, 1, 1, 1, 1, 1, 1) or not all(v.dtype.startswith("int") for v in index):
+        raise ValueError("observed slope cells take k, n of shape (L, M), theta (L,), a, beta "
+                         "(M,), log C(n, k) and the columns (integers) of the observed cells (C,) "
+                         "and where each row's cells start (L + 1, integers)")
+    return [k, n, *params, *index]
+
+
+def _observed_numpy(k, n, theta, a, beta, log_coef, starts, columns):
+    cells, residual = np.zeros(np.shape(k)), np.zeros(np.shape(k))
+    rows = np.repeat(np.arange(theta.size), np.diff(starts))
+    x = theta[rows] * a[columns] + beta[columns]
+    u = np.exp(-np.abs(x))
+    successes, trials = np.asarray(k, float)[rows, columns], np.asarray(n, float)[rows, columns]
+    cells[rows, columns] = log_coef + successes * x - trials * (np.maximum(x, 0.0)
+                                                                + np.log(1.0 + u))
+    residual[rows, columns] = successes - trials * np.where(x >= 0.0, 1.0, u) / (1.0 + u)
+    return cells, residual
+
+
+class ObservedSlopeCells(LogisticCellsOp):
+    """(k, n, theta, a, beta, log C(n, k), starts, columns) -> (cells, residual), both (L, M):
+    :class:`SlopeCells` at the observed cells (l, columns[c]), 0 at every other cell,
+    whose counts are 0 (module docstring)."""
+
+    cells_numpy = staticmethod(_observed_numpy)
+
+    def make_node(self, *inputs):
+        inputs = _observed_node_inputs(*inputs)
+        cells = pt.matrix(dtype="float64", shape=inputs[0].type.shape)
+        return Apply(self, inputs, [cells, cells.type()])
+
+    def pullback(self, inputs, outputs, output_grads):
+        k, n, theta, a, beta, log_coef, starts, columns = inputs
+        g_cells, g_residual = output_grads
+        if not isinstance(g_residual.type, DisconnectedType):
+            raise NotImplementedError("ObservedSlopeCells' residual output is not differentiable")
+        undefined = [grad_undefined(self, i, inputs[i]) for i in (0, 1, 6, 7)]
+        weight = broadcast_scalar(g_cells)
+        if weight is not None:  # the gradient of a sum of cells: no table needed
+            _, d_theta, d_a, d_beta = ObservedSlopeCellsTotal()(*inputs)
+            return [*undefined[:2], weight * d_theta, weight * d_a, weight * d_beta,
+                    pt.ones_like(log_coef) * weight, *undefined[2:]]
+        weighted = g_cells * outputs[1]
+        return [*undefined[:2], pt.dot(weighted, a), pt.dot(theta, weighted),
+                weighted.sum(axis=0), g_cells[pt.repeat(pt.arange(theta.shape[0]),
+                                                        pt.diff(starts)), columns],
+                *undefined[2:]]
+
+
+class ObservedSlopeCellsTotal(Op):
+    """(k, n, theta, a, beta, log C(n, k), starts, columns) -> (sum of the observed cells, its
+    gradient in theta, a and beta): :class:`ObservedSlopeCells` summed in one pass over the
+    observed cells (module docstring, and ``binomial_logit_observed_total`` in
+    :mod:`models.fast._vector_math`)."""
+
+    __props__ = ()
+
+    def make_node(self, *inputs):
+        inputs = _observed_node_inputs(*inputs)
+        theta, a, beta = inputs[2:5]
+        outputs = [pt.scalar(dtype="float64"), theta.type(), a.type(), beta.type()]
+        return Apply(self, inputs, outputs)
+
+    def perform(self, node, inputs, output_storage):
+        k, n, theta, a, beta, log_coef, starts, columns = inputs
+        cells, residual = _observed_numpy(k, n, theta, a, beta, log_coef, starts, columns)
+        values = (np.asarray(cells.sum()), residual @ a, theta @ residual, residual.sum(axis=0))
+        for storage, value in zip(output_storage, values, strict=True):
+            storage[0] = value
+
+    def infer_shape(self, node, shapes):
+        return [(), shapes[2], shapes[3], shapes[4]]
+
+    def pullback(self, inputs, outputs, output_grads):
+        g_total, *g_scores = output_grads
+        if not all(isinstance(g.type, DisconnectedType) for g in g_scores):
+            raise NotImplementedError("ObservedSlopeCellsTotal's gradient outputs have no "
+                                      "gradient (no second derivatives)")
+        undefined = [grad_undefined(self, i, inputs[i]) for i in (0, 1, 6, 7)]
+        return [*undefined[:2], *(g_total * score for score in outputs[1:]),
+                pt.ones_like(inputs[5]) * g_total, *undefined[2:]]
+
+
+def _observed_total(*inputs):
+    return ObservedSlopeCellsTotal()(*inputs)[0]
+
+
+#: sum(ObservedSlopeCells(...).cells) -> ObservedSlopeCellsTotal(...).total
+sum_of_observed_slope_cells = register_sum_of_cells(
+    "sum_of_observed_slope_cells", ObservedSlopeCells, _observed_total)
+
+
+def observed_slope_cells(k, n, theta, a, beta, log_coef, starts, columns):
+    """:func:`slope_cells` at the observed cells (l, columns[c]) only, 0 elsewhere;
+    ``log_coef`` holds log C(n, k) of the observed cells, in their order."""
+    return ObservedSlopeCells()(k, n, theta, a, beta, log_coef, starts, columns)[0]
+
+
 def slope_cells(k, n, theta, a, beta, log_coef):
     """log C(n, k) + k x - n softplus(x), x = a_m theta_l + beta_m: the binomial log-pmf."""
     return SlopeCells()(k, n, theta, a, beta, log_coef)[0]
@@ -226,5 +347,53 @@ def _slope_total_jax(k, n, theta, a, beta, log_coef):
     return cells.sum(), residual @ a, theta @ residual, residual.sum(axis=0)
 
 
+def _observed_cells_loop(k, n, theta, a, beta, log_coef, starts, columns):
+    """The observed cells as (L, M) tables (compiled by Numba for nutpie)."""
+    return binomial_logit_observed_cells(k, n, theta, a, beta, log_coef, starts, columns)
+
+
+def _observed_total_loop(k, n, theta, a, beta, log_coef, starts, columns):
+    """The observed cells' sum and its gradient (Numba, nutpie): the blocked passes."""
+    total, d_theta, d_a, d_beta = binomial_logit_observed_total(k, n, theta, a, beta, log_coef,
+                                                                starts, columns)
+    return np.full((), total), d_theta, d_a, d_beta
+
+
+def _observed_rows(theta, starts, columns):
+    """Each observed cell's row, from the compressed-row layout (JAX)."""
+    import jax.numpy as jnp
+
+    return jnp.repeat(jnp.arange(theta.shape[0]), jnp.diff(starts),
+                      total_repeat_length=columns.shape[0])
+
+
+def _observed_jax(k, n, theta, a, beta, log_coef, starts, columns):
+    """Each observed cell's row, the cells (C,) and their residuals, by JAX."""
+    rows = _observed_rows(theta, starts, columns)
+    x = theta[rows] * a[columns] + beta[columns]
+    successes = k[rows, columns].astype(theta.dtype)
+    return rows, *logistic_cells_jax(successes, n[rows, columns].astype(theta.dtype), x, log_coef)
+
+
+def _observed_cells_jax(k, n, theta, a, beta, log_coef, starts, columns):
+    import jax.numpy as jnp
+
+    rows, cells, residual = _observed_jax(k, n, theta, a, beta, log_coef, starts, columns)
+    table = jnp.zeros(k.shape, theta.dtype)
+    return table.at[rows, columns].set(cells), table.at[rows, columns].set(residual)
+
+
+def _observed_total_jax(k, n, theta, a, beta, log_coef, starts, columns):
+    import jax.numpy as jnp
+
+    rows, cells, residual = _observed_jax(k, n, theta, a, beta, log_coef, starts, columns)
+    d_theta = jnp.zeros_like(theta).at[rows].add(residual * a[columns])
+    d_a = jnp.zeros_like(a).at[columns].add(residual * theta[rows])
+    return cells.sum(), d_theta, d_a, jnp.zeros_like(beta).at[columns].add(residual)
+
+
 register_cells_backends(SlopeCells, _slope_cells_loop, _slope_cells_jax, __file__)
+register_cells_backends(ObservedSlopeCells, _observed_cells_loop, _observed_cells_jax, __file__)
+register_cells_backends(ObservedSlopeCellsTotal, _observed_total_loop, _observed_total_jax,
+                        __file__)
 register_cells_backends(SlopeCellsTotal, _slope_total_loop, _slope_total_jax, __file__)
