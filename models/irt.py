@@ -483,6 +483,10 @@ class Curve(NamedTuple):
         """eta at ``ability`` ((L, 1) for the cells, a scalar for a shared examinee)."""
         return ability - self.b if self.a is None else self.a * ability + self.beta
 
+    def slope_and_intercept(self):
+        """(a, beta) with eta = a theta + beta: (1, -b) for the Rasch."""
+        return (pt.ones_like(self.b), -self.b) if self.a is None else (self.a, self.beta)
+
 
 def binomial_counts(curve: Curve, name, ability, observed, trials, dims, weight=None):
     """k ~ Binomial(n, p): each table of (L, M) cells by its variant's kernel
@@ -499,7 +503,8 @@ def binomial_counts(curve: Curve, name, ability, observed, trials, dims, weight=
 def beta_binomial_counts(curve: Curve, log_delta, name, ability, observed, trials, dims):
     """k ~ BetaBinomial(n, p phi, (1 - p) phi), ``log_delta`` = log(1 / phi)."""
     floor = pt.broadcast_to(0.0 if curve.c is None else curve.c, (curve.size,))
-    return beta_binomial(name, trials, curve.logit(ability), floor, log_delta, observed, dims)
+    a, beta = curve.slope_and_intercept()
+    return beta_binomial(name, trials, ability, a, beta, floor, log_delta, observed, dims)
 
 
 def likelihood_for(kind: str, curve: Curve):

@@ -211,14 +211,19 @@ def _beta_binomial_random(n, eta, c, log_delta, *log_coef, rng=None, size=None):
     return rng.binomial(n, rng.beta(alpha, beta, size=size), size=size)
 
 
-def beta_binomial(name, n, eta, c, log_delta, observed, dims):
-    """k ~ BetaBinomial(n, p / delta, q / delta), p = c + (1 - c) logistic(eta), q = 1 - p.
+def beta_binomial(name, n, ability, a, beta, c, log_delta, observed, dims):
+    """k ~ BetaBinomial(n, p / delta, q / delta), p = c + (1 - c) logistic(eta), q = 1 - p,
+    eta = a ability + beta.
 
-    ``c`` (M,) the questions' guessing floors (zeros without one), ``log_delta`` = log(1 /
+    ``ability`` (L, 1) with ``a``, ``beta`` and the floors ``c`` (M,) (zeros without one) for
+    a table of cells, or a scalar with (M,) ones for one examinee; ``log_delta`` = log(1 /
     phi) the over-dispersion.  Fast: :func:`models.fast.beta_binomial.beta_binomial_logp`
     (log-pmf and derivatives in one pass, exact from heavy over-dispersion to the binomial
-    limit); plain: ``pm.BetaBinomial``, whose gammaln differences lose digits as phi grows.
+    limit), over the observed cells only for a table with most cells missing
+    (:data:`SPARSE_COVERAGE`; :mod:`models.fast.cell_table`); plain: ``pm.BetaBinomial``,
+    whose gammaln differences lose digits as phi grows.
     """
+    eta = a * ability + beta
     if not fast_enabled():
         p = c + (1.0 - c) * pm.math.sigmoid(eta)
         phi = pt.exp(-log_delta)
@@ -226,9 +231,29 @@ def beta_binomial(name, n, eta, c, log_delta, observed, dims):
                                observed=observed, dims=dims)
     from .fast.beta_binomial import beta_binomial_logp
 
-    return pm.CustomDist(name, n, eta, c, log_delta, _log_coef(name, observed, n, dims),
-                         logp=beta_binomial_logp(n, name), random=_beta_binomial_random,
-                         observed=observed, dims=dims)
+    cells = _observed_cells(name, observed, n)
+    if cells is None:
+        return pm.CustomDist(name, n, eta, c, log_delta, _log_coef(name, observed, n, dims),
+                             logp=beta_binomial_logp(n, name), random=_beta_binomial_random,
+                             observed=observed, dims=dims)
+    from .fast.cell_table import cell_table, observed_rows
+
+    score = beta_binomial_logp(n, name)
+
+    def logp(value, n, ability, a, beta, c, log_delta, log_coef, starts, columns):
+        # PyMC hands the parameters over with leading axes added to the cells' rank
+        ability, a, beta, c, log_coef, starts, columns = map(
+            pt.flatten, (ability, a, beta, c, log_coef, starts, columns))
+        rows = observed_rows(starts)
+        cells = score(value[rows, columns], n[rows, columns], a[columns] * ability[rows]
+                      + beta[columns], c[columns], log_delta, log_coef)
+        return cell_table(cells, starts, columns, value)
+
+    def random(n, ability, a, beta, c, log_delta, *cells, rng=None, size=None):
+        return _beta_binomial_random(n, ability * a + beta, c, log_delta, rng=rng, size=size)
+
+    return pm.CustomDist(name, n, ability, a, beta, c, log_delta, *cells, logp=logp,
+                         random=random, observed=observed, dims=dims)
 
 
 def multinomial_logits(name: str, counts, logits, *, dims: tuple[str, str]):

@@ -1,6 +1,7 @@
-"""Sparse coverage (issue 47, item 5): the binomial Rasch and 2PL score a table with most
-cells missing over its observed cells only, with the log-density, gradient and pointwise
-log-likelihood of the whole table (``models.likelihoods.SPARSE_COVERAGE``)."""
+"""Sparse coverage (issue 47, item 5): the item-response likelihoods (binomial and
+beta-binomial) score a table with most cells missing over its observed cells only, with
+the log-density, gradient and pointwise log-likelihood of the whole table
+(``models.likelihoods.SPARSE_COVERAGE``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytensor.tensor as pt
 import pytest
 from _cells_ops import MODES, assert_same_density, cells_and_gradient, count_ops
 from bayesrank.models import irt
+from bayesrank.models.fast.cell_table import CellTable, cell_table
 from bayesrank.models.fast.slope_cells import (
     ObservedSlopeCells,
     ObservedSlopeCellsTotal,
@@ -164,3 +166,53 @@ def test_a_sparse_fit_samples_with_one_pass_over_the_observed_cells():
     assert post.diagnostics["passed"].all() and post.diagnostics.attrs["divergences"] == 0
     means = post.theta.mean(("chain", "draw")).values
     assert list(np.argsort(means)) == list(range(L))
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_the_cell_table_lays_out_the_values_and_its_sum_skips_the_table(mode):
+    """CellTable: values at their cells, 0 elsewhere, and the gradient of a weighted sum of
+    the table; the sum of the table compiles to the values' sum (no table)."""
+    if mode == "jax":
+        pytest.importorskip("jax")
+    rng = np.random.default_rng(6)
+    k, n, _, _, starts, columns = _sparse_table(rng)
+    rows = np.repeat(np.arange(k.shape[0]), np.diff(starts))
+    values, weight = pt.vector("values"), rng.random(k.shape)
+    table = cell_table(values, starts, columns, n)
+    fn = pytensor.function([values], [table, pytensor.grad((weight * table).sum(), values),
+                                      pytensor.grad(table.sum(), values)], mode=MODES[mode])
+    x = rng.normal(size=rows.size)
+    got, weighted, plain = fn(x)
+    want = np.zeros(k.shape)
+    want[rows, columns] = x
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(weighted, weight[rows, columns], rtol=1e-15)
+    np.testing.assert_array_equal(plain, np.ones(rows.size))
+    total = pytensor.function([values], table.sum(), mode=MODES[mode])
+    assert not any(isinstance(node.op, CellTable) for node in total.maker.fgraph.apply_nodes)
+    assert float(total(x)) == pytest.approx(x.sum(), rel=1e-14)
+
+
+@pytest.mark.parametrize(("kind", "likelihood"), [("3pl", "beta_binomial"),
+                                                  ("rasch", "beta_binomial")])
+def test_a_sparse_beta_binomial_is_the_whole_tables(kind, likelihood, monkeypatch, numpy_graphs):
+    """The beta-binomial (the 3PL's default) over a sparse table's observed cells has the
+    log-density, gradient and pointwise cells of the same fast kernel over the whole table,
+    and the fit's log-density and gradient hold no table of cells."""
+    from bayesrank.models import likelihoods
+
+    rng = np.random.default_rng(7)
+    sparse = _masked(rng, 0.9)
+    model = irt.build(sparse, kind=kind, likelihood=likelihood)
+    assert count_ops(model, CellTable) == 1
+    monkeypatch.setattr(likelihoods, "SPARSE_COVERAGE", 0.0)
+    whole = irt.build(sparse, kind=kind, likelihood=likelihood)
+    assert count_ops(whole, CellTable) == 0
+    assert_same_density(model, whole, rng, sd=1.0)
+    cells = model.compile_fn(model.logp(vars=[model["k"]], sum=False)[0])
+    want = whole.compile_fn(whole.logp(vars=[whole["k"]], sum=False)[0])
+    point = model.initial_point()
+    np.testing.assert_allclose(cells(point), want(point), rtol=1e-12, atol=1e-12)
+    logp = model.logp()
+    fn = model.compile_fn([logp, *pytensor.grad(logp, model.value_vars)])
+    assert not any(isinstance(node.op, CellTable) for node in fn.f.maker.fgraph.apply_nodes)

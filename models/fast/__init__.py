@@ -12,8 +12,11 @@ module                           what it computes
 ===============================  ===================================================
 :mod:`.rasch_cells`              the Rasch's binomial cells, log-pmf and score (Op)
 :mod:`.slope_cells`              the 2PL's binomial cells, and their sum in one pass
-                                 (Ops and the graph rewrite that uses the sum)
+                                 (Ops and the graph rewrite that uses the sum), over
+                                 the whole table or its observed cells only
 :mod:`.beta_binomial`            beta-binomial cells around a curve with a floor (Op)
+:mod:`.cell_table`               a sparse table's observed cells laid into the table,
+                                 and the sum that skips it (Op, rewrite)
 :mod:`.wall_map`                 the one-sided intercepts' wall map and its log-Jacobian (Op)
 :mod:`.floors`                   the 3PL's floors, intercept shift and log-Jacobian (Op)
 :mod:`.battle_cells`             the contextual Bradley-Terry's battles, log-pmf and
