@@ -237,17 +237,20 @@ def beta_binomial(name, n, ability, a, beta, c, log_delta, observed, dims):
                              logp=beta_binomial_logp(n, name), random=_beta_binomial_random,
                              observed=observed, dims=dims)
     from .fast.cell_table import cell_table, observed_rows
+    from .fast.slope_cells import uncast
 
     score = beta_binomial_logp(n, name)
 
-    def logp(value, n, ability, a, beta, c, log_delta, log_coef, starts, columns):
+    def logp(table, n, ability, a, beta, c, log_delta, log_coef, starts, columns):
         # PyMC hands the parameters over with leading axes added to the cells' rank
         ability, a, beta, c, log_coef, starts, columns = map(
             pt.flatten, (ability, a, beta, c, log_coef, starts, columns))
         rows = observed_rows(starts)
-        cells = score(value[rows, columns], n[rows, columns], a[columns] * ability[rows]
+        # gathered from the counts as stored: PyMC's cast of the table costs a pass over it
+        value, n = uncast(table)[rows, columns], uncast(n)[rows, columns]
+        cells = score(value, n, a[columns] * ability[rows]
                       + beta[columns], c[columns], log_delta, log_coef)
-        return cell_table(cells, starts, columns, value)
+        return cell_table(cells, starts, columns, table)
 
     def random(n, ability, a, beta, c, log_delta, *cells, rng=None, size=None):
         return _beta_binomial_random(n, ability * a + beta, c, log_delta, rng=rng, size=size)

@@ -109,7 +109,7 @@ class SlopeCells(LogisticCellsOp):
         undefined = [grad_undefined(self, 0, k), grad_undefined(self, 1, n)]
         weight = broadcast_scalar(g_cells)
         if weight is not None:  # the gradient of a sum of cells: no table needed
-            _, d_theta, d_a, d_beta = SlopeCellsTotal()(_uncast(k), _uncast(n), theta, a, beta,
+            _, d_theta, d_a, d_beta = SlopeCellsTotal()(uncast(k), uncast(n), theta, a, beta,
                                                          log_coef)
             return [*undefined, weight * d_theta, weight * d_a, weight * d_beta, g_cells]
         weighted = g_cells * outputs[1]
@@ -177,7 +177,7 @@ def broadcast_scalar(value):
     return pt.squeeze(source) if source.ndim else source
 
 
-def _uncast(value):
+def uncast(value):
     """``value`` before the node's cast to float64, when it was cast from a number type."""
     owner = value.owner
     if (owner is not None and isinstance(owner.op, Elemwise)
@@ -208,7 +208,7 @@ def register_sum_of_cells(name: str, op_type: type, total_of):
 
 
 def _slope_total(k, n, *params):
-    return SlopeCellsTotal()(_uncast(k), _uncast(n), *params)[0]
+    return SlopeCellsTotal()(uncast(k), uncast(n), *params)[0]
 
 
 #: sum(SlopeCells(...).cells) -> SlopeCellsTotal(...).total: the sum without the table.
@@ -261,7 +261,8 @@ class ObservedSlopeCells(LogisticCellsOp):
         undefined = [grad_undefined(self, i, inputs[i]) for i in (0, 1, 6, 7)]
         weight = broadcast_scalar(g_cells)
         if weight is not None:  # the gradient of a sum of cells: no table needed
-            _, d_theta, d_a, d_beta = ObservedSlopeCellsTotal()(*inputs)
+            _, d_theta, d_a, d_beta = ObservedSlopeCellsTotal()(uncast(k), uncast(n),
+                                                                *inputs[2:])
             return [*undefined[:2], weight * d_theta, weight * d_a, weight * d_beta,
                     pt.ones_like(log_coef) * weight, *undefined[2:]]
         weighted = g_cells * outputs[1]
@@ -305,8 +306,8 @@ class ObservedSlopeCellsTotal(Op):
                 pt.ones_like(inputs[5]) * g_total, *undefined[2:]]
 
 
-def _observed_total(*inputs):
-    return ObservedSlopeCellsTotal()(*inputs)[0]
+def _observed_total(k, n, *inputs):
+    return ObservedSlopeCellsTotal()(uncast(k), uncast(n), *inputs)[0]
 
 
 #: sum(ObservedSlopeCells(...).cells) -> ObservedSlopeCellsTotal(...).total
