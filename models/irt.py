@@ -130,7 +130,7 @@ import pytensor.tensor as pt
 from bayesrank.data import ResponseData
 
 from ._common import binary_only, check_option, coords_of, positive_scale, response_data
-from .item_effects import Walls, crossings, pooled, solve_rates, wall_models
+from .item_effects import Walls, cap_models, crossings, pooled, solve_rates, wall_models
 from .likelihoods import (
     beta_binomial,
     binomial_2pl,
@@ -340,7 +340,8 @@ class IrtData:
     coords: dict[str, list]
     informed: np.ndarray  # the informed models (L,) bool, :func:`informed_models`
     split: QuestionSplit  # the questions among the models that count (:meth:`of`)
-    wall_models: np.ndarray  # (4, L) one-hot: the walls' and caps' models, wall_models()
+    wall_models: np.ndarray  # (2, M): each question's walls' models, wall_models()
+    cap_models: tuple[np.ndarray, np.ndarray]  # (2, L), (2, M): the caps, cap_models()
     crossings: np.ndarray  # (3, M): where the questions cross 1/2, crossings()
     arrays: Mapping[str, tuple[np.ndarray, Any]]  # name: (values, dims) for :meth:`data`
     k0: np.ndarray | None = None  # prior runs' successes, (L, M) per model or (M,) shared
@@ -366,7 +367,8 @@ class IrtData:
         split = question_split(k[rows], n[rows], centered, own_scale_min)
         k0, n0 = (red.prior_successes, int(d.R0.shape[-1])) if use_R0 else (None, 0)
         return cls(k, n, coords_of(d), informed, split, wall_models(k, n, rows),
-                   crossings(k, n, rows), _arrays(k, n, informed, k0, n0), k0, n0)
+                   cap_models(k, n, rows), crossings(k, n, rows),
+                   _arrays(k, n, informed, k0, n0), k0, n0)
 
     @property
     def size(self) -> int:
@@ -603,7 +605,8 @@ def two_pl(data: IrtData, opts: IrtOptions, floors=None) -> pm.Model:
         theta, location_sd = abilities(data, opts.ability_scale)
         a = pm.Deterministic("a", pt.exp(log_discriminations(data.split)), dims="question")
         mu_beta = pm.Normal("mu_beta", 0.0, location_sd)
-        walls = Walls(a, theta, data.wall_models, data.crossings) if opts.walls else None
+        walls = (Walls(a, theta, data.wall_models, *data.cap_models, data.crossings)
+                 if opts.walls else None)
         beta, c = intercepts(mu_beta, data.split, walls, floors)
         pm.Deterministic("b", -beta / a, dims="question")
         observe = likelihood_for(opts.likelihood, Curve(data.size, a=a, beta=beta, c=c))

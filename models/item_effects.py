@@ -19,18 +19,21 @@ from pytensor.tensor.variable import TensorVariable
 
 from .transforms import floors_and_intercepts, item_effects
 
-__all__ = ["Walls", "crossing_ability", "crossings", "pooled", "solve_rates", "wall_models",
-           "wall_positions"]
+__all__ = ["Walls", "cap_models", "crossing_ability", "crossings", "pooled", "solve_rates",
+           "wall_models", "wall_positions"]
 
 
 class Walls(NamedTuple):
     """What a 2PL/3PL intercept's coordinates depend on: slopes a (M,), abilities (L,), the
-    models that put up the one-sided questions' walls (:func:`wall_models`) and where the
-    informed questions cross (:func:`crossings`; the 2PL's only)."""
+    models that put up the one-sided questions' walls (:func:`wall_models`) and caps
+    (:func:`cap_models`), and where the informed questions cross (:func:`crossings`; the
+    2PL's only)."""
 
     slope: TensorVariable
     ability: TensorVariable
-    models: np.ndarray  # (4, L) one-hot rows, :func:`wall_models`
+    models: np.ndarray  # (2, M) model indices, :func:`wall_models`
+    caps: np.ndarray  # (2, L) one-hot rows, :func:`cap_models`
+    capped: np.ndarray  # (2, M) 0/1: which questions each cap bounds, :func:`cap_models`
     crossings: np.ndarray  # (3, M): :func:`crossings`
 
 
@@ -40,24 +43,49 @@ def solve_rates(k: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 def wall_models(k: np.ndarray, n: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
-    """One-hot rows (4, L): the walls' and the caps' models (:func:`wall_positions`).
+    """(2, M): the models whose abilities put up each question's walls (:func:`wall_positions`),
+    as indices (floats, as :func:`crossings`' rows).
 
-    Rows 0 and 1: the models with the highest and the lowest solve rate among ``among``
-    (bool, L; default every model).  Rows 2 and 3: a model outside ``among`` that solves
-    every question in every trial, and one that solves none (zero rows where there is
-    none); of several, the one with the fewest trials, whose ability the data push least
+    Row 0: of the models in ``among`` (bool, L; default every model) that answered the
+    question, the one with the highest overall solve rate (the wall of a question none of
+    them solves); row 1: the lowest (of a question all of them solve).  With every cell
+    observed that is one model for every question.  With cells missing it is not: a
+    question that its five answering models all fail is bounded by the best of those five,
+    not by a model that never saw it, whose wall sat a fixed distance from the data's and
+    tied every such question to that model's ability (the 2PL at 50 x 14,000 with 90% of
+    the cells missing failed R-hat on theta and beta; docs/scale.md).  A question none of
+    them answered takes the best and worst of them all.
+    """
+    L = k.shape[0]
+    among = np.ones(L, bool) if among is None else among
+    rate = np.where(among, solve_rates(k, n), np.nan)
+    answered = (n > 0) & among[:, None]
+    rates = np.where(answered, rate[:, None], np.nan)
+    none = ~answered.any(axis=0)
+    rates[:, none] = rate[:, None]
+    return np.stack([np.nanargmax(rates, axis=0), np.nanargmin(rates, axis=0)]).astype(float)
+
+
+def cap_models(k: np.ndarray, n: np.ndarray,
+               among: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The caps' models (:func:`wall_positions`): one-hot rows (2, L), and which questions
+    each bounds (2, M, 0/1: those it answered).
+
+    Row 0: a model outside ``among`` (bool, L; default every model) that solves every
+    question it answered in every trial; row 1: one that solves none (zero rows where there
+    is none); of several, the one with the fewest trials, whose ability the data push least
     far into the prior's tail, so whose cap binds.
     """
     L = k.shape[0]
     among = np.ones(L, bool) if among is None else among
-    rate, trials = solve_rates(k, n), n.sum(axis=1)
-    rows = [np.arange(L) == np.nanargmax(np.where(among, rate, np.nan)),
-            np.arange(L) == np.nanargmin(np.where(among, rate, np.nan))]
+    trials = n.sum(axis=1)
+    rows = []
     for solved in (k.sum(axis=1) == trials, k.sum(axis=1) == 0):
         capping = solved & ~among & (trials > 0)
         rows.append(np.arange(L) == (np.argmin(np.where(capping, trials, np.inf))
                                      if capping.any() else -1))
-    return np.stack(rows).astype(float)
+    models = np.stack(rows)
+    return models.astype(float), (models.astype(float) @ (n > 0)).astype(float)
 
 
 def crossings(k: np.ndarray, n: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
@@ -109,13 +137,14 @@ def wall_positions(walls: Walls, side):
     how far their caps lie beyond them, and which questions have one: (wall, width,
     capped), each (M,).
 
-    A question no model solves needs a_m theta_l + beta_m well below 0 for every model,
-    which the best model's ability bounds: its intercept's conditional posterior is the
-    prior N(mu, s^2) cut off by a soft wall at beta_w (the worst model's for a question
-    every model solves, from below).  The wall is about one logit wide, the prior s wide
-    (on Reasoning Gym hard s is 32: the one-sided questions lie in both tails of one
-    normal), so such intercepts are sampled by their distance from it
-    (:class:`models.transforms.ItemEffects`; docs/samplers.md, sixth round).
+    A question no model solves needs a_m theta_l + beta_m well below 0 for every model
+    that answered it, which the best such model's ability bounds (:func:`wall_models`): its
+    intercept's conditional posterior is the prior N(mu, s^2) cut off by a soft wall at
+    beta_w (the worst model's for a question every model solves, from below).  The wall is
+    about one logit wide, the prior s wide (on Reasoning Gym hard s is 32: the one-sided
+    questions lie in both tails of one normal), so such intercepts are sampled by their
+    distance from it (:class:`models.transforms.ItemEffects`; docs/samplers.md, sixth
+    round).
 
     A model left out of the split because it solves every question (or none) bounds the
     other side too: it solves a question no informed model solves, so beta_m > -a_m
@@ -128,21 +157,23 @@ def wall_positions(walls: Walls, side):
     10 fits of LiveCodeBench with its weakest model's runs all failed.  The width is
     a_m softplus(gap), positive at every point a trajectory visits.
     """
-    best, worst, solves_all, solves_none = _wall_rows(walls.models)
-    top, bottom = pt.dot(best, walls.ability), pt.dot(worst, walls.ability)
-    # each side's gap between its wall's and its cap's model: two scalars, not M
+    best, worst = (pt.cast(row, "int64") for row in _data("wall_models", walls.models))
+    solves_all, solves_none = _data("cap_models", walls.caps)
+    capped_all, capped_none = _data("capped", walls.capped)
+    top, bottom = walls.ability[best], walls.ability[worst]
     gap = pt.where(side > 0, pt.softplus(pt.dot(solves_all, walls.ability) - top),
                    pt.softplus(bottom - pt.dot(solves_none, walls.ability)))
-    capped = pt.where(side > 0, solves_all.sum(), pt.where(side < 0, solves_none.sum(), 0.0))
+    capped = pt.where(side > 0, capped_all, pt.where(side < 0, capped_none, 0.0))
     return -walls.slope * pt.where(side > 0, top, bottom), capped * walls.slope * gap, capped
 
 
-def _wall_rows(models: np.ndarray):
-    """The rows of :func:`wall_models`, as data of the current model."""
-    data = pm.modelcontext(None).named_vars.get("wall_models")
+def _data(name: str, rows: np.ndarray):
+    """The two rows of ``rows`` (:func:`wall_models`, :func:`cap_models`) as the data
+    ``name`` of the current model, created where first read."""
+    data = pm.modelcontext(None).named_vars.get(name)
     if data is None:
-        data = pm.Data("wall_models", models)
-    return data[0], data[1], data[2], data[3]
+        data = pm.Data(name, rows)
+    return data[0], data[1]
 
 
 def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool = False,

@@ -418,11 +418,34 @@ def test_2pl_splits_questions_and_picks_walls_among_the_informed_models():
     side = model["side"].get_value()
     assert side[4] == -1 and side[7] == 1
     informed_rates = R[1:].mean(axis=(1, 2))
-    best, worst, solves_all, solves_none = model["wall_models"].get_value()
-    assert best.argmax() == 1 + informed_rates.argmax()
-    assert worst.argmax() == 1 + informed_rates.argmin()  # not the model solving nothing
-    # the model solving nothing caps question 4 from above; none solves everything
+    best, worst = model["wall_models"].get_value()
+    assert np.all(best == 1 + informed_rates.argmax())
+    assert np.all(worst == 1 + informed_rates.argmin())  # not the model solving nothing
+    # the model solving nothing caps question 4 from above, and every question it
+    # answered; none solves everything
+    solves_all, solves_none = model["cap_models"].get_value()
     assert solves_none.argmax() == 0 and solves_none.sum() == 1 and solves_all.sum() == 0
+    np.testing.assert_array_equal(model["capped"].get_value(), [np.zeros(10), np.ones(10)])
+
+
+def test_with_cells_missing_each_question_is_walled_by_the_models_that_answered_it():
+    """A question that its answering models all fail is bounded by the best of them, and one
+    they all solve by the worst of them, not by models that never saw it; a cap bounds only
+    the questions its model answered."""
+    rng = np.random.default_rng(4)
+    rates = np.array([0.0, 0.3, 0.5, 0.7, 0.9])
+    R = (rng.random((5, 10, 2)) < rates[:, None, None]).astype(int)
+    R[1:, 4], R[:, 7] = 1, 0
+    mask = np.ones(R.shape, bool)
+    mask[3:, 7] = False  # question 7, failed by all, answered by models 0-2 only
+    mask[[2, 4], 4] = False  # question 4, solved by models 1 and 3 only (and failed by 0)
+    mask[0, 5] = False  # the model solving nothing did not answer question 5
+    model = irt.build(ResponseData(R, mask=mask), kind="2pl")
+    best, worst = model["wall_models"].get_value()
+    assert best[7] == 2 and worst[4] == 1
+    assert best[0] == 4 and worst[0] == 1  # answered by every model
+    capped = model["capped"].get_value()
+    assert capped[1, 4] == 1 and capped[1, 5] == 0 and capped[0].sum() == 0
 
 
 @pytest.mark.parametrize("fast", [True, False])

@@ -43,7 +43,7 @@ of its observed cells, row by row (their columns, and where each row starts), by
 :class:`ObservedSlopeCells` and its sum :class:`ObservedSlopeCellsTotal`: the same log-pmf
 and gradient, in time proportional to the observed cells (the missing cells' log-pmf and
 residual are 0).  Its log C(n, k) holds the observed cells only.  An observed cell costs
-about twice a cell of the whole table's loop (gathers and scattered additions around the
+about 2.4 times a cell of the whole table's loop (gathers and scattered additions around the
 same vectorised loop), so :func:`models.likelihoods.binomial_2pl` takes it below a share
 of observed cells (:data:`models.likelihoods.SPARSE_COVERAGE`; docs/scale.md).
 
@@ -79,7 +79,7 @@ from ._vector_math import (
 )
 
 __all__ = ["ObservedSlopeCells", "ObservedSlopeCellsTotal", "SlopeCells", "SlopeCellsTotal",
-           "observed_slope_cells", "slope_cells"]
+           "observed_slope_cells", "slope_cells", "uncast"]
 
 
 def _cells_numpy(k, n, theta, a, beta, log_coef):
