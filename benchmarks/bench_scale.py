@@ -44,9 +44,11 @@ GRIDS = {
              (200, 14_000), (1_000, 20_000)],
 }
 TASKS = {
-    "short": ["closed_form", "rules", "report_closed_form", "fit_bayes", "fit_rasch"],
+    "short": ["closed_form", "rules", "report_closed_form", "fit_bayes", "fit_rasch",
+              "fit_rasch+sparse"],
     "full": ["closed_form", "rules", "report_closed_form", "fit_bayes", "loo_bayes",
-             "fit_rasch", "loo_rasch", "fit_2pl", "fit_3pl", "fit_bradley_terry",
+             "fit_rasch", "fit_rasch+sparse", "loo_rasch", "fit_2pl", "fit_2pl+sparse",
+             "fit_3pl", "fit_bradley_terry",
              "fit_davidson", "fit_davidson_luce", "laplace_rasch"],
 }
 
