@@ -446,6 +446,11 @@ def test_with_cells_missing_each_question_is_walled_by_the_models_that_answered_
     assert best[0] == 4 and worst[0] == 1  # answered by every model
     capped = model["capped"].get_value()
     assert capped[1, 4] == 1 and capped[1, 5] == 0 and capped[0].sum() == 0
+    side = model["side"].get_value()
+    assert side[7] == 1 and side[4] == -1
+    mask[:, 9] = False  # no model answered question 9: no data, so no wall
+    model = irt.build(ResponseData(R, mask=mask), kind="2pl")
+    assert model["side"].get_value()[9] == 0 and model["informed"].get_value()[9] == 0
 
 
 @pytest.mark.parametrize("fast", [True, False])
