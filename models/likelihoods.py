@@ -238,7 +238,8 @@ def beta_binomial(name, n, ability, a, beta, c, log_delta, observed, dims):
         return pm.CustomDist(name, n, eta, c, log_delta, _log_coef(name, observed, n, dims),
                              logp=beta_binomial_logp(n, name), random=_beta_binomial_random,
                              observed=observed, dims=dims)
-    from .fast.cell_table import cell_table, observed_rows
+    from .fast._backends import observed_rows
+    from .fast.cell_table import cell_table
     from .fast.slope_cells import uncast
 
     score = beta_binomial_logp(n, name)

@@ -13,7 +13,8 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
 __all__ = ["LogisticCellsOp", "QuestionMapOp", "cells_node_inputs", "logistic_cells_jax",
-           "register_cells_backends", "source_version"]
+           "observed_rows", "observed_rows_jax", "observed_rows_numpy", "register_cells_backends",
+           "source_version"]
 
 
 def cells_node_inputs(values, ndims: tuple[int, ...], usage: str):
@@ -80,6 +81,27 @@ def logistic_cells_jax(k, n, x, log_coef):
     softplus = jnp.where(x < -37.0, jnp.exp(x), jnp.where(
         x < 18.0, jnp.log1p(jnp.exp(x)), jnp.where(x < 33.3, x + jnp.exp(-x), x)))
     return (log_coef + k * x) - n * softplus, k - n * sigmoid(x)
+
+
+def observed_rows_numpy(starts):
+    """Each observed cell's row (C,), from where each row's cells start (L + 1,): a table's
+    observed cells listed row by row (:mod:`models.fast.slope_cells`, :mod:`.cell_table`)."""
+    return np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+
+
+def observed_rows(starts):
+    """:func:`observed_rows_numpy` as a PyTensor graph."""
+    import pytensor.tensor as pt
+
+    return pt.repeat(pt.arange(starts.shape[0] - 1), pt.diff(starts), axis=0)
+
+
+def observed_rows_jax(starts, count: int):
+    """:func:`observed_rows_numpy` in JAX, for ``count`` observed cells (a static length)."""
+    import jax.numpy as jnp
+
+    return jnp.repeat(jnp.arange(starts.shape[0] - 1), jnp.diff(starts),
+                      total_repeat_length=count)
 
 
 def register_cells_backends(op_type, loop, jax_cells, module_file: str, *imports: str) -> None:

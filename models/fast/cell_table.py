@@ -19,15 +19,15 @@ from pytensor.gradient import grad_undefined
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 
-from ._backends import register_cells_backends
+from ._backends import (
+    observed_rows,
+    observed_rows_jax,
+    observed_rows_numpy,
+    register_cells_backends,
+)
 from .slope_cells import broadcast_scalar, register_sum_of_cells
 
-__all__ = ["CellTable", "cell_table", "observed_rows"]
-
-
-def observed_rows(starts):
-    """Each observed cell's row (C,) from where each row's cells start (L + 1,): a graph."""
-    return pt.repeat(pt.arange(starts.shape[0] - 1), pt.diff(starts), axis=0)
+__all__ = ["CellTable", "cell_table"]
 
 
 class CellTable(Op):
@@ -50,7 +50,7 @@ class CellTable(Op):
     def perform(self, node, inputs, output_storage):
         values, starts, columns, like = inputs
         table = np.zeros(np.shape(like))
-        table[np.repeat(np.arange(starts.size - 1), np.diff(starts)), columns] = values
+        table[observed_rows_numpy(starts), columns] = values
         output_storage[0][0] = table
 
     def infer_shape(self, node, shapes):
@@ -93,8 +93,7 @@ def _table_loop(values, starts, columns, like):
 def _table_jax(values, starts, columns, like):
     import jax.numpy as jnp
 
-    rows = jnp.repeat(jnp.arange(starts.shape[0] - 1), jnp.diff(starts),
-                      total_repeat_length=columns.shape[0])
+    rows = observed_rows_jax(starts, columns.shape[0])
     return jnp.zeros(like.shape, values.dtype).at[rows, columns].set(values)
 
 

@@ -69,6 +69,9 @@ from ._backends import (
     LogisticCellsOp,
     cells_node_inputs,
     logistic_cells_jax,
+    observed_rows,
+    observed_rows_jax,
+    observed_rows_numpy,
     register_cells_backends,
 )
 from ._vector_math import (
@@ -83,7 +86,11 @@ __all__ = ["ObservedSlopeCells", "ObservedSlopeCellsTotal", "SlopeCells", "Slope
 
 
 def _cells_numpy(k, n, theta, a, beta, log_coef):
-    x = theta[:, None] * a[None, :] + beta[None, :]
+    return _cells_at(k, n, theta[:, None] * a[None, :] + beta[None, :], log_coef)
+
+
+def _cells_at(k, n, x, log_coef):
+    """The binomial logit cells and residuals at the logits ``x`` (NumPy)."""
     u = np.exp(-np.abs(x))
     softplus = np.maximum(x, 0.0) + np.log(1.0 + u)
     sigmoid = np.where(x >= 0.0, 1.0 / (1.0 + u), u / (1.0 + u))
@@ -230,14 +237,11 @@ def _observed_node_inputs(k, n, theta, a, beta, log_coef, starts, columns):
 
 
 def _observed_numpy(k, n, theta, a, beta, log_coef, starts, columns):
+    rows = observed_rows_numpy(starts)
     cells, residual = np.zeros(np.shape(k)), np.zeros(np.shape(k))
-    rows = np.repeat(np.arange(theta.size), np.diff(starts))
-    x = theta[rows] * a[columns] + beta[columns]
-    u = np.exp(-np.abs(x))
-    successes, trials = np.asarray(k, float)[rows, columns], np.asarray(n, float)[rows, columns]
-    cells[rows, columns] = log_coef + successes * x - trials * (np.maximum(x, 0.0)
-                                                                + np.log(1.0 + u))
-    residual[rows, columns] = successes - trials * np.where(x >= 0.0, 1.0, u) / (1.0 + u)
+    cells[rows, columns], residual[rows, columns] = _cells_at(
+        np.asarray(k, float)[rows, columns], np.asarray(n, float)[rows, columns],
+        theta[rows] * a[columns] + beta[columns], log_coef)
     return cells, residual
 
 
@@ -267,9 +271,7 @@ class ObservedSlopeCells(LogisticCellsOp):
                     pt.ones_like(log_coef) * weight, *undefined[2:]]
         weighted = g_cells * outputs[1]
         return [*undefined[:2], pt.dot(weighted, a), pt.dot(theta, weighted),
-                weighted.sum(axis=0), g_cells[pt.repeat(pt.arange(theta.shape[0]),
-                                                        pt.diff(starts)), columns],
-                *undefined[2:]]
+                weighted.sum(axis=0), g_cells[observed_rows(starts), columns], *undefined[2:]]
 
 
 class ObservedSlopeCellsTotal(Op):
@@ -360,17 +362,9 @@ def _observed_total_loop(k, n, theta, a, beta, log_coef, starts, columns):
     return np.full((), total), d_theta, d_a, d_beta
 
 
-def _observed_rows(theta, starts, columns):
-    """Each observed cell's row, from the compressed-row layout (JAX)."""
-    import jax.numpy as jnp
-
-    return jnp.repeat(jnp.arange(theta.shape[0]), jnp.diff(starts),
-                      total_repeat_length=columns.shape[0])
-
-
 def _observed_jax(k, n, theta, a, beta, log_coef, starts, columns):
     """Each observed cell's row, the cells (C,) and their residuals, by JAX."""
-    rows = _observed_rows(theta, starts, columns)
+    rows = observed_rows_jax(starts, columns.shape[0])
     x = theta[rows] * a[columns] + beta[columns]
     successes = k[rows, columns].astype(theta.dtype)
     return rows, *logistic_cells_jax(successes, n[rows, columns].astype(theta.dtype), x, log_coef)
