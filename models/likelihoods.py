@@ -219,24 +219,28 @@ def beta_binomial(name, n, ability, a, beta, c, log_delta, observed, dims):
 
     ``ability`` (L, 1) with ``a``, ``beta`` and the floors ``c`` (M,) (zeros without one) for
     a table of cells, or a scalar with (M,) ones for one examinee; ``log_delta`` = log(1 /
-    phi) the over-dispersion.  Fast: :func:`models.fast.beta_binomial.beta_binomial_logp`
-    (log-pmf and derivatives in one pass, exact from heavy over-dispersion to the binomial
-    limit), over the observed cells only for a table with most cells missing
-    (:data:`SPARSE_COVERAGE`; :mod:`models.fast.cell_table`); plain: ``pm.BetaBinomial``,
-    whose gammaln differences lose digits as phi grows.
+    phi) the over-dispersion.  Fast: the log-pmf and its derivatives in one pass, exact from
+    heavy over-dispersion to the binomial limit
+    (:func:`models.fast.beta_binomial.beta_binomial_slope_logp`; a fit sums the cells and
+    their gradient without an (L, M) table), over the observed cells only for a table with
+    most cells missing (:data:`SPARSE_COVERAGE`; :mod:`models.fast.cell_table`); plain:
+    ``pm.BetaBinomial``, whose gammaln differences lose digits as phi grows.
     """
-    eta = a * ability + beta
     if not fast_enabled():
-        p = c + (1.0 - c) * pm.math.sigmoid(eta)
+        p = c + (1.0 - c) * pm.math.sigmoid(a * ability + beta)
         phi = pt.exp(-log_delta)
         return pm.BetaBinomial(name, n=n, alpha=p * phi, beta=(1.0 - p) * phi,
                                observed=observed, dims=dims)
-    from .fast.beta_binomial import beta_binomial_logp
+    from .fast.beta_binomial import beta_binomial_logp, beta_binomial_slope_logp
+
+    def random(n, ability, a, beta, c, log_delta, *cells, rng=None, size=None):
+        return _beta_binomial_random(n, ability * a + beta, c, log_delta, rng=rng, size=size)
 
     cells = _observed_cells(name, observed, n)
     if cells is None:
-        return pm.CustomDist(name, n, eta, c, log_delta, _log_coef(name, observed, n, dims),
-                             logp=beta_binomial_logp(n, name), random=_beta_binomial_random,
+        return pm.CustomDist(name, n, ability, a, beta, c, log_delta,
+                             _log_coef(name, observed, n, dims),
+                             logp=beta_binomial_slope_logp(n, name), random=random,
                              observed=observed, dims=dims)
     from .fast._backends import observed_rows
     from .fast.cell_table import cell_table
@@ -254,9 +258,6 @@ def beta_binomial(name, n, ability, a, beta, c, log_delta, observed, dims):
         cells = score(value, n, a[columns] * ability[rows]
                       + beta[columns], c[columns], log_delta, log_coef)
         return cell_table(cells, starts, columns, table)
-
-    def random(n, ability, a, beta, c, log_delta, *cells, rng=None, size=None):
-        return _beta_binomial_random(n, ability * a + beta, c, log_delta, rng=rng, size=size)
 
     return pm.CustomDist(name, n, ability, a, beta, c, log_delta, *cells, logp=logp,
                          random=random, observed=observed, dims=dims)

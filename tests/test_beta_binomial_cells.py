@@ -143,8 +143,8 @@ def test_the_model_picks_the_form_by_trials_per_cell():
     rng = np.random.default_rng(4)
     few = ResponseData(rng.integers(0, 2, size=(4, 6, 10)))
     many = ResponseData(rng.integers(0, 2, size=(4, 6, 40)))
-    assert bb.BetaBinomialCells in _ops(get_model("3pl").build(few))
-    assert bb.BetaBinomialCells not in _ops(get_model("3pl").build(many))
+    assert bb.BetaBinomialSlopeCells in _ops(get_model("3pl").build(few))
+    assert bb.BetaBinomialSlopeCells not in _ops(get_model("3pl").build(many))
 
 
 @pytest.mark.parametrize("shared", [False, True])
@@ -160,10 +160,10 @@ def test_the_models_density_is_the_gammaln_forms(shared, monkeypatch, numpy_grap
     data = ResponseData(R, R0=R0[0] if shared else R0)
     options = {"kind": "3pl", "use_R0": True, **({"fix_guessing": 0.0} if shared else {})}
     model = irt.build(data, **options)
-    assert bb.BetaBinomialCells in _ops(model)
+    assert bb.BetaBinomialSlopeCells in _ops(model)
     monkeypatch.setattr(bb, "MAX_STEPPED_TRIALS", 0)
     gamma_form = irt.build(data, **options)
-    assert bb.BetaBinomialCells not in _ops(gamma_form)
+    assert bb.BetaBinomialSlopeCells not in _ops(gamma_form)
     functions = [pytensor.function(m.value_vars, [m.logp(), *pytensor.grad(m.logp(), m.value_vars)])
                  for m in (model, gamma_form)]
     start = model.initial_point()
@@ -173,3 +173,71 @@ def test_the_models_density_is_the_gammaln_forms(shared, monkeypatch, numpy_grap
         assert got[0] == pytest.approx(want[0], rel=1e-11)
         for g, w in zip(got[1:], want[1:], strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-8, atol=1e-8)
+
+
+def _slope_functions(k, n, log_coef, mode):
+    """The slope Ops' cells, the gradient of their sum and of a weighted sum in (theta, a,
+    beta, c, log delta); and the same of BetaBinomialCells at eta = a theta + beta."""
+    theta, a, beta = pt.vector("theta"), pt.vector("a"), pt.vector("beta")
+    c, log_delta, weight = pt.vector("c"), pt.scalar("log_delta"), pt.matrix("weight")
+    wrt = [theta, a, beta, c, log_delta]
+    most = int(n.max())
+    by_slope = bb.BetaBinomialSlopeCells(most)(k, n, theta, a, beta, c, log_delta, log_coef)[0]
+    at_eta = bb.beta_binomial_cells(k.astype(float), n.astype(float),
+                                    theta[:, None] * a + beta, c, log_delta, log_coef,
+                                    max_trials=most)
+    return [pytensor.function([*wrt, weight], [
+        cells, cells.sum(), *pytensor.grad(cells.sum(), wrt),
+        *pytensor.grad((weight * cells).sum(), wrt)], mode=MODES[mode], on_unused_input="ignore")
+        for cells in (by_slope, at_eta)]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize(("L", "M", "most"), [(7, 9, 12), (3, 2 * 2048 + 5, 1), (3, 2048 + 7, 4)])
+def test_the_slope_ops_are_the_cells_at_a_theta_plus_beta(mode, L, M, most):
+    """BetaBinomialSlopeCells and its one-pass total (counts as int8, not cast) against
+    BetaBinomialCells at the logits: cells, their sum and the gradients of the sum and of a
+    weighted sum, over several blocks of questions, with and without floors, one trial per
+    cell and several, at ordinary and extreme logits; a fit's sum is the total's one node."""
+    if mode == "jax":
+        pytest.importorskip("jax")
+    rng = np.random.default_rng(6)
+    k, n, log_coef = _cells(rng, L=L, M=M, most=most)
+    k8, n8 = k.astype(np.int8), n.astype(np.int8)
+    by_slope, at_eta = _slope_functions(k8, n8, log_coef, mode)
+    if mode == "numba":
+        total_ops = {type(node.op) for node in by_slope.maker.fgraph.toposort()}
+        assert bb.BetaBinomialSlopeTotal in total_ops
+    theta, a, beta = rng.normal(0, 1.5, L), np.exp(rng.normal(0, 0.5, M)), rng.normal(0, 2, M)
+    c = rng.uniform(0.0, 0.3, M)
+    c[0] = 0.0  # no floor
+    weight = rng.normal(size=(L, M))
+    far_beta, far_c = beta.copy(), c.copy()
+    far_c[1:3] = 1e-310, 1e-250  # a subnormal floor, a tiny one
+    far_beta[1:5] = -800.0, -800.0, 800.0, -40.0  # p subnormal or zero, q rounding to 0
+    for log_delta in (np.log(0.5), -np.log(1e4)):
+        got, want = ([np.asarray(v) for v in f(theta, a, beta, c, log_delta, weight)]
+                     for f in (by_slope, at_eta))
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-13, atol=1e-13)
+        assert float(got[1]) == pytest.approx(float(want[1]), rel=1e-12)
+        for g, w in zip(got[2:], want[2:], strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10 * max(1.0, np.abs(w).max()))
+        # far out the derivatives overflow (d/dc of log p at a subnormal c), alike in both
+        got, want = ([np.asarray(v) for v in f(theta, a, far_beta, far_c, log_delta, weight)]
+                     for f in (by_slope, at_eta))
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-13, atol=1e-13)
+        for g, w in zip(got[2:], want[2:], strict=True):
+            np.testing.assert_array_equal(np.isfinite(g), np.isfinite(w))
+
+
+def test_a_subnormal_floor_is_scored_from_its_log():
+    """log p = log(c + (1 - c) logistic(eta)) where c is subnormal and logistic(eta) smaller
+    still: the written-out logaddexp, in Numba (the vectorised loop's log needs a normal p)."""
+    k = np.array([[1.0, 1.0, 0.0, 3.0]])
+    n = np.array([[1.0, 2.0, 1.0, 4.0]])
+    log_coef = special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+    op, _ = _functions(k, n, log_coef, "numba")
+    eta = np.array([[-720.0, -740.0, -745.0, -700.0]])
+    c = np.array([1e-310, 3e-320, 1e-315, 2e-308])
+    np.testing.assert_allclose(op(eta, c, np.log(0.3))[0],
+                               _written_out(k, n, eta, c, 0.3, log_coef), rtol=1e-13)

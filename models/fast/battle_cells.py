@@ -133,7 +133,7 @@ class BattleCellsTotal(Op):
 
 #: sum(BattleCells(...).cells) -> BattleCellsTotal(...).total: the sum without arrays.
 sum_of_battle_cells = register_sum_of_cells(
-    "sum_of_battle_cells", BattleCells, lambda *inputs: BattleCellsTotal()(*inputs)[0])
+    "sum_of_battle_cells", BattleCells, lambda op, *inputs: BattleCellsTotal()(*inputs)[0])
 
 def battle_cells(y, a, b, z, theta, beta):
     """y eta - softplus(eta), eta = theta[a] - theta[b] + beta @ z: the Bernoulli log-pmf

@@ -15,13 +15,22 @@ cell only through n.
 
 :class:`BetaBinomialCells` computes every cell's log-pmf and its partial derivatives
 in eta, c and log delta in one pass, for up to :data:`MAX_STEPPED_TRIALS` trials per
-cell.  As a graph of PyTensor operations (the form before 2026-11-29, kept as the
-peer in ``benchmarks/bench_pairwise_real.py``) the sums over trials were evaluated at
-every step up to the largest n under a mask, each term a ``logaddexp``; the 3PL of a
-43 x 400 x 10 tensor did not finish a default fit in 10 minutes.  In the Op a cell
-costs one ``exp``, one ``log1p`` and one ``log`` for the curve, then one division per
-trial; the terms' product is taken in one ``log`` (renormalised where it leaves
-(1e-200, 1e200)).  Above that many trials per cell the O(1)-per-cell gammaln form
+cell.  :class:`BetaBinomialSlopeCells` is the same at eta_lm = a_m theta_l + beta_m, the
+item-response models' whole table, with the curve's parameters as inputs: the sum of its
+cells, a fit's log-density, becomes :class:`BetaBinomialSlopeTotal` (a rewrite), which
+returns the sum and its gradient in theta, a, beta, c and log delta from one pass over
+the cells, without an (L, M) table.
+
+As a graph of PyTensor operations (the form before 2026-11-29, kept as the peer in
+``benchmarks/bench_pairwise_real.py``) the sums over trials were evaluated at every step
+up to the largest n under a mask, each term a ``logaddexp``; the 3PL of a 43 x 400 x 10
+tensor did not finish a default fit in 10 minutes. In the Op a cell costs one ``exp``
+and two ``log1p`` for the curve, in a loop that LLVM vectorises (the branch-free
+functions of :mod:`._vector_math`), then, where it has more than one trial, one division
+per trial; the terms' product is taken in one ``log`` (renormalised where it leaves
+(1e-200, 1e200)). With scalar calls to the C library's ``exp``, ``log1p`` and ``log``
+the whole 50 x 14,000 table took 53 ms; vectorised, 14 ms, and its one-pass total 10 ms
+(docs/scale.md).  Above :data:`MAX_STEPPED_TRIALS` trials per cell the O(1)-per-cell gammaln form
 :func:`beta_binomial_logp_gamma` is built instead (the same density, tested against
 scipy).
 
@@ -34,20 +43,31 @@ by JAX's autodiff.
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from numba import njit
 from pytensor.gradient import DisconnectedType, grad_undefined
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from scipy.special import log_expit
 
 from ._backends import cells_node_inputs, source_version
+from ._vector_math import (
+    KERNEL_OPTIONS,
+    OBSERVED_BLOCK,
+    SUM_OPTIONS,
+    exp_nonpositive,
+    log1p_unit,
+    log_positive,
+)
+from .slope_cells import broadcast_scalar, register_sum_of_cells, uncast
 
 __all__ = [
-    "BetaBinomialCells", "MAX_STEPPED_TRIALS", "beta_binomial_cells", "beta_binomial_logp",
-    "beta_binomial_logp_gamma", "log_rising",
+    "BetaBinomialCells", "BetaBinomialSlopeCells", "BetaBinomialSlopeTotal", "MAX_STEPPED_TRIALS",
+    "beta_binomial_cells", "beta_binomial_logp", "beta_binomial_logp_gamma", "log_rising",
 ]
 
 #: Most trials per cell for which the cells sum over the trials (the Op); above it the
@@ -136,6 +156,110 @@ def beta_binomial_cells(k, n, eta, c, log_delta, log_coef, *, max_trials):
     return BetaBinomialCells(max_trials)(k, n, eta, c, log_delta, log_coef)[0]
 
 
+def _eta(theta, a, beta):
+    return theta[:, None] * a[None, :] + beta[None, :]
+
+
+class BetaBinomialSlopeCells(Op):
+    """(k, n, theta, a, beta, c, log delta, log C(n, k)) -> :class:`BetaBinomialCells`' four
+    (L, M) outputs at eta = a_m theta_l + beta_m: the whole table's cells with the curve's
+    parameters as inputs, so that the gradient of their sum (a fit's) is made in one pass
+    without a table (:class:`BetaBinomialSlopeTotal`, :data:`sum_of_beta_binomial_cells`).
+    theta is (L,); a, beta and c (M,)."""
+
+    __props__ = ("max_trials",)
+
+    def __init__(self, max_trials: int):
+        self.max_trials = int(max_trials)
+
+    def make_node(self, k, n, theta, a, beta, c, log_delta, log_coef):
+        inputs, cells = cells_node_inputs(
+            (k, n, theta, a, beta, c, log_delta, log_coef), (2, 2, 1, 1, 1, 1, 0, 2),
+            "BetaBinomialSlopeCells takes k, n, log C(n, k) of shape (L, M), theta (L,), "
+            "a, beta and c (M,) and a scalar log delta")
+        return Apply(self, inputs, [cells, cells.type(), cells.type(), cells.type()])
+
+    def perform(self, node, inputs, output_storage):
+        k, n, theta, a, beta, c, log_delta, log_coef = inputs
+        values = _cells_numpy(k, n, _eta(theta, a, beta), c, log_delta, log_coef)
+        for storage, value in zip(output_storage, values, strict=True):
+            storage[0] = value
+
+    def infer_shape(self, node, shapes):
+        return [shapes[0]] * 4
+
+    def pullback(self, inputs, outputs, output_grads):
+        k, n, theta, a, beta, c, log_delta, log_coef = inputs
+        g_cells = output_grads[0]
+        if not all(isinstance(g.type, DisconnectedType) for g in output_grads[1:]):
+            raise NotImplementedError(
+                "BetaBinomialSlopeCells' derivative outputs are not differentiable")
+        undefined = [grad_undefined(self, 0, k), grad_undefined(self, 1, n)]
+        weight = broadcast_scalar(g_cells)
+        if weight is not None:  # the gradient of a sum of cells: no table needed
+            _, *scores = BetaBinomialSlopeTotal(self.max_trials)(
+                uncast(k), uncast(n), theta, a, beta, c, log_delta, log_coef)
+            return [*undefined, *(weight * score for score in scores), g_cells]
+        _, d_eta, d_c, d_log_delta = outputs
+        weighted = g_cells * d_eta
+        return [*undefined, pt.dot(weighted, a), pt.dot(theta, weighted), weighted.sum(axis=0),
+                (g_cells * d_c).sum(axis=0), (g_cells * d_log_delta).sum(), g_cells]
+
+
+class BetaBinomialSlopeTotal(Op):
+    """(k, n, theta, a, beta, c, log delta, log C(n, k)) -> (the sum of
+    :class:`BetaBinomialSlopeCells`' cells, its gradient in theta, a, beta, c and log
+    delta), in one pass.  ``k`` and ``n`` keep their number type (no cast of the table).
+    The gradient outputs have no gradient (no second derivatives)."""
+
+    __props__ = ("max_trials",)
+
+    def __init__(self, max_trials: int):
+        self.max_trials = int(max_trials)
+
+    def make_node(self, k, n, theta, a, beta, c, log_delta, log_coef):
+        k, n = pt.as_tensor_variable(k), pt.as_tensor_variable(n)
+        params = [pt.as_tensor_variable(v).astype("float64")
+                  for v in (theta, a, beta, c, log_delta, log_coef)]
+        if (k.ndim, n.ndim, *(v.ndim for v in params)) != (2, 2, 1, 1, 1, 1, 0, 2):
+            raise ValueError("BetaBinomialSlopeTotal takes k, n, log C(n, k) of shape (L, M), "
+                             "theta (L,), a, beta and c (M,) and a scalar log delta")
+        outputs = [pt.scalar(dtype="float64"), *(v.type() for v in params[:5])]
+        return Apply(self, [k, n, *params], outputs)
+
+    def perform(self, node, inputs, output_storage):
+        k, n, theta, a, beta, c, log_delta, log_coef = inputs
+        cells, d_eta, d_c, d_log_delta = _cells_numpy(
+            np.asarray(k, float), np.asarray(n, float), _eta(theta, a, beta), c, log_delta,
+            log_coef)
+        values = (cells.sum(), d_eta @ a, theta @ d_eta, d_eta.sum(axis=0), d_c.sum(axis=0),
+                  d_log_delta.sum())
+        for storage, value in zip(output_storage, values, strict=True):
+            storage[0] = np.asarray(value, dtype=np.float64)
+
+    def infer_shape(self, node, shapes):
+        return [(), *shapes[2:7]]
+
+    def pullback(self, inputs, outputs, output_grads):
+        k, n, *_, log_coef = inputs
+        g_total, *g_scores = output_grads
+        if not all(isinstance(g.type, DisconnectedType) for g in g_scores):
+            raise NotImplementedError("BetaBinomialSlopeTotal's gradient outputs have no "
+                                      "gradient (no second derivatives)")
+        return [grad_undefined(self, 0, k), grad_undefined(self, 1, n),
+                *(g_total * score for score in outputs[1:]), pt.ones_like(log_coef) * g_total]
+
+
+def _slope_total(op, k, n, theta, a, beta, c, log_delta, log_coef):
+    return BetaBinomialSlopeTotal(op.max_trials)(uncast(k), uncast(n), theta, a, beta, c,
+                                                 log_delta, log_coef)[0]
+
+
+#: sum(BetaBinomialSlopeCells(...).cells) -> BetaBinomialSlopeTotal(...).total.
+sum_of_beta_binomial_cells = register_sum_of_cells(
+    "sum_of_beta_binomial_cells", BetaBinomialSlopeCells, _slope_total)
+
+
 def log_rising(count, log_a):
     """log Gamma(count + a) - log Gamma(a) = sum_{i<count} log(a + i), for a = exp(log_a).
 
@@ -211,6 +335,236 @@ def beta_binomial_logp(n, name: str):
         return partial(_gamma_logp, levels=pm.Data(f"{name}_trial_counts", np.arange(most + 1.0)))
     return partial(_stepped_logp, max_trials=most)
 
+# The Numba kernel (nutpie).  The table goes in blocks of up to OBSERVED_BLOCK questions,
+# one model's row at a time: the block's inputs are copied into the rows of one buffer and
+# its outputs written to the rows of another, so that the loop over the cells, which LLVM
+# vectorises, reads and writes two arrays (eleven separate arrays needed more run-time
+# aliasing checks than LLVM makes, and ran one cell at a time: 36 against 12 ns a cell).
+# That loop scores the curve: p, q, their logs and the first trial's derivatives, with the
+# branch-free e^x and logs of ._vector_math.  A scalar loop then adds, for the cells with
+# more than one trial only, the rising products; at one trial per cell (the leaderboards'
+# case) it does not run.
+
+#: rows of a block's input buffer
+X, FLOOR, LOG_REST, INV_REST, HITS, TRIALS, LOG_COEF = range(7)
+#: rows of a block's output buffer (S: logistic(x), S1: logistic(-x), P: p)
+CELLS, D_ETA, D_C, D_LOG_DELTA, S, S1, P = range(7)
+#: at or above it p is a normal number, whose log log_positive takes exactly; below it only
+#: when c < 2^-1000 too (p >= c), and then log p is made again by logaddexp
+_NORMAL = 2.0**-1000
+
+
+@njit(**KERNEL_OPTIONS)
+def _floor_terms(c, block):
+    """The floors' rows of a block: c, log(1 - c) and 1 / (1 - c) (vectorised).  log(1 - c) is
+    -log1p(c / (1 - c)) up to c = 1/2, relatively exact for small c, where 1 - c rounds;
+    above, 1 - c is exact and its log is taken."""
+    for j in range(c.shape[0]):
+        rest = 1.0 - c[j]
+        small = c[j] <= 0.5
+        block[FLOOR, j] = c[j]
+        block[LOG_REST, j] = (-log1p_unit(c[j] / rest if small else 0.0) if small
+                              else log_positive(rest))
+        block[INV_REST, j] = 1.0 / rest
+
+
+@njit(**KERNEL_OPTIONS)
+def _curve_block(block, size, out):
+    """log C + [k > 0] log p + [n - k > 0] log q and its derivatives in eta and c, with
+    logistic(x), logistic(-x) and p, for the first ``size`` cells of ``block``."""
+    for q in range(size):
+        x, c = block[X, q], block[FLOOR, q]
+        magnitude = abs(x)
+        u = exp_nonpositive(-magnitude)
+        softplus_tail = log1p_unit(u)
+        inverse = 1.0 / (1.0 + u)
+        s = inverse if x >= 0.0 else u * inverse  # logistic(x)
+        s1 = u * inverse if x >= 0.0 else inverse  # logistic(-x)
+        rest = 1.0 - c
+        p = c + rest * s
+        # log p: log(1 - c) + log logistic(x) at c = 0, where p may underflow
+        log_p = (log_positive(p) if p >= _NORMAL
+                 else block[LOG_REST, q] + 0.5 * (x - magnitude) - softplus_tail)
+        log_q = block[LOG_REST, q] - (0.5 * (x + magnitude) + softplus_tail)
+        hit, miss = block[HITS, q] > 0.0, block[TRIALS, q] - block[HITS, q] > 0.0
+        out[CELLS, q] = block[LOG_COEF, q] + (log_p if hit else 0.0) + (log_q if miss else 0.0)
+        inverse_p = 1.0 / p
+        # (1 - c) s / p in [0, 1]; p = 0 only where c = 0 and s underflows
+        ratio = rest * s * inverse_p if p > 0.0 else 1.0
+        out[D_ETA, q] = (ratio * s1 if hit else 0.0) - (s if miss else 0.0)
+        out[D_C, q] = (s1 * inverse_p if hit else 0.0) - (block[INV_REST, q] if miss else 0.0)
+        out[D_LOG_DELTA, q] = 0.0
+        out[S, q] = s
+        out[S1, q] = s1
+        out[P, q] = p
+
+
+@njit(error_model="numpy")
+def _rising(base, count, delta):
+    """log prod_{1<=i<count} (base + i delta), sum 1 / (base + i delta) and sum i delta /
+    (base + i delta): one side's trials beyond the first."""
+    product, logs, slope, dispersion = 1.0, 0.0, 0.0, 0.0
+    for i in range(1, count):
+        term = base + i * delta
+        slope += 1.0 / term
+        dispersion += i * delta / term
+        product *= term
+        if not SMALL < product < LARGE:
+            logs += np.log(product)
+            product = 1.0
+    return logs + np.log(product), slope, dispersion
+
+
+@njit(error_model="numpy")
+def _trials_block(block, size, delta, normaliser, out):
+    """Adds the trials beyond the first to the first ``size`` cells (scalar), and makes log p
+    again where a floor below 2^-1000 left p subnormal (:data:`_NORMAL`)."""
+    for q in range(size):
+        hits, trials = int(block[HITS, q]), int(block[TRIALS, q])
+        c, p = block[FLOOR, q], out[P, q]
+        if hits > 0 and 0.0 < c and p < _NORMAL:
+            x = block[X, q]
+            taken = block[LOG_REST, q] + min(x, 0.0) - np.log1p(np.exp(-abs(x)))
+            out[CELLS, q] += np.logaddexp(np.log(c), taken) - taken
+        if trials < 2:
+            continue
+        s, s1 = out[S, q], out[S1, q]
+        rest = 1.0 - c
+        log_p, slope_p, dispersion_p = _rising(p, hits, delta)
+        log_q, slope_q, dispersion_q = _rising(rest * s1, trials - hits, delta)
+        out[CELLS, q] += log_p + log_q - normaliser[0, trials]
+        out[D_ETA, q] += rest * s * s1 * (slope_p - slope_q)
+        out[D_C, q] += s1 * (slope_p - slope_q)
+        out[D_LOG_DELTA, q] = dispersion_p + dispersion_q - normaliser[1, trials]
+
+
+@njit(error_model="numpy")
+def _normaliser(trials, delta):
+    """sum_{i<t} log(1 + i delta) and its derivative in log delta (rows 0 and 1) for t = 0,
+    ..., the largest count in ``trials``, and that count (at least 1)."""
+    most = 1
+    for value in trials.ravel():
+        most = max(most, int(value))
+    normaliser = np.zeros((2, most + 1))
+    for t in range(2, most + 1):
+        normaliser[0, t] = normaliser[0, t - 1] + np.log1p((t - 1) * delta)
+        normaliser[1, t] = normaliser[1, t - 1] + (t - 1) * delta / (1.0 + (t - 1) * delta)
+    return normaliser, most
+
+
+@njit(error_model="numpy")
+def _score_block(block, size, delta, normaliser, most, out):
+    """Every output row of a block: the vectorised curve, then, where needed, the trials."""
+    _curve_block(block, size, out)
+    if most > 1 or np.any(out[P, :size] < _NORMAL):
+        _trials_block(block, size, delta, normaliser, out)
+
+
+@njit(error_model="numpy")
+def _workspace(n, log_delta):
+    """delta, the normaliser (:func:`_normaliser`), the largest trial count and a block's
+    input and output buffers."""
+    delta = np.exp(log_delta.item())
+    normaliser, most = _normaliser(n, delta)
+    return delta, normaliser, most, np.empty((7, OBSERVED_BLOCK)), np.empty((7, OBSERVED_BLOCK))
+
+
+@njit(error_model="numpy")
+def beta_binomial_table(k, n, eta, c, log_delta, log_coef):
+    """:class:`BetaBinomialCells` compiled by Numba: (cells, d eta, d c, d log delta), (L, M)."""
+    L, M = k.shape
+    delta, normaliser, most, block, out = _workspace(n, log_delta)
+    tables = np.empty((4, L, M))
+    for start in range(0, M, OBSERVED_BLOCK):
+        stop = min(start + OBSERVED_BLOCK, M)
+        size = stop - start
+        _floor_terms(c[start:stop], block)
+        for i in range(L):
+            block[X, :size] = eta[i, start:stop]
+            block[HITS, :size] = k[i, start:stop]
+            block[TRIALS, :size] = n[i, start:stop]
+            block[LOG_COEF, :size] = log_coef[i, start:stop]
+            _score_block(block, size, delta, normaliser, most, out)
+            tables[:, i, start:stop] = out[:4, :size]
+    return tables[CELLS], tables[D_ETA], tables[D_C], tables[D_LOG_DELTA]
+
+
+@njit(**KERNEL_OPTIONS)
+def _slope_inputs(block, size, ability, a, beta, k, n, log_coef):
+    """A row's cells of a block: x = a ability + beta, the counts (any number type), log C."""
+    for q in range(size):
+        block[X, q] = a[q] * ability + beta[q]
+        block[HITS, q] = k[q]
+        block[TRIALS, q] = n[q]
+        block[LOG_COEF, q] = log_coef[q]
+
+
+@njit(**SUM_OPTIONS)
+def _add_block(out, size, ability, a, d_a, d_beta, d_c):
+    """A scored block's sums: the cells', the row's d/d theta and d/d log delta (returned),
+    and each question's d/d a, d/d beta and d/d c (added in place)."""
+    total, score, dispersion = 0.0, 0.0, 0.0
+    for q in range(size):
+        slope = out[D_ETA, q]
+        total += out[CELLS, q]
+        score += slope * a[q]
+        dispersion += out[D_LOG_DELTA, q]
+        d_a[q] += slope * ability
+        d_beta[q] += slope
+        d_c[q] += out[D_C, q]
+    return total, score, dispersion
+
+
+@njit(error_model="numpy")
+def beta_binomial_slope_total(k, n, theta, a, beta, c, log_delta, log_coef):
+    """:class:`BetaBinomialSlopeTotal` compiled by Numba: the cells' sum at eta = a theta +
+    beta and its gradient in theta, a, beta, c and log delta, without an (L, M) table."""
+    L, M = k.shape
+    delta, normaliser, most, block, out = _workspace(n, log_delta)
+    d_theta, d_a, d_beta, d_c = np.zeros(L), np.zeros(M), np.zeros(M), np.zeros(M)
+    total, d_log_delta = 0.0, 0.0
+    for start in range(0, M, OBSERVED_BLOCK):
+        stop = min(start + OBSERVED_BLOCK, M)
+        size = stop - start
+        _floor_terms(c[start:stop], block)
+        for i in range(L):
+            _slope_inputs(block, size, theta[i], a[start:stop], beta[start:stop],
+                          k[i, start:stop], n[i, start:stop], log_coef[i, start:stop])
+            _score_block(block, size, delta, normaliser, most, out)
+            part, score, dispersion = _add_block(out, size, theta[i], a[start:stop],
+                                                 d_a[start:stop], d_beta[start:stop],
+                                                 d_c[start:stop])
+            total += part
+            d_theta[i] += score
+            d_log_delta += dispersion
+    # PyTensor's scalars are 0-d arrays
+    return np.full((), total), d_theta, d_a, d_beta, d_c, np.full((), d_log_delta)
+
+
+def beta_binomial_slope_logp(n, name: str):
+    """The log-pmf function of a whole table's beta-binomial cells at eta = a theta + beta,
+    of (value, n, ability, a, beta, c, log delta, log C(n, k)): :class:`BetaBinomialSlopeCells`
+    up to :data:`MAX_STEPPED_TRIALS` trials per cell (a fit sums the cells in one pass), the
+    gammaln form at eta above (:func:`beta_binomial_logp`)."""
+    most = int(np.max(n.get_value(), initial=1))
+    if most > MAX_STEPPED_TRIALS:
+        at_eta = beta_binomial_logp(n, name)
+
+        def gamma_logp(value, n, ability, a, beta, c, log_delta, log_coef):
+            return at_eta(value, n, a * ability + beta, c, log_delta, log_coef)
+
+        return gamma_logp
+    return partial(_slope_logp, max_trials=most)
+
+
+def _slope_logp(value, n, ability, a, beta, c, log_delta, log_coef, *, max_trials):
+    # PyMC hands the parameters over with leading axes added to the cells' rank; one
+    # examinee's (M,) cells (a scalar ability) are a table of one row
+    theta, a, beta, c = (pt.flatten(v) for v in (ability, a, beta, c))
+    cells = BetaBinomialSlopeCells(max_trials)(
+        *_as_cells(value, n), theta, a, beta, c, pt.squeeze(log_delta), *_as_cells(log_coef))[0]
+    return cells[0] if value.ndim == 1 else cells
+
 
 def _register_backends() -> None:
     from pytensor.link.jax.dispatch import jax_funcify
@@ -221,117 +575,85 @@ def _register_backends() -> None:
 
     @register_funcify_default_op_cache_key(BetaBinomialCells)
     def numba_beta_binomial_cells(op, node=None, **kwargs):
-        @numba_njit(error_model="numpy")
-        def rising(base, count, delta, product, logs):
-            """prod_{1<=i<count} (base + i delta) into (product, logs), sum 1 / (base + i
-            delta) and sum i delta / (base + i delta)."""
-            slope, dispersion = 0.0, 0.0
-            for i in range(1, count):
-                term = base + i * delta
-                inverse = 1.0 / term
-                slope += inverse
-                dispersion += i * delta * inverse
-                product *= term
-                if not SMALL < product < LARGE:
-                    logs += np.log(product)
-                    product = 1.0
-            return product, logs, slope, dispersion
-
-        @numba_njit(error_model="numpy")
-        def log_softplus_tail(x):
-            return np.log1p(np.exp(-abs(x)))
-
-        @numba_njit(error_model="numpy")
-        def beta_binomial_cells_kernel(k, n, eta, c, log_delta, log_coef):
-            L, M = k.shape
-            delta = np.exp(log_delta.item())
-            most = 1
-            for i in range(L):
-                for j in range(M):
-                    most = max(most, int(n[i, j]))
-            normaliser = np.zeros(most + 1)
-            normaliser_slope = np.zeros(most + 1)
-            for t in range(2, most + 1):
-                normaliser[t] = normaliser[t - 1] + np.log1p((t - 1) * delta)
-                normaliser_slope[t] = normaliser_slope[t - 1] + (t - 1) * delta / (
-                    1.0 + (t - 1) * delta)
-            cells = np.empty((L, M))
-            d_eta = np.empty((L, M))
-            d_c = np.empty((L, M))
-            d_log_delta = np.empty((L, M))
-            for j in range(M):
-                floor = c[j]
-                log_rest = np.log1p(-floor)
-                for i in range(L):
-                    x = eta[i, j]
-                    e = np.exp(-abs(x))
-                    r = 1.0 / (1.0 + e)
-                    s, s1 = (r, e * r) if x >= 0.0 else (e * r, r)  # logistic(x), logistic(-x)
-                    hits, trials = int(k[i, j]), int(n[i, j])
-                    misses = trials - hits
-                    p, q = floor + (1.0 - floor) * s, (1.0 - floor) * s1
-                    # the log-pmf's log p and log q, and the rising products, in one log
-                    product, logs = 1.0, log_coef[i, j] - normaliser[trials]
-                    slope_eta, slope_c = 0.0, 0.0
-                    if hits > 0:
-                        if p > SMALL:
-                            product = p
-                        elif floor > 0.0:  # log(c + (1 - c) s) from log((1 - c) s)
-                            log_curve = log_rest + min(x, 0.0) - log_softplus_tail(x)
-                            high, low = max(np.log(floor), log_curve), min(np.log(floor), log_curve)
-                            logs += high + np.log1p(np.exp(low - high))
-                        else:
-                            logs += min(x, 0.0) - log_softplus_tail(x)
-                        # (1 - c) s / p in [0, 1]; p = 0 only where c = 0 and s underflows
-                        slope_eta += ((1.0 - floor) * s / p if p > 0.0 else 1.0) * s1
-                        slope_c += s1 / p
-                    if misses > 0:
-                        if q > SMALL:
-                            product *= q
-                        else:
-                            logs += log_rest - max(x, 0.0) - log_softplus_tail(x)
-                        slope_eta -= s
-                        slope_c -= 1.0 / (1.0 - floor)
-                    product, logs, slope_p, dispersion_p = rising(p, hits, delta, product, logs)
-                    product, logs, slope_q, dispersion_q = rising(q, misses, delta, product, logs)
-                    cells[i, j] = logs + np.log(product)
-                    d_eta[i, j] = slope_eta + (1.0 - floor) * s * s1 * (slope_p - slope_q)
-                    d_c[i, j] = slope_c + s1 * (slope_p - slope_q)
-                    d_log_delta[i, j] = dispersion_p + dispersion_q - normaliser_slope[trials]
-            return cells, d_eta, d_c, d_log_delta
-
-        return beta_binomial_cells_kernel, source_version(__file__)
+        return beta_binomial_table, _kernel_version()
 
     @jax_funcify.register(BetaBinomialCells)
     def jax_beta_binomial_cells(op, **kwargs):
-        import jax
-        import jax.numpy as jnp
+        return _jax_cells(op.max_trials)
 
-        steps = np.arange(1.0, max(op.max_trials, 1))
+    @register_funcify_default_op_cache_key(BetaBinomialSlopeCells)
+    def numba_beta_binomial_slope_cells(op, node=None, **kwargs):
+        def slope_cells(k, n, theta, a, beta, c, log_delta, log_coef):
+            eta = np.outer(theta, a) + beta
+            return beta_binomial_table(k, n, eta, c, log_delta, log_coef)
 
-        def softplus(x):
-            return jnp.logaddexp(x, 0.0)
+        return numba_njit(slope_cells, error_model="numpy"), _kernel_version()
 
-        def rising(count, log_base, log_delta):
-            terms = jnp.logaddexp(log_base[..., None], jnp.log(steps) + log_delta[..., None])
-            return (jnp.where(count > 0, log_base, 0.0)
-                    + jnp.where(steps < count[..., None] - 0.5, terms, 0.0).sum(axis=-1))
+    @register_funcify_default_op_cache_key(BetaBinomialSlopeTotal)
+    def numba_beta_binomial_slope_total(op, node=None, **kwargs):
+        return beta_binomial_slope_total, _kernel_version()
 
-        def beta_binomial_cells_jax(k, n, eta, c, log_delta, log_coef):
-            def cells(eta, c, log_delta):
-                log_p = jnp.logaddexp(jnp.log(c), jnp.log1p(-c) - softplus(-eta))
-                log_q = jnp.log1p(-c) - softplus(eta)
-                below = steps < n[..., None] - 0.5
-                normaliser = jnp.where(below, jnp.log1p(steps * jnp.exp(log_delta)[..., None]),
-                                       0.0).sum(axis=-1)
-                return (log_coef + rising(k, log_p, log_delta) + rising(n - k, log_q, log_delta)
-                        - normaliser)
+    @jax_funcify.register(BetaBinomialSlopeCells)
+    def jax_beta_binomial_slope_cells(op, **kwargs):
+        cells = _jax_cells(op.max_trials)
 
-            full = (eta, jnp.broadcast_to(c, eta.shape), jnp.broadcast_to(log_delta, eta.shape))
-            value, pullback = jax.vjp(cells, *full)
-            return (value, *pullback(jnp.ones_like(value)))
+        def slope_cells(k, n, theta, a, beta, c, log_delta, log_coef):
+            return cells(k, n, theta[:, None] * a + beta, c, log_delta, log_coef)
 
-        return beta_binomial_cells_jax
+        return slope_cells
+
+    @jax_funcify.register(BetaBinomialSlopeTotal)
+    def jax_beta_binomial_slope_total(op, **kwargs):
+        cells = _jax_cells(op.max_trials)
+
+        def slope_total(k, n, theta, a, beta, c, log_delta, log_coef):
+            k, n = k.astype(theta.dtype), n.astype(theta.dtype)
+            value, d_eta, d_c, d_log_delta = cells(k, n, theta[:, None] * a + beta, c,
+                                                   log_delta, log_coef)
+            return (value.sum(), d_eta @ a, theta @ d_eta, d_eta.sum(axis=0),
+                    d_c.sum(axis=0), d_log_delta.sum())
+
+        return slope_total
+
+
+def _kernel_version() -> int:
+    """The on-disk cache key's version of the Numba kernels: this module's source and that
+    of the vectorised functions they call."""
+    return source_version(__file__) ^ source_version(
+        str(Path(__file__).with_name("_vector_math.py")))
+
+
+def _jax_cells(max_trials: int):
+    """:class:`BetaBinomialCells` in JAX: the sums over every step up to ``max_trials``
+    under a mask (which XLA vectorises), the derivatives by JAX's autodiff."""
+    import jax
+    import jax.numpy as jnp
+
+    steps = np.arange(1.0, max(max_trials, 1))
+
+    def softplus(x):
+        return jnp.logaddexp(x, 0.0)
+
+    def rising(count, log_base, log_delta):
+        terms = jnp.logaddexp(log_base[..., None], jnp.log(steps) + log_delta[..., None])
+        return (jnp.where(count > 0, log_base, 0.0)
+                + jnp.where(steps < count[..., None] - 0.5, terms, 0.0).sum(axis=-1))
+
+    def beta_binomial_cells_jax(k, n, eta, c, log_delta, log_coef):
+        def cells(eta, c, log_delta):
+            log_p = jnp.logaddexp(jnp.log(c), jnp.log1p(-c) - softplus(-eta))
+            log_q = jnp.log1p(-c) - softplus(eta)
+            below = steps < n[..., None] - 0.5
+            normaliser = jnp.where(below, jnp.log1p(steps * jnp.exp(log_delta)[..., None]),
+                                   0.0).sum(axis=-1)
+            return (log_coef + rising(k, log_p, log_delta) + rising(n - k, log_q, log_delta)
+                    - normaliser)
+
+        full = (eta, jnp.broadcast_to(c, eta.shape), jnp.broadcast_to(log_delta, eta.shape))
+        value, pullback = jax.vjp(cells, *full)
+        return (value, *pullback(jnp.ones_like(value)))
+
+    return beta_binomial_cells_jax
 
 
 _register_backends()

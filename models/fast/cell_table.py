@@ -73,7 +73,7 @@ def cell_table(values, starts, columns, like):
     return CellTable()(values, starts, columns, like)
 
 
-def _values_sum(values, starts, columns, like):
+def _values_sum(op, values, starts, columns, like):
     return values.sum()
 
 

@@ -121,7 +121,7 @@ class DavidsonCellsTotal(Op):
 
 #: sum(DavidsonCells(...).cells) -> DavidsonCellsTotal(...).total: the sum without arrays.
 sum_of_davidson_cells = register_sum_of_cells(
-    "sum_of_davidson_cells", DavidsonCells, lambda *inputs: DavidsonCellsTotal()(*inputs)[0])
+    "sum_of_davidson_cells", DavidsonCells, lambda op, *inputs: DavidsonCellsTotal()(*inputs)[0])
 
 
 def davidson_cells(o, a, b, z, theta, beta, log_nu):

@@ -195,8 +195,9 @@ def uncast(value):
 
 
 def register_sum_of_cells(name: str, op_type: type, total_of):
-    """Register the rewrite ``sum(op_type(...).cells) -> total_of(*its inputs)`` (canonicalize
-    and specialize) under ``name``: a sum of every cell becomes the one-pass total."""
+    """Register the rewrite ``sum(op_type(...).cells) -> total_of(the Op, *its inputs)``
+    (canonicalize and specialize) under ``name``: a sum of every cell becomes the one-pass
+    total."""
 
     def rewrite(fgraph, node):
         (cells,) = node.inputs
@@ -205,7 +206,7 @@ def register_sum_of_cells(name: str, op_type: type, total_of):
             return None
         if node.op.axis is not None and sorted(node.op.axis) != list(range(cells.ndim)):
             return None
-        return [total_of(*owner.inputs).astype(node.outputs[0].dtype)]
+        return [total_of(owner.op, *owner.inputs).astype(node.outputs[0].dtype)]
 
     rewrite.__name__ = name
     rewriter = node_rewriter([Sum])(rewrite)
@@ -214,7 +215,7 @@ def register_sum_of_cells(name: str, op_type: type, total_of):
     return rewriter
 
 
-def _slope_total(k, n, *params):
+def _slope_total(op, k, n, *params):
     return SlopeCellsTotal()(uncast(k), uncast(n), *params)[0]
 
 
@@ -308,7 +309,7 @@ class ObservedSlopeCellsTotal(Op):
                 pt.ones_like(inputs[5]) * g_total, *undefined[2:]]
 
 
-def _observed_total(k, n, *inputs):
+def _observed_total(op, k, n, *inputs):
     return ObservedSlopeCellsTotal()(uncast(k), uncast(n), *inputs)[0]
 
 
