@@ -223,7 +223,8 @@ def beta_binomial(name, n, ability, a, beta, c, log_delta, observed, dims):
     heavy over-dispersion to the binomial limit
     (:func:`models.fast.beta_binomial.beta_binomial_slope_logp`; a fit sums the cells and
     their gradient without an (L, M) table), over the observed cells only for a table with
-    most cells missing (:data:`SPARSE_COVERAGE`; :mod:`models.fast.cell_table`); plain:
+    most cells missing (:data:`SPARSE_COVERAGE`;
+    :class:`~models.fast.beta_binomial.ObservedBetaBinomialCells`); plain:
     ``pm.BetaBinomial``, whose gammaln differences lose digits as phi grows.
     """
     if not fast_enabled():
@@ -231,35 +232,17 @@ def beta_binomial(name, n, ability, a, beta, c, log_delta, observed, dims):
         phi = pt.exp(-log_delta)
         return pm.BetaBinomial(name, n=n, alpha=p * phi, beta=(1.0 - p) * phi,
                                observed=observed, dims=dims)
-    from .fast.beta_binomial import beta_binomial_logp, beta_binomial_slope_logp
+    from .fast.beta_binomial import beta_binomial_observed_logp, beta_binomial_slope_logp
 
     def random(n, ability, a, beta, c, log_delta, *cells, rng=None, size=None):
         return _beta_binomial_random(n, ability * a + beta, c, log_delta, rng=rng, size=size)
 
     cells = _observed_cells(name, observed, n)
     if cells is None:
-        return pm.CustomDist(name, n, ability, a, beta, c, log_delta,
-                             _log_coef(name, observed, n, dims),
-                             logp=beta_binomial_slope_logp(n, name), random=random,
-                             observed=observed, dims=dims)
-    from .fast._backends import observed_rows
-    from .fast.cell_table import cell_table
-    from .fast.slope_cells import uncast
-
-    score = beta_binomial_logp(n, name)
-
-    def logp(table, n, ability, a, beta, c, log_delta, log_coef, starts, columns):
-        # PyMC hands the parameters over with leading axes added to the cells' rank
-        ability, a, beta, c, log_coef, starts, columns = map(
-            pt.flatten, (ability, a, beta, c, log_coef, starts, columns))
-        rows = observed_rows(starts)
-        # gathered from the counts as stored: PyMC's cast of the table costs a pass over it
-        value, n = uncast(table)[rows, columns], uncast(n)[rows, columns]
-        cells = score(value, n, a[columns] * ability[rows]
-                      + beta[columns], c[columns], log_delta, log_coef)
-        return cell_table(cells, starts, columns, table)
-
-    return pm.CustomDist(name, n, ability, a, beta, c, log_delta, *cells, logp=logp,
+        logp, data = beta_binomial_slope_logp(n, name), (_log_coef(name, observed, n, dims),)
+    else:
+        logp, data = beta_binomial_observed_logp(n, name), cells
+    return pm.CustomDist(name, n, ability, a, beta, c, log_delta, *data, logp=logp,
                          random=random, observed=observed, dims=dims)
 
 

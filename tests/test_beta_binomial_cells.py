@@ -241,3 +241,43 @@ def test_a_subnormal_floor_is_scored_from_its_log():
     c = np.array([1e-310, 3e-320, 1e-315, 2e-308])
     np.testing.assert_allclose(op(eta, c, np.log(0.3))[0],
                                _written_out(k, n, eta, c, 0.3, log_coef), rtol=1e-13)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize(("L", "M", "most"), [(6, 40, 12), (2, 3 * 2048 + 9, 1)])
+def test_the_observed_cells_ops_are_the_whole_tables(mode, L, M, most):
+    """ObservedBetaBinomialCells and its total over the observed cells (listed row by row)
+    against BetaBinomialSlopeCells on the whole table whose other cells have no trials:
+    the four tables, the sum, and the gradients of the sum and of a weighted sum; a row with
+    several blocks of observed cells; a fit's sum is the observed total's one node."""
+    if mode == "jax":
+        pytest.importorskip("jax")
+    rng = np.random.default_rng(7)
+    k, n, log_coef = _cells(rng, L=L, M=M, most=most)
+    n[rng.random(n.shape) < 0.6] = 0
+    k = np.minimum(k, n)
+    log_coef = special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+    rows, columns = np.nonzero(n)
+    starts = np.concatenate([[0], np.cumsum(np.count_nonzero(n, axis=1))])
+    theta, a, beta = pt.vector("theta"), pt.vector("a"), pt.vector("beta")
+    c, log_delta, weight = pt.vector("c"), pt.scalar("log_delta"), pt.matrix("weight")
+    wrt = [theta, a, beta, c, log_delta]
+    k8, n8 = k.astype(np.int8), n.astype(np.int8)
+    observed = bb.ObservedBetaBinomialCells(most)(k8, n8, theta, a, beta, c, log_delta,
+                                                  log_coef[rows, columns], starts, columns)
+    whole = bb.BetaBinomialSlopeCells(most)(k8, n8, theta, a, beta, c, log_delta, log_coef)
+    functions = [pytensor.function(
+        [*wrt, weight], [*outputs, outputs[0].sum(), *pytensor.grad(outputs[0].sum(), wrt),
+                         *pytensor.grad((weight * outputs[0]).sum(), wrt)], mode=MODES[mode])
+        for outputs in (observed, whole)]
+    if mode == "numba":
+        assert bb.ObservedBetaBinomialTotal in {
+            type(node.op) for node in functions[0].maker.fgraph.toposort()}
+    point = (rng.normal(0, 1.5, L), np.exp(rng.normal(0, 0.5, M)), rng.normal(0, 2, M),
+             rng.uniform(0.0, 0.3, M), np.log(0.4), rng.normal(size=(L, M)))
+    got, want = ([np.asarray(v) for v in f(*point)] for f in functions)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-11 * max(1.0, np.abs(w).max()))
+    with pytest.raises(ValueError, match="ObservedBetaBinomialCells takes"):
+        bb.ObservedBetaBinomialCells(most)(k8, n8, theta, a, beta, c, log_delta,
+                                           log_coef[rows, columns], starts, columns + 0.5)

@@ -54,7 +54,13 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from scipy.special import log_expit
 
-from ._backends import cells_node_inputs, source_version
+from ._backends import (
+    cells_node_inputs,
+    observed_rows,
+    observed_rows_jax,
+    observed_rows_numpy,
+    source_version,
+)
 from ._vector_math import (
     KERNEL_OPTIONS,
     OBSERVED_BLOCK,
@@ -63,11 +69,14 @@ from ._vector_math import (
     log1p_unit,
     log_positive,
 )
+from .cell_table import cell_table
 from .slope_cells import broadcast_scalar, register_sum_of_cells, uncast
 
 __all__ = [
     "BetaBinomialCells", "BetaBinomialSlopeCells", "BetaBinomialSlopeTotal", "MAX_STEPPED_TRIALS",
-    "beta_binomial_cells", "beta_binomial_logp", "beta_binomial_logp_gamma", "log_rising",
+    "ObservedBetaBinomialCells", "ObservedBetaBinomialTotal", "beta_binomial_cells",
+    "beta_binomial_logp", "beta_binomial_logp_gamma", "beta_binomial_observed_logp",
+    "beta_binomial_slope_logp", "log_rising",
 ]
 
 #: Most trials per cell for which the cells sum over the trials (the Op); above it the
@@ -156,8 +165,22 @@ def beta_binomial_cells(k, n, eta, c, log_delta, log_coef, *, max_trials):
     return BetaBinomialCells(max_trials)(k, n, eta, c, log_delta, log_coef)[0]
 
 
-def _eta(theta, a, beta):
-    return theta[:, None] * a[None, :] + beta[None, :]
+def _slope_tables(k, n, theta, a, beta, c, log_delta, log_coef):
+    """The four (L, M) outputs at eta = a theta + beta (NumPy)."""
+    eta = theta[:, None] * a[None, :] + beta[None, :]
+    return _cells_numpy(np.asarray(k, float), np.asarray(n, float), eta, c, log_delta, log_coef)
+
+
+def _observed_tables(k, n, theta, a, beta, c, log_delta, log_coef, starts, columns):
+    """The four outputs at the observed cells, laid into (L, M) tables 0 elsewhere (NumPy)."""
+    rows = observed_rows_numpy(starts)
+    eta = a[columns] * theta[rows] + beta[columns]
+    values = _cells_numpy(np.asarray(k, float)[None, rows, columns],
+                          np.asarray(n, float)[None, rows, columns], eta[None], c[columns],
+                          log_delta, log_coef[None])
+    tables = np.zeros((4, *np.shape(k)))
+    tables[:, rows, columns] = np.stack(values)[:, 0]
+    return tuple(tables)
 
 
 class BetaBinomialSlopeCells(Op):
@@ -168,42 +191,80 @@ class BetaBinomialSlopeCells(Op):
     theta is (L,); a, beta and c (M,)."""
 
     __props__ = ("max_trials",)
+    #: the ranks of the inputs after k and n, and the one-line error for others
+    ranks = (1, 1, 1, 1, 0, 2)
+    usage = ("BetaBinomialSlopeCells takes k, n, log C(n, k) of shape (L, M), theta (L,), "
+             "a, beta and c (M,) and a scalar log delta")
+    tables_numpy = staticmethod(_slope_tables)
 
     def __init__(self, max_trials: int):
         self.max_trials = int(max_trials)
 
-    def make_node(self, k, n, theta, a, beta, c, log_delta, log_coef):
-        inputs, cells = cells_node_inputs(
-            (k, n, theta, a, beta, c, log_delta, log_coef), (2, 2, 1, 1, 1, 1, 0, 2),
-            "BetaBinomialSlopeCells takes k, n, log C(n, k) of shape (L, M), theta (L,), "
-            "a, beta and c (M,) and a scalar log delta")
-        return Apply(self, inputs, [cells, cells.type(), cells.type(), cells.type()])
+    def total(self):
+        return BetaBinomialSlopeTotal(self.max_trials)
+
+    def make_node(self, k, n, *params):
+        k, n = (pt.as_tensor_variable(v).astype("float64") for v in (k, n))
+        inputs = _node_params(params, self.ranks, self.usage)
+        if (k.ndim, n.ndim) != (2, 2):
+            raise ValueError(self.usage)
+        return Apply(self, [k, n, *inputs], [pt.matrix(dtype="float64", shape=k.type.shape)
+                                             for _ in range(4)])
 
     def perform(self, node, inputs, output_storage):
-        k, n, theta, a, beta, c, log_delta, log_coef = inputs
-        values = _cells_numpy(k, n, _eta(theta, a, beta), c, log_delta, log_coef)
-        for storage, value in zip(output_storage, values, strict=True):
+        for storage, value in zip(output_storage, self.tables_numpy(*inputs), strict=True):
             storage[0] = value
 
     def infer_shape(self, node, shapes):
         return [shapes[0]] * 4
 
     def pullback(self, inputs, outputs, output_grads):
-        k, n, theta, a, beta, c, log_delta, log_coef = inputs
+        k, n, theta, a, beta, c, log_delta, log_coef, *index = inputs
         g_cells = output_grads[0]
         if not all(isinstance(g.type, DisconnectedType) for g in output_grads[1:]):
-            raise NotImplementedError(
-                "BetaBinomialSlopeCells' derivative outputs are not differentiable")
+            raise NotImplementedError(f"{type(self).__name__}' derivative outputs are not "
+                                      "differentiable")
         undefined = [grad_undefined(self, 0, k), grad_undefined(self, 1, n)]
+        indices = [grad_undefined(self, 8 + i, v) for i, v in enumerate(index)]
         weight = broadcast_scalar(g_cells)
         if weight is not None:  # the gradient of a sum of cells: no table needed
-            _, *scores = BetaBinomialSlopeTotal(self.max_trials)(
-                uncast(k), uncast(n), theta, a, beta, c, log_delta, log_coef)
-            return [*undefined, *(weight * score for score in scores), g_cells]
+            _, *scores = self.total()(uncast(k), uncast(n), *inputs[2:])
+            return [*undefined, *(weight * score for score in scores),
+                    pt.ones_like(log_coef) * weight, *indices]
         _, d_eta, d_c, d_log_delta = outputs
         weighted = g_cells * d_eta
+        g_coef = g_cells[observed_rows(index[0]), index[1]] if index else g_cells
         return [*undefined, pt.dot(weighted, a), pt.dot(theta, weighted), weighted.sum(axis=0),
-                (g_cells * d_c).sum(axis=0), (g_cells * d_log_delta).sum(), g_cells]
+                (g_cells * d_c).sum(axis=0), (g_cells * d_log_delta).sum(), g_coef, *indices]
+
+
+class ObservedBetaBinomialCells(BetaBinomialSlopeCells):
+    """:class:`BetaBinomialSlopeCells` at the observed cells only: (..., log C(n, k) (C,),
+    starts (L + 1,), columns (C,)), the cells listed row by row as in
+    :class:`models.fast.slope_cells.ObservedSlopeCells`; the four outputs are (L, M) tables,
+    0 at every other cell.  Its sum is :class:`ObservedBetaBinomialTotal`."""
+
+    ranks = (1, 1, 1, 1, 0, 1, 1, 1)
+    usage = ("ObservedBetaBinomialCells takes k, n of shape (L, M), theta (L,), a, beta and c "
+             "(M,), a scalar log delta, log C(n, k) and the columns of the observed cells (C,) "
+             "and where each row's cells start (L + 1,)")
+    tables_numpy = staticmethod(_observed_tables)
+
+    def total(self):
+        return ObservedBetaBinomialTotal(self.max_trials)
+
+
+def _node_params(params, ranks, usage):
+    """The parameters as float64 and the observed cells' indices as integers, checked for
+    rank (one-line ValueError ``usage``)."""
+    if len(params) != len(ranks):
+        raise ValueError(usage)
+    values = [pt.as_tensor_variable(v) for v in params]
+    values = [v if i >= 6 else v.astype("float64") for i, v in enumerate(values)]
+    if tuple(v.ndim for v in values) != ranks or not all(
+            v.dtype.startswith("int") for v in values[6:]):
+        raise ValueError(usage)
+    return values
 
 
 class BetaBinomialSlopeTotal(Op):
@@ -213,25 +274,23 @@ class BetaBinomialSlopeTotal(Op):
     The gradient outputs have no gradient (no second derivatives)."""
 
     __props__ = ("max_trials",)
+    cells_op = BetaBinomialSlopeCells
 
     def __init__(self, max_trials: int):
         self.max_trials = int(max_trials)
 
-    def make_node(self, k, n, theta, a, beta, c, log_delta, log_coef):
+    def make_node(self, k, n, *params):
         k, n = pt.as_tensor_variable(k), pt.as_tensor_variable(n)
-        params = [pt.as_tensor_variable(v).astype("float64")
-                  for v in (theta, a, beta, c, log_delta, log_coef)]
-        if (k.ndim, n.ndim, *(v.ndim for v in params)) != (2, 2, 1, 1, 1, 1, 0, 2):
-            raise ValueError("BetaBinomialSlopeTotal takes k, n, log C(n, k) of shape (L, M), "
-                             "theta (L,), a, beta and c (M,) and a scalar log delta")
-        outputs = [pt.scalar(dtype="float64"), *(v.type() for v in params[:5])]
-        return Apply(self, [k, n, *params], outputs)
+        usage = self.cells_op.usage.replace(self.cells_op.__name__, type(self).__name__)
+        inputs = _node_params(params, self.cells_op.ranks, usage)
+        if (k.ndim, n.ndim) != (2, 2):
+            raise ValueError(usage)
+        outputs = [pt.scalar(dtype="float64"), *(v.type() for v in inputs[:5])]
+        return Apply(self, [k, n, *inputs], outputs)
 
     def perform(self, node, inputs, output_storage):
-        k, n, theta, a, beta, c, log_delta, log_coef = inputs
-        cells, d_eta, d_c, d_log_delta = _cells_numpy(
-            np.asarray(k, float), np.asarray(n, float), _eta(theta, a, beta), c, log_delta,
-            log_coef)
+        theta, a = inputs[2], inputs[3]
+        cells, d_eta, d_c, d_log_delta = self.cells_op.tables_numpy(*inputs)
         values = (cells.sum(), d_eta @ a, theta @ d_eta, d_eta.sum(axis=0), d_c.sum(axis=0),
                   d_log_delta.sum())
         for storage, value in zip(output_storage, values, strict=True):
@@ -241,23 +300,31 @@ class BetaBinomialSlopeTotal(Op):
         return [(), *shapes[2:7]]
 
     def pullback(self, inputs, outputs, output_grads):
-        k, n, *_, log_coef = inputs
+        k, n, *_, log_coef = inputs[:8]
         g_total, *g_scores = output_grads
         if not all(isinstance(g.type, DisconnectedType) for g in g_scores):
-            raise NotImplementedError("BetaBinomialSlopeTotal's gradient outputs have no "
+            raise NotImplementedError(f"{type(self).__name__}'s gradient outputs have no "
                                       "gradient (no second derivatives)")
         return [grad_undefined(self, 0, k), grad_undefined(self, 1, n),
-                *(g_total * score for score in outputs[1:]), pt.ones_like(log_coef) * g_total]
+                *(g_total * score for score in outputs[1:]), pt.ones_like(log_coef) * g_total,
+                *(grad_undefined(self, 8 + i, v) for i, v in enumerate(inputs[8:]))]
 
 
-def _slope_total(op, k, n, theta, a, beta, c, log_delta, log_coef):
-    return BetaBinomialSlopeTotal(op.max_trials)(uncast(k), uncast(n), theta, a, beta, c,
-                                                 log_delta, log_coef)[0]
+class ObservedBetaBinomialTotal(BetaBinomialSlopeTotal):
+    """The sum of :class:`ObservedBetaBinomialCells`' cells and its gradient, in one pass over
+    the observed cells."""
+
+    cells_op = ObservedBetaBinomialCells
 
 
-#: sum(BetaBinomialSlopeCells(...).cells) -> BetaBinomialSlopeTotal(...).total.
+def _total_of(op, k, n, *inputs):
+    return op.total()(uncast(k), uncast(n), *inputs)[0]
+
+
+#: sum(BetaBinomialSlopeCells(...).cells) -> BetaBinomialSlopeTotal(...).total, and the same
+#: for the observed cells (a subclass).
 sum_of_beta_binomial_cells = register_sum_of_cells(
-    "sum_of_beta_binomial_cells", BetaBinomialSlopeCells, _slope_total)
+    "sum_of_beta_binomial_cells", BetaBinomialSlopeCells, _total_of)
 
 
 def log_rising(count, log_a):
@@ -439,17 +506,28 @@ def _trials_block(block, size, delta, normaliser, out):
 
 
 @njit(error_model="numpy")
-def _normaliser(trials, delta):
+def _normaliser(most, delta):
     """sum_{i<t} log(1 + i delta) and its derivative in log delta (rows 0 and 1) for t = 0,
-    ..., the largest count in ``trials``, and that count (at least 1)."""
-    most = 1
-    for value in trials.ravel():
-        most = max(most, int(value))
+    ..., ``most``."""
     normaliser = np.zeros((2, most + 1))
     for t in range(2, most + 1):
         normaliser[0, t] = normaliser[0, t - 1] + np.log1p((t - 1) * delta)
         normaliser[1, t] = normaliser[1, t - 1] + (t - 1) * delta / (1.0 + (t - 1) * delta)
-    return normaliser, most
+    return normaliser
+
+
+@njit(error_model="numpy")
+def _most(trials, starts, columns):
+    """The largest trial count (at least 1) of the table, or of its observed cells when
+    ``columns`` lists them (:class:`ObservedBetaBinomialCells`; else it is empty)."""
+    most = 1
+    if columns.shape[0] == 0:
+        for value in trials.ravel():
+            most = max(most, int(value))
+    for i in range(starts.shape[0] - 1):
+        for c in range(starts[i], starts[i + 1]):
+            most = max(most, int(trials[i, columns[c]]))
+    return most
 
 
 @njit(error_model="numpy")
@@ -461,19 +539,20 @@ def _score_block(block, size, delta, normaliser, most, out):
 
 
 @njit(error_model="numpy")
-def _workspace(n, log_delta):
-    """delta, the normaliser (:func:`_normaliser`), the largest trial count and a block's
-    input and output buffers."""
+def _workspace(most, log_delta):
+    """delta, the normaliser up to ``most`` trials (:func:`_normaliser`) and a block's input
+    and output buffers."""
     delta = np.exp(log_delta.item())
-    normaliser, most = _normaliser(n, delta)
-    return delta, normaliser, most, np.empty((7, OBSERVED_BLOCK)), np.empty((7, OBSERVED_BLOCK))
+    return (delta, _normaliser(most, delta), np.empty((7, OBSERVED_BLOCK)),
+            np.empty((7, OBSERVED_BLOCK)))
 
 
 @njit(error_model="numpy")
 def beta_binomial_table(k, n, eta, c, log_delta, log_coef):
     """:class:`BetaBinomialCells` compiled by Numba: (cells, d eta, d c, d log delta), (L, M)."""
     L, M = k.shape
-    delta, normaliser, most, block, out = _workspace(n, log_delta)
+    most = _most(n, np.zeros(1, np.int64), np.zeros(0, np.int64))
+    delta, normaliser, block, out = _workspace(most, log_delta)
     tables = np.empty((4, L, M))
     for start in range(0, M, OBSERVED_BLOCK):
         stop = min(start + OBSERVED_BLOCK, M)
@@ -520,7 +599,8 @@ def beta_binomial_slope_total(k, n, theta, a, beta, c, log_delta, log_coef):
     """:class:`BetaBinomialSlopeTotal` compiled by Numba: the cells' sum at eta = a theta +
     beta and its gradient in theta, a, beta, c and log delta, without an (L, M) table."""
     L, M = k.shape
-    delta, normaliser, most, block, out = _workspace(n, log_delta)
+    most = _most(n, np.zeros(1, np.int64), np.zeros(0, np.int64))
+    delta, normaliser, block, out = _workspace(most, log_delta)
     d_theta, d_a, d_beta, d_c = np.zeros(L), np.zeros(M), np.zeros(M), np.zeros(M)
     total, d_log_delta = 0.0, 0.0
     for start in range(0, M, OBSERVED_BLOCK):
@@ -541,6 +621,73 @@ def beta_binomial_slope_total(k, n, theta, a, beta, c, log_delta, log_coef):
     return np.full((), total), d_theta, d_a, d_beta, d_c, np.full((), d_log_delta)
 
 
+@njit(**KERNEL_OPTIONS)
+def _observed_inputs(block, floors, slope, size, ability, a, beta, c, k, n, log_coef, columns):
+    """A row's observed cells of a block, gathered: x = a ability + beta, the slopes and
+    floors of their questions, their counts (rows ``k``, ``n`` of any number type), log C."""
+    for q in range(size):
+        j = columns[q]
+        slope[q] = a[j]
+        floors[q] = c[j]
+        block[X, q] = a[j] * ability + beta[j]
+        block[HITS, q] = k[j]
+        block[TRIALS, q] = n[j]
+        block[LOG_COEF, q] = log_coef[q]
+
+
+@njit(**SUM_OPTIONS)
+def _sum_block(out, size, slope):
+    """A scored block's sum of cells, of d/d eta times the slope, and of d/d log delta."""
+    total, score, dispersion = 0.0, 0.0, 0.0
+    for q in range(size):
+        total += out[CELLS, q]
+        score += out[D_ETA, q] * slope[q]
+        dispersion += out[D_LOG_DELTA, q]
+    return total, score, dispersion
+
+
+@njit(error_model="numpy")
+def beta_binomial_observed(k, n, theta, a, beta, c, log_delta, log_coef, starts, columns,
+                           tables):
+    """:class:`ObservedBetaBinomialTotal` compiled by Numba, writing the cells' four outputs
+    into ``tables`` (4, L, M) too unless it is empty (:class:`ObservedBetaBinomialCells`).
+
+    Row l's observed cells are (l, columns[c]) for c in [starts[l], starts[l + 1]).  A row's
+    cells go in blocks of OBSERVED_BLOCK through three loops, as the binomial's do
+    (:func:`models.fast._vector_math.binomial_logit_observed_total`): gather, score
+    (vectorised), add into the questions' gradients.
+    """
+    L, M = k.shape
+    delta, normaliser, block, out = _workspace(_most(n, starts, columns), log_delta)
+    most = normaliser.shape[1] - 1
+    floors, slope = np.empty(OBSERVED_BLOCK), np.empty(OBSERVED_BLOCK)
+    d_theta, d_a, d_beta, d_c = np.zeros(L), np.zeros(M), np.zeros(M), np.zeros(M)
+    total, d_log_delta = 0.0, 0.0
+    write = tables.shape[1] > 0
+    for i in range(L):
+        ability = theta[i]
+        for start in range(starts[i], starts[i + 1], OBSERVED_BLOCK):
+            stop = min(start + OBSERVED_BLOCK, starts[i + 1])
+            size = stop - start
+            _observed_inputs(block, floors, slope, size, ability, a, beta, c, k[i], n[i],
+                             log_coef[start:stop], columns[start:stop])
+            _floor_terms(floors[:size], block)
+            _score_block(block, size, delta, normaliser, most, out)
+            part, score, dispersion = _sum_block(out, size, slope)
+            total += part
+            d_theta[i] += score
+            d_log_delta += dispersion
+            for q in range(size):
+                j = columns[start + q]
+                d_a[j] += out[D_ETA, q] * ability
+                d_beta[j] += out[D_ETA, q]
+                d_c[j] += out[D_C, q]
+                if write:
+                    for row in range(4):
+                        tables[row, i, j] = out[row, q]
+    return np.full((), total), d_theta, d_a, d_beta, d_c, np.full((), d_log_delta)
+
+
 def beta_binomial_slope_logp(n, name: str):
     """The log-pmf function of a whole table's beta-binomial cells at eta = a theta + beta,
     of (value, n, ability, a, beta, c, log delta, log C(n, k)): :class:`BetaBinomialSlopeCells`
@@ -555,6 +702,39 @@ def beta_binomial_slope_logp(n, name: str):
 
         return gamma_logp
     return partial(_slope_logp, max_trials=most)
+
+
+def beta_binomial_observed_logp(n, name: str):
+    """:func:`beta_binomial_slope_logp` over the observed cells of a sparse table, a function
+    of (table, n, ability, a, beta, c, log delta, log C(n, k) (C,), starts, columns):
+    :class:`ObservedBetaBinomialCells` up to :data:`MAX_STEPPED_TRIALS` trials per cell, the
+    gammaln form at the gathered cells above, laid into the table by
+    :mod:`models.fast.cell_table`."""
+    most = int(np.max(n.get_value(), initial=1))
+    if most <= MAX_STEPPED_TRIALS:
+        return partial(_observed_logp, max_trials=most)
+    at_eta = beta_binomial_logp(n, name)
+
+    def gamma_logp(table, n, ability, a, beta, c, log_delta, log_coef, starts, columns):
+        ability, a, beta, c, starts, columns = map(pt.flatten, (ability, a, beta, c, starts,
+                                                                 columns))
+        rows = observed_rows(starts)
+        # gathered from the counts as stored: PyMC's cast of the table costs a pass over it
+        value, n = uncast(table)[rows, columns], uncast(n)[rows, columns]
+        cells = at_eta(value, n, a[columns] * ability[rows] + beta[columns], c[columns],
+                       log_delta, pt.flatten(log_coef))
+        return cell_table(cells, starts, columns, table)
+
+    return gamma_logp
+
+
+def _observed_logp(table, n, ability, a, beta, c, log_delta, log_coef, starts, columns, *,
+                   max_trials):
+    # PyMC hands the parameters over with leading axes added to the cells' rank
+    flat = (pt.flatten(v) for v in (ability, a, beta, c))
+    index = (pt.flatten(v) for v in (log_coef, starts, columns))
+    return ObservedBetaBinomialCells(max_trials)(uncast(table), uncast(n), *flat,
+                                                 pt.squeeze(log_delta), *index)[0]
 
 
 def _slope_logp(value, n, ability, a, beta, c, log_delta, log_coef, *, max_trials):
@@ -614,6 +794,68 @@ def _register_backends() -> None:
                     d_c.sum(axis=0), d_log_delta.sum())
 
         return slope_total
+
+    @register_funcify_default_op_cache_key(ObservedBetaBinomialCells)
+    def numba_observed_beta_binomial_cells(op, node=None, **kwargs):
+        def observed_cells(k, n, theta, a, beta, c, log_delta, log_coef, starts, columns):
+            tables = np.zeros((4, k.shape[0], k.shape[1]))
+            beta_binomial_observed(k, n, theta, a, beta, c, log_delta, log_coef, starts,
+                                   columns, tables)
+            return tables[0], tables[1], tables[2], tables[3]
+
+        return numba_njit(observed_cells, error_model="numpy"), _kernel_version()
+
+    @register_funcify_default_op_cache_key(ObservedBetaBinomialTotal)
+    def numba_observed_beta_binomial_total(op, node=None, **kwargs):
+        def observed_total(k, n, theta, a, beta, c, log_delta, log_coef, starts, columns):
+            return beta_binomial_observed(k, n, theta, a, beta, c, log_delta, log_coef, starts,
+                                          columns, np.zeros((4, 0, 0)))
+
+        return numba_njit(observed_total, error_model="numpy"), _kernel_version()
+
+    @jax_funcify.register(ObservedBetaBinomialCells)
+    def jax_observed_beta_binomial_cells(op, **kwargs):
+        import jax.numpy as jnp
+
+        gathered = _jax_observed(op.max_trials)
+
+        def observed_cells(k, n, *inputs):
+            rows, columns, values = gathered(k, n, *inputs)
+            return tuple(jnp.zeros(k.shape).at[rows, columns].set(v) for v in values)
+
+        return observed_cells
+
+    @jax_funcify.register(ObservedBetaBinomialTotal)
+    def jax_observed_beta_binomial_total(op, **kwargs):
+        import jax.numpy as jnp
+
+        gathered = _jax_observed(op.max_trials)
+
+        def observed_total(k, n, theta, a, beta, c, *rest):
+            rows, columns, (value, d_eta, d_c, d_log_delta) = gathered(k, n, theta, a, beta, c,
+                                                                       *rest)
+            L, M = k.shape
+            return (value.sum(), jnp.zeros(L).at[rows].add(d_eta * a[columns]),
+                    jnp.zeros(M).at[columns].add(d_eta * theta[rows]),
+                    jnp.zeros(M).at[columns].add(d_eta), jnp.zeros(M).at[columns].add(d_c),
+                    d_log_delta.sum())
+
+        return observed_total
+
+
+def _jax_observed(max_trials: int):
+    """The observed cells' rows and columns and their four outputs (C,), in JAX."""
+    cells = _jax_cells(max_trials)
+
+    def gathered(k, n, theta, a, beta, c, log_delta, log_coef, starts, columns):
+        rows = observed_rows_jax(starts, columns.shape[0])
+        eta = a[columns] * theta[rows] + beta[columns]
+        values = cells(k[rows, columns][None].astype(eta.dtype),
+                       n[rows, columns][None].astype(eta.dtype), eta[None], c[columns],
+                       log_delta, log_coef[None])
+        return rows, columns, [v[0] for v in values]
+
+    return gathered
 
 
 def _kernel_version() -> int:
