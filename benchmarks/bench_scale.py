@@ -48,7 +48,7 @@ TASKS = {
               "fit_rasch+sparse"],
     "full": ["closed_form", "rules", "report_closed_form", "fit_bayes", "loo_bayes",
              "fit_rasch", "fit_rasch+sparse", "loo_rasch", "fit_2pl", "fit_2pl+sparse",
-             "fit_3pl", "fit_bradley_terry",
+             "fit_3pl", "fit_3pl+sparse", "fit_bradley_terry",
              "fit_davidson", "fit_davidson_luce", "laplace_rasch"],
 }
 
