@@ -193,7 +193,7 @@ def _slope_functions(k, n, log_coef, mode):
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize(("L", "M", "most"), [(7, 9, 12), (3, 2 * 2048 + 5, 1), (3, 2048 + 7, 4)])
+@pytest.mark.parametrize(("L", "M", "most"), [(7, 9, 12), (3, 2 * 2048 + 5, 1)])
 def test_the_slope_ops_are_the_cells_at_a_theta_plus_beta(mode, L, M, most):
     """BetaBinomialSlopeCells and its one-pass total (counts as int8, not cast) against
     BetaBinomialCells at the logits: cells, their sum and the gradients of the sum and of a

@@ -14,9 +14,14 @@ module                           what it computes
 :mod:`.slope_cells`              the 2PL's binomial cells, and their sum in one pass
                                  (Ops and the graph rewrite that uses the sum), over
                                  the whole table or its observed cells only
-:mod:`.beta_binomial`            beta-binomial cells around a curve with a floor (Op)
+:mod:`.beta_binomial`            beta-binomial cells around a curve with a floor, at
+                                 the logits, at a theta + beta, and their sum in one
+                                 pass, over the whole table or its observed cells
+                                 (Ops, rewrite)
+:mod:`._beta_binomial_loops`     those Ops' Numba loops (the curve vectorised)
 :mod:`.cell_table`               a sparse table's observed cells laid into the table,
-                                 and the sum that skips it (Op, rewrite)
+                                 and the sum that skips it (Op, rewrite; the gammaln
+                                 form's beta-binomial above 16 trials per cell)
 :mod:`.wall_map`                 the one-sided intercepts' wall map and its log-Jacobian (Op)
 :mod:`.floors`                   the 3PL's floors, intercept shift and log-Jacobian (Op)
 :mod:`.battle_cells`             the contextual Bradley-Terry's battles, log-pmf and
