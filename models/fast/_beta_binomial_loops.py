@@ -153,7 +153,7 @@ def _most(trials, starts, columns):
 def _score_block(block, size, delta, normaliser, most, out):
     """Every output row of a block: the vectorised curve, then, where needed, the trials."""
     _curve_block(block, size, out)
-    if most > 1 or np.any(out[P, :size] < _NORMAL):
+    if most > 1 or out[P, :size].min() < _NORMAL:  # a reduction, no temporary array
         _trials_block(block, size, delta, normaliser, out)
 
 
