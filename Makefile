@@ -45,12 +45,13 @@ test-real: $(STAMP)
 		tests/test_models_real.py tests/test_fast_path.py tests/test_pairwise_real.py \
 		tests/test_suite_real.py --timeout=1800 --timeout-method=signal
 
-## test-slow: simulation-based calibration of every Bayesian model and likelihood, and the
-## default draws' chance of a false alarm on simulated chains
-## (tests/test_sbc.py, BAYESRANK_SLOW=1; minutes per model on 2 cores, results in docs/sbc.md)
+## test-slow: the tests marked `extended` (BAYESRANK_SLOW=1), beyond make test's 15 minutes:
+## simulation-based calibration of every Bayesian model and likelihood (tests/test_sbc.py,
+## minutes per model on 2 cores, results in docs/sbc.md), the default draws' chance of a false
+## alarm on simulated chains, and the models' recovery and multimodality checks by full fits
 test-slow: $(STAMP)
 	BAYESRANK_SLOW=1 OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 \
-		--dist loadgroup -m slow tests/test_sbc.py tests/test_diagnostics_fast.py --timeout=1800 --timeout-method=signal \
+		--dist loadgroup -m extended tests --timeout=1800 --timeout-method=signal \
 		--max-worker-restart=0
 
 ## bench-scale: time and peak memory against L x M, 10 x 1,000 up to 200 x 14,000, one point at a

@@ -37,6 +37,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         if shared:
             item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}::{shared[0]}"))
+    if not os.environ.get("BAYESRANK_SLOW"):
+        for item in items:
+            mark = item.get_closest_marker("extended")
+            if mark is not None:
+                item.add_marker(pytest.mark.skip(
+                    reason=f"{mark.args[0]}: run it with `make test-slow` (BAYESRANK_SLOW=1)"))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -4,6 +4,8 @@ and the 3PL model's density with the Op against the same model built on the gamm
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -37,6 +39,14 @@ def _functions(k, n, log_coef, mode):
             for out, m in ((cells, MODES[mode]), (gamma_form, None))]
 
 
+@functools.cache
+def _scipy_case(mode):
+    """The cells and the two forms' functions, compiled once per mode for every phi (Numba's
+    compilation of a graph with the counts as constants took 17-19 s per case)."""
+    cells = _cells(np.random.default_rng(10))
+    return cells, _functions(*cells, mode)
+
+
 # scipy's betabinom takes gammaln differences of arguments near phi, which lose about
 # log10(phi) of their 16 digits; the tolerance follows that, not our result
 @pytest.mark.parametrize("mode", list(MODES))
@@ -45,9 +55,8 @@ def _functions(k, n, log_coef, mode):
 def test_cells_are_scipys_beta_binomial_and_their_gradient_the_gammaln_forms(mode, phi, atol):
     if mode == "jax":
         pytest.importorskip("jax")
+    (k, n, log_coef), (op, gamma_form) = _scipy_case(mode)
     rng = np.random.default_rng(0)
-    k, n, log_coef = _cells(rng)
-    op, gamma_form = _functions(k, n, log_coef, mode)
     eta, c = rng.normal(0.0, 2.0, k.shape), rng.uniform(0.0, 0.3, k.shape[1])
     c[0] = 0.0  # no floor (the 2PL and Rasch beta-binomials)
     got = [np.array(v) for v in op(eta, c, -np.log(phi))]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import arviz as az
@@ -258,9 +257,7 @@ def test_default_draws_keep_chance_from_failing_rhat_on_many_parameters():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("BAYESRANK_SLOW"),
-                    reason="300 simulated fits' R-hats take about a minute on 2 cores: run it "
-                    "with `make test-slow` (BAYESRANK_SLOW=1)")
+@pytest.mark.extended("300 simulated fits' R-hats take about a minute on 2 cores")
 def test_default_draws_keep_the_chance_of_a_false_alarm_below_five_percent():
     """Well-mixing chains of 300 parameters: 1,000 draws fail R-hat <= 1.01 in about 1 fit
     of 10 (the LiveCodeBench 2PL's rate), the default draws (1,250) in under 1 of 20.

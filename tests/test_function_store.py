@@ -268,6 +268,8 @@ print(hashlib.sha256(np.ascontiguousarray(values[observed].values).tobytes()).he
 
 
 @pytest.mark.slow
+@pytest.mark.extended("four processes compiling one model at once, 15 s on 2 busy cores; the "
+                      "store's loads and writes run in make test")
 def test_four_processes_fill_a_cold_store_at_once(store, monkeypatch):
     """Four processes compile the same model's log-likelihood into an empty store at the
     same time: all succeed with identical values at the same seeded prior draws, and the

@@ -79,14 +79,14 @@ def test_reductions_hold_the_simulated_counts(paired):
     np.testing.assert_array_equal(data.reductions.ties, ties)
 
 
-def test_posterior_mode_is_the_bradley_terry_map(paired):
+def test_posterior_mode_is_the_bradley_terry_map(paired, numpy_graphs):
     """With scale 1 our zero-sum prior is the MAP baseline's N(0, 1) on log-strengths."""
     data = paired[0]
     mode = posterior_mode(bradley_terry.build(data))
     np.testing.assert_allclose(mode, baseline_log_strengths(data, "bradley_terry_map"), atol=1e-4)
 
 
-def test_davidson_mode_matches_the_davidson_map(paired):
+def test_davidson_mode_matches_the_davidson_map(paired, numpy_graphs):
     """Davidson likelihood on W and T; the baseline estimates nu by ML, we put N(0, 2) on log nu."""
     data = paired[0]
     mode = posterior_mode(bradley_terry.build(data, ties="davidson"))
@@ -95,6 +95,8 @@ def test_davidson_mode_matches_the_davidson_map(paired):
     )
 
 
+@pytest.mark.extended("a default Davidson fit, 22 s on a cold cache; its calibration is "
+                      "test_sbc's, its mode test_davidson_mode_matches_the_davidson_map's")
 def test_davidson_posterior_recovers_strengths_and_tie_parameter(paired):
     data, theta, _, _ = paired
     post = fit(data, "davidson", random_seed=6, log_likelihood=True)
@@ -125,7 +127,7 @@ def test_bradley_terry_posterior_mean_near_map(paired):
     assert post.idata.log_likelihood["wins"].dims == ("chain", "draw", "pair")
 
 
-def test_every_pair_enters_and_disconnected_graphs_stay_proper():
+def test_every_pair_enters_and_disconnected_graphs_stay_proper(numpy_graphs):
     """Pairs that never met add nothing; the prior alone ties separate components together."""
     R = np.zeros((4, 2, 1), dtype=int)
     mask = np.zeros((4, 2, 1), dtype=bool)

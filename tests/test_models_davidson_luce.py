@@ -243,6 +243,9 @@ def simulated():
     return data, theta, eta
 
 
+@pytest.mark.extended("a default Davidson-Luce fit of 3,000 comparisons, 63 s on 2 busy cores; "
+                      "its calibration is test_sbc's, its mode "
+                      "test_posterior_mode_matches_davidson_luce_map's")
 def test_posterior_recovers_strengths_and_tie_prevalences(simulated):
     data, theta, eta = simulated
     post = fit(data, "davidson_luce", random_seed=4, log_likelihood=True)
@@ -263,7 +266,7 @@ def test_posterior_recovers_strengths_and_tie_prevalences(simulated):
     assert float(loglik.values[1, 17].sum()) == pytest.approx(total(values(umodel, **at)))
 
 
-def test_posterior_mode_matches_davidson_luce_map(simulated):
+def test_posterior_mode_matches_davidson_luce_map(simulated, numpy_graphs):
     """Same N(0, 1) prior on log-strengths; delta by ML there, a wide N(0, 3) on eta here."""
     data = simulated[0]
     try:
@@ -321,6 +324,9 @@ def test_winner_set_sampler_matches_enumerated_probabilities():
     assert stats.chisquare(counts, expected / expected.sum() * len(got)).pvalue > 1e-3
 
 
+@pytest.mark.extended("a Davidson-Luce fit and its posterior predictive draws, 53 s on 2 busy "
+                      "cores; the winner sets' sampler runs in make test in the prior "
+                      "predictive check (test_prior_check)")
 def test_posterior_predictive_sampling_works_and_matches_observed_totals(simulated):
     """pm.sample_posterior_predictive draws winner sets; their totals cover the observed ones."""
     import nutpie

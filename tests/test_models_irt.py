@@ -111,6 +111,8 @@ def test_rasch_posterior_ordering_matches_rasch_map(rasch_fixed):
     assert np.corrcoef(mean, ranking.scores)[0, 1] > 0.98
 
 
+@pytest.mark.extended("recovery by the 2PL and 3PL's default fits, 35 s on 2 busy cores; "
+                      "their calibration is test_sbc's")
 @pytest.mark.parametrize(
     "kind, likelihood", [("2pl", None), ("3pl", None), ("3pl", "binomial")]
 )
@@ -156,6 +158,8 @@ def overdispersed():
     return ResponseData(R), theta, 3.0
 
 
+@pytest.mark.extended("a beta-binomial fit's recovery, 21 s on a cold cache; its calibration "
+                      "is test_sbc's")
 def test_beta_binomial_recovers_abilities_and_overdispersion(overdispersed):
     data, theta, phi = overdispersed
     post = fit(data, "rasch", likelihood="beta_binomial", random_seed=4)
@@ -167,6 +171,7 @@ def test_beta_binomial_recovers_abilities_and_overdispersion(overdispersed):
     assert not overall.loc[["question_dispersion", "model_dispersion"], "flagged"].any()
 
 
+@pytest.mark.extended("shares the beta-binomial recovery's fit")
 def test_binomial_intervals_are_overconfident_on_overdispersed_data(overdispersed):
     """Why the 3PL defaults to beta-binomial: binomial intervals miss the truth here."""
     data, theta, _ = overdispersed
@@ -206,6 +211,7 @@ def test_beta_binomial_log_likelihood_is_scipys_pmf():
     np.testing.assert_allclose(post.idata.log_likelihood["k"].values[0, 10], expected, rtol=1e-9)
 
 
+@pytest.mark.extended("two 3PL fits of 4 chains, 75 s on 2 busy cores")
 @pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 def test_binomial_3pl_is_multimodal_where_the_default_converges(monkeypatch):
     """Bundled example, aime24, 4 chains x 500 draws each: the default 3PL's chains agree,
@@ -345,6 +351,8 @@ def test_models_solving_nothing_or_everything_stay_out_of_the_zero_sum():
     assert structure_key(model, "rasch") == structure_key(everyone, "rasch")
 
 
+@pytest.mark.extended("default fits on a real set's subsample, 25 s on a cold cache; the real "
+                      "sets' default fits are make test-real's")
 @pytest.mark.parametrize("kind", ["rasch", "2pl"])
 def test_a_model_solving_nothing_converges_on_real_data(shared_dir, kind):
     """LiveCodeBench (every 6th question) with one model's runs all failed: defaults pass.
@@ -630,6 +638,9 @@ def test_uninformed_difficulties_collapse_only_where_the_integral_is_shared():
     assert name not in irt.build(masked, kind="rasch", collapse_uninformed=True).named_vars
 
 
+@pytest.mark.extended("two Rasch fits compared end to end, 27 s on 2 busy cores; the densities'"
+                      " equality is "
+                      "test_uninformed_difficulties_are_integrated_out_of_the_rasch_density's")
 @pytest.mark.filterwarnings("ignore::bayesrank.inference.diagnostics.SamplingWarning")
 def test_collapsed_rasch_fit_is_the_full_rasch_posterior_end_to_end():
     """fit(..., collapse_uninformed=True): same posterior, full log-likelihood, PPC runs.

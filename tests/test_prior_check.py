@@ -35,7 +35,7 @@ def data() -> bayesrank.ResponseData:
 
 @pytest.mark.parametrize(("name", "options"), VARIANTS,
                          ids=[n + "".join(f"-{v}" for v in o.values()) for n, o in VARIANTS])
-def test_prior_predictive_runs_without_potentials(data, name, options):
+def test_prior_predictive_runs_without_potentials(data, name, options, numpy_graphs):
     model = build(name, data, **options)
     assert not model.potentials, [p.name for p in model.potentials]
     with model, warnings.catch_warnings():
@@ -45,7 +45,7 @@ def test_prior_predictive_runs_without_potentials(data, name, options):
     assert drawn["prior_predictive"][observed].shape[:2] == (1, 30)
 
 
-def test_the_2pl_one_sided_intercepts_are_drawn_from_their_prior(data):
+def test_the_2pl_one_sided_intercepts_are_drawn_from_their_prior(data, numpy_graphs):
     """The never-solved questions' intercepts: (beta - mu_beta) / sigma ~ N(0, 1) under the
     prior, sigma the scale they use (their own from ten such questions, else sigma_beta)."""
     model = build("2pl", data)
@@ -56,7 +56,7 @@ def test_the_2pl_one_sided_intercepts_are_drawn_from_their_prior(data):
     assert stats.kstest(z, stats.norm.cdf).pvalue > 1e-3
 
 
-def test_prior_accuracy_beside_the_observed(data):
+def test_prior_accuracy_beside_the_observed(data, numpy_graphs):
     table = bayesrank.prior_accuracy(data, "rasch", draws=300, random_seed=0)
     observed = data.reductions.successes.sum(1) / data.reductions.trials.sum(1)
     np.testing.assert_allclose(table["observed"], observed)

@@ -34,11 +34,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-gated = pytest.mark.skipif(
-    not os.environ.get("BAYESRANK_SLOW"),
-    reason="simulation-based calibration fits each model 100-200 times (minutes per model "
-    "on 2 cores): run it with `make test-slow` (BAYESRANK_SLOW=1)",
-)
+gated = pytest.mark.extended(
+    "simulation-based calibration fits each model 100-200 times (minutes per model on 2 cores)")
 
 REPLICATIONS = {"bayes": 200}  # exact draws are cheap; every other case 100
 

@@ -105,7 +105,7 @@ def prior_covariance(ran, scale, spread):
 
 
 @pytest.mark.parametrize("coverage", ["simulated", "one benchmark each missing"])
-def test_pooled_abilities_keep_the_prior_of_skill_and_theta(simulated, coverage):
+def test_pooled_abilities_keep_the_prior_of_skill_and_theta(simulated, coverage, numpy_graphs):
     """Sampling the abilities of the cells run and drawing the rest given them
     (models/pooling.py) is the same prior: given the spreads, theta_run's density is the
     equations' marginal and (skill, theta), linear in (theta_run, z), has the equations'
@@ -238,6 +238,8 @@ def test_spread_per_benchmark(rasch_fit):
         rasch_fit.leaderboard(benchmark="nope")
 
 
+@pytest.mark.extended("a 2PL suite fit's recovery, 15 s on 2 busy cores; the Rasch suite's "
+                      "recovery runs in make test")
 def test_two_pl_suite_recovers_the_skill_ranking(simulated):
     data, held_out = simulated
     post = br.fit_benchmarks(data, "2pl", random_seed=2, draws=300, chains=2,
