@@ -25,7 +25,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Tests sharing a module-scoped fixture run on one xdist worker (``--dist loadgroup``).
 
     Otherwise each worker builds the fixture itself: the three samplers' fits of
-    test_fitting.py took 85-95 s on both workers.
+    test_fitting.py took 85-95 s on both workers.  Tests marked ``extended(why)`` are
+    skipped, saying why, unless ``BAYESRANK_SLOW`` is set (``make test-slow``).
     """
     for item in items:
         fixture_info = getattr(item, "_fixtureinfo", None)
