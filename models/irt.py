@@ -325,8 +325,8 @@ def informative_items(k: np.ndarray, n: np.ndarray) -> bool:
     a narrow spread, where centred sampling reached a min ESS of 4 against 400).  The
     lower bound: with few questions the posterior allows spreads well below the
     estimate, where a centred question's funnel opens (120 prior draws of 4 x 6 x 5,
-    centred at the estimate itself: 27-63 divergences a batch, one chain stuck for 143
-    in a CI run; non-centred: 11-12, docs/samplers.md).  With 700 questions the bound is
+    centred at the estimate itself: 24-63 divergences a batch over seven seeds, 165 in a
+    CI run; non-centred: 11-12, docs/samplers.md).  With 700 questions the bound is
     0.96 of the estimate, and no real set in ../shared changes parameterisation.
     """
     q = (k + 0.5) / (n + 1.0)

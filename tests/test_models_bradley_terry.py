@@ -95,8 +95,9 @@ def test_davidson_mode_matches_the_davidson_map(paired, numpy_graphs):
     )
 
 
-@pytest.mark.extended("a default Davidson fit, 22 s on a cold cache; its calibration is "
-                      "test_sbc's, its mode test_davidson_mode_matches_the_davidson_map's")
+@pytest.mark.extended("a default Davidson fit, 11 s in make test on a cold cache; its "
+                      "calibration is test_sbc's, its mode "
+                      "test_davidson_mode_matches_the_davidson_map's")
 def test_davidson_posterior_recovers_strengths_and_tie_parameter(paired):
     data, theta, _, _ = paired
     post = fit(data, "davidson", random_seed=6, log_likelihood=True)
