@@ -136,13 +136,16 @@ def _normaliser(most, delta):
 
 
 @njit(error_model="numpy")
-def _most(trials, starts, columns):
-    """The largest trial count (at least 1) of the table, or of its observed cells when
-    ``columns`` lists them (:class:`ObservedBetaBinomialCells`; else it is empty)."""
+def _most(trials):
+    """The table's largest trial count, at least 1."""
+    return max(1, int(trials.max()))
+
+
+@njit(error_model="numpy")
+def _most_observed(trials, starts, columns):
+    """The largest trial count of the observed cells, at least 1 (row l's are (l,
+    columns[c]) for c in [starts[l], starts[l + 1]))."""
     most = 1
-    if columns.shape[0] == 0:
-        for value in trials.ravel():
-            most = max(most, int(value))
     for i in range(starts.shape[0] - 1):
         for c in range(starts[i], starts[i + 1]):
             most = max(most, int(trials[i, columns[c]]))
@@ -170,7 +173,7 @@ def _workspace(most, log_delta):
 def beta_binomial_table(k, n, eta, c, log_delta, log_coef):
     """:class:`BetaBinomialCells` compiled by Numba: (cells, d eta, d c, d log delta), (L, M)."""
     L, M = k.shape
-    most = _most(n, np.zeros(1, np.int64), np.zeros(0, np.int64))
+    most = _most(n)
     delta, normaliser, block, out = _workspace(most, log_delta)
     tables = np.empty((4, L, M))
     for start in range(0, M, OBSERVED_BLOCK):
@@ -218,7 +221,7 @@ def beta_binomial_slope_total(k, n, theta, a, beta, c, log_delta, log_coef):
     """:class:`BetaBinomialSlopeTotal` compiled by Numba: the cells' sum at eta = a theta +
     beta and its gradient in theta, a, beta, c and log delta, without an (L, M) table."""
     L, M = k.shape
-    most = _most(n, np.zeros(1, np.int64), np.zeros(0, np.int64))
+    most = _most(n)
     delta, normaliser, block, out = _workspace(most, log_delta)
     d_theta, d_a, d_beta, d_c = np.zeros(L), np.zeros(M), np.zeros(M), np.zeros(M)
     total, d_log_delta = 0.0, 0.0
@@ -277,8 +280,8 @@ def beta_binomial_observed(k, n, theta, a, beta, c, log_delta, log_coef, starts,
     (vectorised), add into the questions' gradients.
     """
     L, M = k.shape
-    delta, normaliser, block, out = _workspace(_most(n, starts, columns), log_delta)
-    most = normaliser.shape[1] - 1
+    most = _most_observed(n, starts, columns)
+    delta, normaliser, block, out = _workspace(most, log_delta)
     floors, slope = np.empty(OBSERVED_BLOCK), np.empty(OBSERVED_BLOCK)
     d_theta, d_a, d_beta, d_c = np.zeros(L), np.zeros(M), np.zeros(M), np.zeros(M)
     total, d_log_delta = 0.0, 0.0
