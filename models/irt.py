@@ -15,9 +15,10 @@ Paper appendix, "Rasch (1PL)" and "2PL and 3PL".  With k_lm successes of model
              mu_beta ~ Normal(0, 3 / sqrt(L_I)),  sigma_beta ~ HalfNormal(2.5)
              beta_m  ~ Normal(mu_beta, sigma_beta)         intercepts
              (beta_m ~ Normal(mu_beta, sigma_beta_uninformed) for the questions
-             solved by no informed model or by all, sigma_beta_uninformed ~ HalfNormal(2.5)
-             when there are at least 10 such questions, else sigma_beta; sampled by
-             their distance from the data's wall: models.item_effects)
+             solved by no informed model or by all, of those at least half the informed
+             models answered, sigma_beta_uninformed ~ HalfNormal(2.5) when there are at
+             least 10 such questions, else sigma_beta; sampled by their distance from
+             the data's wall: models.item_effects)
              eta_lm  = a_m theta_l + beta_m,   difficulty b_m = -beta_m / a_m
     3PL:     c_m ~ Beta(1, 19)                             guessing floor in (0, 1)
              (sampled with beta_m by its share of p_m(0): models.transforms.FloorsAndIntercepts)
@@ -99,8 +100,12 @@ design record (moved from models/irt.py)"):
   scale buys them likelihood; the inflated scale let the 3PL's floors explain an
   informed question's scattered successes with its curve pushed out of the way.  From
   fewer such questions an own scale is set by its prior and funnels, so they share
-  sigma_beta.  The 3PL's floors are sampled with their intercepts by their share of
-  p_m(0), along the ridge the data leave (:class:`models.transforms.FloorsAndIntercepts`).
+  sigma_beta.  A question counts as one-sided only when at least half of the informed
+  models answered it: with few answers it is one-sided by chance, and a scale learnt
+  from those whose answers agreed is selected on its own data and grows to its prior's
+  limit (:func:`question_split`).  The 3PL's floors are sampled with their intercepts by
+  their share of p_m(0), along the ridge the data leave
+  (:class:`models.transforms.FloorsAndIntercepts`).
 * The 2PL's informed intercepts are sampled by their logit where the question crosses 1/2, v_m =
   a_m t_m + beta_m, with t_m the ability between the two models the data place there
   (:func:`models.item_effects.crossing_ability`): beta_m itself is tied to the slope by
@@ -169,10 +174,11 @@ class QuestionSplit(NamedTuple):
     """Which questions are informed (:func:`informed_questions`), sampled centred, one-sided.
 
     ``side``: +1 where no model solved the question, -1 where every model
-    solved it in every trial, 0 where it is informed or where no model answered it (its
-    intercept's posterior is its prior: there is no wall to measure it from; sampled from
-    a wall, the 72 such questions of a 50 x 14,000 table with 90% of its cells missing
-    mixed slowly, R-hat up to 1.06: docs/scale.md).
+    solved it in every trial, 0 where it is informed or where fewer than half of the
+    models answered it (:func:`question_split`), no model included (its intercept's
+    posterior is its prior: there is no wall to measure it from; sampled from a wall, the
+    72 such questions of a 50 x 14,000 table with 90% of its cells missing mixed slowly,
+    R-hat up to 1.06: docs/scale.md).
     """
 
     informed: np.ndarray
@@ -230,14 +236,23 @@ def question_split(k: np.ndarray, n: np.ndarray, centered: bool = True,
                    own_scale_min: int = OWN_SCALE_MIN_QUESTIONS) -> QuestionSplit:
     """Split the questions by :func:`informed_questions`; only informed ones can be centred.
 
-    The one-sided questions get their own intercept scale when there are at least
-    ``own_scale_min`` of them.
+    A question is one-sided (``side`` +-1: walled, with the one-sided intercepts' scale)
+    when it is uninformed and at least half of the models answered it.  Answered by fewer,
+    it is one-sided by chance about as often as by its difficulty (two answers out of 50,
+    with 90% of the cells missing), and a scale learnt from the questions whose few answers
+    happened to agree is selected on those answers: it grows until its prior stops it
+    (sigma_beta_uninformed 15 against its HalfNormal(2.5) prior in a 3PL of 50 x 1,400,
+    90% missing, whose one-sided intercepts then mixed slowly, R-hat 1.018;
+    docs/scale.md).  Such a question shares the informed questions' scale and is sampled
+    non-centred, like one nobody answered.  The one-sided questions get their own
+    intercept scale when there are at least ``own_scale_min`` of them.
     """
     informed = informed_questions(k, n)
-    answered = n.sum(axis=0) > 0
-    side = np.where(informed | ~answered, 0, np.where(k.sum(axis=0) == 0, 1, -1))
+    answered = (n > 0).sum(axis=0)
+    one_sided = ~informed & (2 * answered >= k.shape[0])
+    side = np.where(one_sided, np.where(k.sum(axis=0) == 0, 1, -1), 0)
     return QuestionSplit(informed, informed & bool(centered), side,
-                         int((~informed).sum()) >= own_scale_min)
+                         int(one_sided.sum()) >= own_scale_min)
 
 
 def _reflected_zero_sum(name: str, size: int, pivot, free, direction, scale, sd=1.0):

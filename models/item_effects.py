@@ -189,7 +189,7 @@ def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool =
     questions are which; its free coordinates are those of
     :class:`models.transforms.ItemEffects`.
 
-    ``uninformed_scale``: the uninformed questions get their own scale
+    ``uninformed_scale``: the one-sided questions (``split.side`` +-1) get their own scale
     ``{scale_name}_uninformed`` ~ HalfNormal(2.5) (the 2PL and 3PL; :mod:`models.irt`)
     where ``split.own_scale``; otherwise they share ``scale`` and that variable keeps its
     prior (it is in the graph either way, so that datasets of one shape share one graph).
@@ -205,11 +205,11 @@ def pooled(name: str, location, scale_name: str, split, uninformed_scale: bool =
     scale = pm.HalfNormal(scale_name, 2.5)
     if uninformed is not None:
         return _collapsed(name, location, scale, split, uninformed)
-    own = scale
-    if uninformed_scale:
+    own = sigma = scale
+    if uninformed_scale:  # the one-sided questions' scale (models.irt.question_split)
         own = pt.where(split.data("own_scale")[0] > 0,
                        pm.HalfNormal(f"{scale_name}_uninformed", 2.5), scale)
-    sigma = pt.where(split.data("informed") > 0, scale, own)
+        sigma = pt.where(pt.neq(split.data("side"), 0), own, scale)
     zeros = pt.zeros(split.size)
     side = split.data("side") if walls is not None else zeros
     wall, width, capped = (wall_positions(walls, side) if walls is not None

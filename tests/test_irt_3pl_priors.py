@@ -12,6 +12,8 @@ from bayesrank.models import irt
 from scipy import stats
 from scipy.special import expit
 
+import bayesrank
+
 # densities compared, nothing sampled: the graphs on their NumPy code (conftest)
 pytestmark = pytest.mark.usefixtures("numpy_graphs")
 
@@ -246,6 +248,45 @@ def test_own_scale_from_ten_one_sided_questions():
     n = np.full(k.shape, 3)
     assert irt.question_split(k, n).own_scale
     assert not irt.question_split(k[:, 1:], n[:, 1:]).own_scale
+
+
+def test_a_question_few_models_answered_is_not_one_sided():
+    """One-sided among fewer than half of the models: by chance as often as by difficulty,
+    so no wall and no own scale (question_split); among half or more: one-sided."""
+    k = np.zeros((4, 5), int)
+    n = np.ones((4, 5), int)
+    k[:, 1] = 1  # solved by all four
+    n[2:, 2] = 0  # failed by the two of four that answered: half, one-sided
+    n[1:, 3], k[0, 3] = 0, 1  # solved by its one answer of four: side 0
+    n[:, 4] = 0  # answered by nobody
+    k[0, 0] = 1  # informed
+    split = irt.question_split(k, n, own_scale_min=3)
+    np.testing.assert_array_equal(split.side, [0, -1, 1, 0, 0])
+    assert split.own_scale == (irt.question_split(k, n, own_scale_min=2).own_scale is False)
+
+
+@pytest.mark.parametrize("kind", ["2pl", "3pl"])
+def test_questions_answered_by_few_share_the_informed_scale(kind):
+    """A 2PL/3PL question answered by fewer than half of the models, and one answered by
+    nobody, are sampled non-centred with the informed questions' scale sigma_beta; the
+    one-sided ones with their own (90% missing at 50 x 1,400: docs/scale.md)."""
+    rng = np.random.default_rng(3)
+    R = (rng.uniform(size=(6, 14, 1)) < 0.5).astype(np.int8)
+    mask = np.ones(R.shape, bool)
+    R[:, :10] = 0  # ten questions no model solves: one-sided, their own scale
+    R[:, 10], mask[2:, 10] = 1, False  # solved by its two answers of six
+    mask[:, 11] = False  # answered by nobody
+    R[:, 12], R[:, 13], R[0, 12], R[0, 13] = 1, 0, 0, 1  # informed; every model is too
+    data = irt.IrtData.of(bayesrank.ResponseData(R, mask=mask), kind, centered=False)
+    np.testing.assert_array_equal(data.split.side[9:12], [1, 0, 0])
+    model = (irt.three_pl if kind == "3pl" else irt.two_pl)(
+        data, irt.IrtOptions(likelihood=irt.DEFAULT_LIKELIHOOD[kind]))
+    point = random_point(model, seed=4)
+    got = evaluate(model, ["beta", "mu_beta", "sigma_beta", "sigma_beta_uninformed"], point)
+    assert got["sigma_beta"] != pytest.approx(got["sigma_beta_uninformed"])
+    np.testing.assert_allclose(
+        got["beta"][10:12],
+        got["mu_beta"] + got["sigma_beta"] * coordinate(model, point)[10:12], rtol=1e-12)
 
 
 @pytest.mark.parametrize("own_scale_min", [1, irt.OWN_SCALE_MIN_QUESTIONS],
