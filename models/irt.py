@@ -175,10 +175,10 @@ class QuestionSplit(NamedTuple):
 
     ``side``: +1 where no model solved the question, -1 where every model
     solved it in every trial, 0 where it is informed or where fewer than half of the
-    models answered it (:func:`question_split`), no model included (its intercept's
-    posterior is its prior: there is no wall to measure it from; sampled from a wall, the
-    72 such questions of a 50 x 14,000 table with 90% of its cells missing mixed slowly,
-    R-hat up to 1.06: docs/scale.md).
+    models answered it (:func:`question_split`).  A question nobody answered is among
+    the latter: its intercept's posterior is its prior, with no wall to measure it from
+    (sampled from a wall, the 72 such questions of a 50 x 14,000 table with 90% of its
+    cells missing mixed slowly, R-hat up to 1.06: docs/scale.md).
     """
 
     informed: np.ndarray
