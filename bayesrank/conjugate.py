@@ -277,6 +277,17 @@ def _block_log_likelihood(
     return out
 
 
+def _binomial(rng: np.random.Generator, trials: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Binomial(trials, p) variates (trials (cells, 1), p (cells, samples)).  Where no cell
+    has more than one trial (a one-trial benchmark, missing cells 0) each is one uniform
+    against p, ``[U < p]``: the same distribution, a fraction of the cost of
+    :meth:`numpy.random.Generator.binomial` per variate."""
+    p = np.clip(p, 0.0, 1.0)
+    if trials.max(initial=0) <= 1:
+        return (rng.random(p.shape) < p) * trials
+    return rng.binomial(trials, p)
+
+
 @dataclass(frozen=True)
 class DeferredArray:
     """An array made only when first asked for: its ``shape``, ``dtype`` and ``make()``;
@@ -403,25 +414,33 @@ class ExactDraws:
 
         ``k~_lm ~ Multinomial(n_lm, p_lm)`` at every draw of ``p``, with ``trials`` n_lm
         (L, M), scored ``sum_m w . k~_lm``: one block of cells at a time (the draws of
-        ``p`` are made again block by block, never all at once), the blocks in order
-        from ``rng``.
+        ``p`` are made again block by block, never all at once), each block from its own
+        child of ``rng`` (:meth:`numpy.random.Generator.spawn`), so the blocks run on
+        threads and the result does not depend on how many.
         """
         L, M, K = self.shape
         n = np.asarray(trials).reshape(-1)
-        out = np.zeros((L, self.n_samples))
-        for j, block in enumerate(self._blocks):
+        streams = rng.spawn(len(self._blocks))
+
+        def block_scores(j: int) -> np.ndarray:
+            block, block_rng = self._blocks[j], streams[j]
             p = self._draw(j, whole=K > 2)[0]
             trials = n[block.cells, None]
             if K == 2:  # the binomial: one variate per cell and draw
                 small = next(iter(p))  # the category drawn (the smaller one for products)
-                k = rng.binomial(trials, np.clip(p[small], 0.0, 1.0))
+                k = _binomial(block_rng, trials, p[small])
                 scores = self.weights[1 - small] * trials + (
                     self.weights[small] - self.weights[1 - small]) * k
             else:
                 pvals = np.stack([p[k] for k in range(K)], axis=-1)  # (cells, samples, K)
                 pvals /= pvals.sum(axis=-1, keepdims=True)
-                scores = rng.multinomial(trials, pvals) @ self.weights
-            out[block.cells[0] // M] += scores.sum(axis=0)
+                scores = block_rng.multinomial(trials, pvals) @ self.weights
+            return scores.sum(axis=0)
+
+        out = np.zeros((L, self.n_samples))
+        # every block holds cells of one model (the cells are model-major); summed in order
+        for j, block_sum in enumerate(self._map(block_scores)):
+            out[self._blocks[j].cells[0] // M] += block_sum
         return out.reshape(L, self.chains, self.draws).transpose(1, 2, 0)
 
     def fresh_counts(self, trials: np.ndarray, samples: int, rng: np.random.Generator
@@ -443,7 +462,7 @@ class ExactDraws:
             cell_trials = n[block.cells, None]
             if K == 2:  # the binomial: one variate per cell and draw
                 small = next(iter(p))  # the category drawn (the smaller one for products)
-                k = rng.binomial(cell_trials, np.clip(p[small], 0.0, 1.0))
+                k = _binomial(rng, cell_trials, p[small])
                 out[:, block.cells, small], out[:, block.cells, 1 - small] = k.T, (
                     cell_trials - k).T
             else:

@@ -196,6 +196,32 @@ def test_bayes_predictive_accuracy_has_the_dirichlet_multinomial_moments(w):
     np.testing.assert_allclose(rep.std(axis=0), sd, rtol=0.06)
 
 
+def test_bayes_predictive_accuracy_with_one_trial_per_cell_is_bernoulli():
+    """One trial per cell, some cells missing (the uniform-against-p path of
+    conjugate._binomial): a replicated cell is Bernoulli(E p) = Bernoulli((k + 1) / 3)
+    marginally, independent over cells, so each model's replicated accuracy has mean
+    sum_m m_lm / n_l and variance sum_m m_lm (1 - m_lm) / n_l^2 over its observed cells."""
+    import warnings
+
+    rng = np.random.default_rng(2)
+    R = rng.integers(0, 2, (3, 30, 1))
+    mask = rng.random(R.shape) < 0.7
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = bayesrank.fit(ResponseData(R, mask=mask), "bayes", random_seed=0,
+                             progressbar=False, draws=2500)
+    rep = post.predictive_accuracy().transpose("chain", "draw", "llm").values.reshape(-1, 3)
+    observed = mask[..., 0]
+    m = np.where(observed, (R[..., 0] + 1) / 3, 0.0)
+    n = observed.sum(axis=1)
+    mean = m.sum(axis=1) / n
+    sd = np.sqrt((m * (1 - m)).sum(axis=1)) / n
+    np.testing.assert_allclose(rep.mean(axis=0), mean, atol=4 * sd.max() / np.sqrt(rep.shape[0]))
+    np.testing.assert_allclose(rep.std(axis=0), sd, rtol=0.06)
+    # each replicate is a whole number of solved trials out of the model's observed ones
+    np.testing.assert_allclose(rep * n, np.round(rep * n), atol=1e-9)
+
+
 def test_closed_form_interval_is_the_predictive_one_of_its_own_dirichlet_posterior():
     """closed_form's accuracy interval: the normal approximation of the same replicated
     scores that fit(data, "bayes") draws exactly."""
