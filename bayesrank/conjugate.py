@@ -345,6 +345,16 @@ class ExactDraws:
         with ThreadPoolExecutor(workers) as pool:
             return list(pool.map(task, range(len(self._blocks))))
 
+    def _by_model(self, block_sum) -> np.ndarray:
+        """Each model's sum of ``block_sum(j)`` (samples,) over its blocks, (chain, draw,
+        llm): every block holds cells of one model (the cells are model-major), and the
+        blocks are summed in order whatever the threads."""
+        L, M, _ = self.shape
+        out = np.zeros((L, self.n_samples))
+        for j, values in enumerate(self._map(block_sum)):
+            out[self._blocks[j].cells[0] // M] += values
+        return out.reshape(L, self.chains, self.draws).transpose(1, 2, 0)
+
     def sample(self, counts: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Draws of ``theta`` (chain, draw, llm) and, with ``counts``, ``log_likelihood``.
 
@@ -373,11 +383,7 @@ class ExactDraws:
             return block.cells.size * w[large] + (w[block.small] - w[large]) * p[
                 block.small].sum(axis=0)
 
-        score = np.zeros((L, self.n_samples))
-        # every block holds cells of one model (the cells are model-major); summed in order
-        for j, block_sum in enumerate(self._map(block_score)):
-            score[self._blocks[j].cells[0] // M] += block_sum
-        out = {"theta": (score / M).reshape(L, self.chains, self.draws).transpose(1, 2, 0)}
+        out = {"theta": self._by_model(block_score) / M}
         if loglik is not None:
             out["log_likelihood"] = loglik.reshape(
                 L, M, self.chains, self.draws).transpose(2, 3, 0, 1)
@@ -418,7 +424,7 @@ class ExactDraws:
         child of ``rng`` (:meth:`numpy.random.Generator.spawn`), so the blocks run on
         threads and the result does not depend on how many.
         """
-        L, M, K = self.shape
+        K = self.shape[-1]
         n = np.asarray(trials).reshape(-1)
         streams = rng.spawn(len(self._blocks))
 
@@ -437,11 +443,7 @@ class ExactDraws:
                 scores = block_rng.multinomial(trials, pvals) @ self.weights
             return scores.sum(axis=0)
 
-        out = np.zeros((L, self.n_samples))
-        # every block holds cells of one model (the cells are model-major); summed in order
-        for j, block_sum in enumerate(self._map(block_scores)):
-            out[self._blocks[j].cells[0] // M] += block_sum
-        return out.reshape(L, self.chains, self.draws).transpose(1, 2, 0)
+        return self._by_model(block_scores)
 
     def fresh_counts(self, trials: np.ndarray, samples: int, rng: np.random.Generator
                      ) -> np.ndarray:
