@@ -108,9 +108,9 @@ def prior_covariance(ran, scale, spread):
 def test_pooled_abilities_keep_the_prior_of_skill_and_theta(simulated, coverage, numpy_graphs):
     """Sampling the abilities of the cells run and drawing the rest given them
     (models/pooling.py) is the same prior: given the spreads, theta_run's density is the
-    equations' marginal and (skill, theta), linear in (theta_run, z), has the equations'
-    covariance, exactly (with a benchmark run by every model, whose abilities sum to 0,
-    and without)."""
+    equations' marginal (of the contrasts) and (skill, theta), linear in (theta_run,
+    theta_level_z, z), has the equations' covariance, exactly (with a benchmark run by
+    every model, whose abilities sum to 0, and without)."""
     ran = suite.SuiteData.of(simulated[0]).ran()
     if coverage != "simulated":
         ran = ran.copy()
@@ -121,27 +121,33 @@ def test_pooled_abilities_keep_the_prior_of_skill_and_theta(simulated, coverage,
     pool = Pooling.of(ran)
     assert pool.pivots.size == (1 if coverage == "simulated" else 0)
     expected = prior_covariance(ran, scale, spread)
-    # theta_run: the cells run in levels and contrasts (x = E^-1 theta_r), the free ones
+    # theta_run: the cells run in levels and contrasts (x = E^-1 theta_r), the free
+    # contrasts; the free levels drawn given them from theta_level_z
     run = ran.shape[0] + pool.cells
     to_x = np.linalg.inv(pool.basis)[pool.free]
-    sampled = to_x @ expected[np.ix_(run, run)] @ to_x.T
-    x = np.random.default_rng(0).multivariate_normal(np.zeros(pool.free.size), sampled)
+    order, n_c = pool.contrasts_then_levels()
+    sampled = (to_x @ expected[np.ix_(run, run)] @ to_x.T)[np.ix_(order, order)]
+    x = np.random.default_rng(0).multivariate_normal(np.zeros(n_c), sampled[:n_c, :n_c])
     np.testing.assert_allclose(pm.logp(model["theta_run"], x).eval(),
-                               stats.multivariate_normal(cov=sampled).logpdf(x), rtol=1e-10)
-    values = [model.rvs_to_values[model[name]] for name in ("theta_run", "theta_z")]
+                               stats.multivariate_normal(cov=sampled[:n_c, :n_c]).logpdf(x),
+                               rtol=1e-10)
+    names = ("theta_run", "theta_level_z", "theta_z")
+    values = [model.rvs_to_values[model[name]] for name in names]
     outputs = pt.concatenate([skill, theta.ravel()])
     jacobian = pytensor.function(values, pytensor.gradient.jacobian(
         model.replace_rvs_by_values([outputs])[0], values))
-    j_run, j_z = jacobian(x, np.zeros(model["theta_z"].type.shape[0]))
-    covariance = j_run @ sampled @ j_run.T + j_z @ j_z.T
+    standard = [np.zeros(model[name].type.shape[0]) for name in names[1:]]
+    j_run, j_level, j_z = jacobian(x, *standard)
+    covariance = j_run @ sampled[:n_c, :n_c] @ j_run.T + j_level @ j_level.T + j_z @ j_z.T
     np.testing.assert_allclose(covariance, expected, atol=1e-9)
     # the levels are the mean abilities of the models that ran each benchmark
     level_of = pytensor.function(values, model.replace_rvs_by_values([level])[0],
                                  on_unused_input="ignore")
     theta_of = pytensor.function(values, model.replace_rvs_by_values([theta])[0])
-    z = np.random.default_rng(1).standard_normal(model["theta_z"].type.shape[0])
-    drawn = np.where(ran, theta_of(x, z), np.nan)
-    np.testing.assert_allclose(level_of(x, z), np.nanmean(drawn, axis=0), atol=1e-12)
+    rng = np.random.default_rng(1)
+    z = [rng.standard_normal(model[name].type.shape[0]) for name in names[1:]]
+    drawn = np.where(ran, theta_of(x, *z), np.nan)
+    np.testing.assert_allclose(level_of(x, *z), np.nanmean(drawn, axis=0), atol=1e-12)
 
 
 @pytest.mark.parametrize("kind", suite.KINDS)
