@@ -211,7 +211,10 @@ def test_run_studies_puts_benchmarks_side_by_side():
         run_studies({})
 
 
-def test_unreachable_scheduler_is_a_clear_error():
+def test_unreachable_scheduler_is_a_clear_error(monkeypatch):
     pytest.importorskip("distributed")
+    from bayesrank.study import engine
+
+    monkeypatch.setattr(engine, "CONNECT_TIMEOUT", "1s")  # the default waits 10 s
     with pytest.raises(ValueError, match="cannot reach the Dask scheduler"):
         run_study(_simulate(), methods=["avg"], scheduler="tcp://127.0.0.1:9", quiet=True)

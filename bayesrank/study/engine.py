@@ -23,6 +23,9 @@ from bayesrank.study.progress import Progress
 
 __all__ = ["connect", "run_tasks"]
 
+#: how long :func:`connect` keeps trying to reach a scheduler before it gives up
+CONNECT_TIMEOUT = "10s"
+
 
 def connect(address: str) -> Any:
     """A :class:`distributed.Client` for the scheduler at ``address`` (e.g. tcp://host:8786)."""
@@ -32,7 +35,7 @@ def connect(address: str) -> Any:
         raise ImportError("running a study on a cluster needs dask.distributed: "
                           "pip install 'bayesrank[cluster]'") from exc
     try:
-        return Client(address, timeout="10s")
+        return Client(address, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError) as exc:  # the CLI reports ValueErrors as one clean line
         raise ValueError(f"cannot reach the Dask scheduler at {address!r}: {exc}") from exc
 
