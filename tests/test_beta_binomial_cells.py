@@ -156,7 +156,9 @@ def test_the_model_picks_the_form_by_trials_per_cell():
     assert bb.BetaBinomialSlopeCells not in _ops(get_model("3pl").build(many))
 
 
-@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("shared", [False, pytest.param(True, marks=pytest.mark.extended(
+    "a second 3PL pair's rewrites, 35-40 s in make test on a cold cache; the shared run's "
+    "cells are the same Op's, whose values test_cells_are_scipys_beta_binomial_... holds"))])
 def test_the_models_density_is_the_gammaln_forms(shared, monkeypatch, numpy_graphs):
     """The 3PL's log-density and gradient with the Op equal those of the same model built on
     the gammaln form, at random points: with per-model prior runs (a second (L, M) table of

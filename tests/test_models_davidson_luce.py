@@ -399,6 +399,10 @@ def test_one_graph_serves_data_of_other_events_and_sets(numpy_graphs):
     assert reused.compile_logp()(point) == pytest.approx(fresh.compile_logp()(point), rel=1e-12)
 
 
+@pytest.mark.extended("three Davidson-Luce compilations for nutpie, 70-80 s in make test on a "
+                      "cold cache; the reused graph's density with other events and sets is "
+                      "test_one_graph_serves_data_of_other_events_and_sets', the reused draws' "
+                      "equality test_function_store's")
 @pytest.mark.parametrize("other", ["flipped", "fewer events"])
 def test_a_second_fit_reuses_the_compiled_model(simulated, monkeypatch, tmp_path, other):
     """Davidson-Luce fits of the same L, D and number of comparison sets reuse one
