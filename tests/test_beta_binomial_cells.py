@@ -18,6 +18,8 @@ from scipy import special, stats
 from bayesrank import ResponseData
 
 MODES = {"numba": "NUMBA", "jax": "JAX", "numpy": Mode(linker="py", optimizer="fast_run")}
+#: one xdist worker: the Ops' Numba and JAX kernels compile once, not once on each worker
+pytestmark = pytest.mark.xdist_group("beta_binomial_cells")
 
 
 def _cells(rng, L=7, M=9, most=12):
