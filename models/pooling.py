@@ -12,9 +12,10 @@ that ran b (on those models only), every output is a fixed linear map of u:
 skill = S u, theta = T u.
 
 :func:`pooled_abilities` samples the abilities the data see, theta_r = R u (R: the rows of
-T of the cells a model ran), centred from their exact marginal Normal(0, R D R^T), D =
-diag(var u); and draws every other output from its exact conditional given theta_r by
-pathwise conditioning (Matheron's rule):
+T of the cells a model ran), from their exact marginal Normal(0, R D R^T), D = diag(var u):
+their contrasts centred, each benchmark's level (which the likelihood leaves to the prior)
+from its conditional given them, non-centred; and draws every other output from its exact
+conditional given theta_r by pathwise conditioning (Matheron's rule):
 
     u* = D^(1/2) z,  z ~ Normal(0, I)
     u  = u* + D R^T (R D R^T)^(-1) (theta_r - R u*)      ~ u | theta_r, exactly

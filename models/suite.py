@@ -42,10 +42,10 @@ on the skills, whose draws follow that split), the common scale keeps the ratio 
 spreads within a factor exp(0.5 sqrt(2) 1.96) = 4 a priori (95%).
 
 Sampled as the data inform it (:mod:`models.pooling`): the abilities theta_lb of the cells
-run, centred, from their exact marginal given the spreads (skill and deviations integrated
-out), in each benchmark's level and contrasts; the skills and the abilities on benchmarks
-not run from their exact conditional given those, by pathwise conditioning on standard
-normals.  The data pin each theta_lb down
+run, from their exact marginal given the spreads (skill and deviations integrated out), in
+each benchmark's contrasts (centred) and level (given the contrasts, non-centred); the
+skills and the abilities on benchmarks not run from their exact conditional given those, by
+pathwise conditioning on standard normals.  The data pin each theta_lb down
 (hundreds of questions), but with two benchmarks only sigma_1^2 + sigma_2^2 is identified:
 sampled as skills and deviations, every skill (the 1 / sigma_b^2-weighted average of a
 model's abilities) moved with the poorly identified split of the spread; sampled so, only
