@@ -1,6 +1,8 @@
-"""The Laplace approximation of the binomial Rasch (issue 47's CPU route at leaderboard
-scale): its mode, its Schur-complement covariance against the dense Hessian's inverse,
-its draws' moments, and its refusals.  Against NUTS on a real set: tests/test_models_real.py.
+"""The Laplace approximations of the binomial Rasch and 2PL (issue 47's CPU route at
+leaderboard scale): their gradients and Hessian blocks against finite differences, the
+Schur-complement covariance of the draws against the dense Hessian's inverse, the 2PL's
+draws moved to the NUTS model's convention, the checks a fit scores with them, and the
+refusals.  Against NUTS on real sets: tests/test_models_real.py.
 """
 
 from __future__ import annotations
@@ -97,13 +99,16 @@ def test_fit_with_laplace_gives_iid_draws_of_the_centred_abilities():
 
 
 @pytest.mark.parametrize(("model", "options", "message"), [
-    ("2pl", {}, "Rasch posterior only"),
-    ("rasch", {"likelihood": "beta_binomial"}, "binomial Rasch without prior runs"),
+    ("3pl", {}, "Rasch and 2PL posteriors only"),
+    ("rasch", {"likelihood": "beta_binomial"}, "binomial Rasch and 2PL without prior runs"),
+    ("2pl", {"use_R0": True}, "binomial Rasch and 2PL without prior runs"),
 ])
 def test_laplace_refuses_other_models_in_one_line(model, options, message):
-    R = (np.random.default_rng(6).random((5, 20, 2)) < 0.5).astype(int)
+    rng = np.random.default_rng(6)
+    R, R0 = ((rng.random((5, 20, n)) < 0.5).astype(int) for n in (2, 1))
     with pytest.raises(DataError, match=message) as caught:
-        br.fit(br.ResponseData(R), model, sampler="laplace", progressbar=False, **options)
+        br.fit(br.ResponseData(R, R0=R0), model, sampler="laplace", progressbar=False,
+               **options)
     assert "\n" not in str(caught.value)
 
 
@@ -121,3 +126,109 @@ def test_a_laplace_fit_checks_and_scores_its_own_draws():
     loo = post.loo()
     nuts = br.fit(data, "rasch", random_seed=8, progressbar=False)
     assert float(loo["elpd"]) == pytest.approx(float(nuts.loo()["elpd"]), abs=5.0)
+
+
+#: the 2PL's pieces with every one of _two_pl_cells' seven models informed
+TWO_PL = LP._TwoPL(np.ones(7))
+
+
+def _two_pl_cells(L=7, M=12, trials=4, seed=10):
+    rng = np.random.default_rng(seed)
+    theta, b, a = rng.normal(0, 1, L), rng.normal(0, 1, M), np.exp(rng.normal(0, 0.4, M))
+    n = np.full((L, M), float(trials))
+    return rng.binomial(trials, 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(float), n
+
+
+def _dense(curvature):
+    """The full Hessian from its blocks (the abilities' block, then each question's
+    parameters, as x lays them out)."""
+    L, M, q = curvature.U.shape
+    H = np.zeros((L + M * q, L + M * q))
+    H[:L, :L] = curvature.abilities_block()
+    H[:L, L:] = curvature.U.reshape(L, M * q)
+    H[L:, :L] = H[:L, L:].T
+    for m in range(M):
+        H[L + m * q:L + (m + 1) * q, L + m * q:L + (m + 1) * q] = curvature.B[m]
+    return H
+
+
+def test_two_pl_gradient_and_hessian_blocks_are_the_log_densitys():
+    """The 2PL's gradient against finite differences of its value, and its Hessian blocks
+    against finite differences of the gradient (the abilities' block is diagonal, the
+    questions do not couple)."""
+    k, n = _two_pl_cells(7, 5)
+    x = np.random.default_rng(11).normal(0, 0.6, 7 + 1 + 10)  # z, mu, items
+    value = lambda x: TWO_PL.value(x, k, n, 9.0, 1.7)  # noqa: E731
+    np.testing.assert_allclose(value(x)[1], approx_fprime(x, lambda x: value(x)[0], 1e-7),
+                               rtol=1e-5, atol=1e-5)
+    numeric = np.array([(value(x + h)[1] - value(x - h)[1]) / 2e-6
+                        for h in 1e-6 * np.eye(x.size)])
+    np.testing.assert_allclose(_dense(TWO_PL.curvature(x, k, n, 9.0, 1.7)), numeric,
+                               rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("block_values", [LP._BLOCK_VALUES, 5 * 200_000 * 2])
+def test_two_pl_draws_have_the_covariance_of_the_dense_hessian_at_the_mode(
+        monkeypatch, block_values):
+    """Before the move to the NUTS model's convention: the draws' mean is the mode (its
+    gradient zero) and their covariance the inverse of the full Hessian there, whether the
+    questions' draws are made at once or five questions at a time."""
+    monkeypatch.setattr(LP, "_BLOCK_VALUES", block_values)
+    k, n = _two_pl_cells()
+    L, M = k.shape
+    theta, items, sigma = LP._laplace(TWO_PL, k, n, 3.0, 200_000, np.random.default_rng(12))
+    x = np.concatenate([theta.mean(0), items.mean(0).ravel()])
+    draws = np.hstack([theta, items.reshape(theta.shape[0], -1)])
+    # the mode, found independently by exact-Hessian trust-region Newton
+    from scipy.optimize import minimize
+
+    args = (k, n, 9.0, sigma**2)
+    hessian = lambda x, *_: _dense(TWO_PL.curvature(x, *args))  # noqa: E731
+    mode = minimize(TWO_PL.value, x, args=args, jac=True, hess=hessian,
+                    method="trust-exact", options={"gtol": 1e-8}).x
+    for _ in range(3):  # Newton's own steps, to rounding
+        mode = mode - np.linalg.solve(hessian(mode), TWO_PL.value(mode, *args)[1])
+    assert np.abs(TWO_PL.value(mode, *args)[1]).max() < 1e-8
+    cov = np.linalg.inv(hessian(mode))
+    sd = np.sqrt(np.diag(cov))
+    assert np.abs(x - mode).max() < 5 * sd.max() / np.sqrt(200_000)
+    got = np.cov(draws.T)
+    assert np.abs(got - cov).max() / np.outer(sd, sd).max() < 0.02
+
+
+def test_two_pl_draws_are_moved_along_the_likelihoods_symmetries():
+    """Each draw is moved to the NUTS 2PL's convention (informed log a summing to zero,
+    informed abilities to zero) without changing a single cell's logit a theta + beta."""
+    k, n = _two_pl_cells()
+    informed, questions = np.ones(7, bool), np.ones(12, bool)
+    questions[[0, 5]] = False
+    raw_theta, items, _ = LP._laplace(TWO_PL, k, n, 3.0, 50, np.random.default_rng(13))
+    out = LP.two_pl_laplace(k, n, informed, questions, 3.0, 50, np.random.default_rng(13))
+    np.testing.assert_allclose(out["log_a"][:, questions].sum(1), 0.0, atol=1e-12)
+    np.testing.assert_allclose(out["theta"].mean(1), 0.0, atol=1e-12)
+    raw_a, raw_beta = np.exp(items[:, None, :, 0]), items[:, None, :, 1]
+    raw = TWO_PL.abilities(raw_theta)[:, :, None] * raw_a + raw_beta
+    moved = out["theta"][:, :, None] * out["a"][:, None, :] + out["beta"][:, None, :]
+    np.testing.assert_allclose(moved, raw, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out["b"], -out["beta"] / out["a"], rtol=1e-15)
+
+
+def test_a_two_pl_laplace_fit_scores_its_own_draws():
+    """PSIS-LOO of a 2PL Laplace fit reads the draws' theta, log a and beta: its lppd
+    (elpd + p_loo) is the log mean likelihood of each cell over the draws, computed here
+    with scipy; the PPC's replicated accuracies centre on the observed ones."""
+    from scipy.special import logsumexp
+    from scipy.stats import binom
+
+    k, n = _two_pl_cells(10, 40, 1, seed=14)
+    R = (np.arange(1)[None, None, :] < k[..., None]).astype(int)
+    post = br.fit(br.ResponseData(R), "2pl", sampler="laplace", draws=250, chains=2,
+                  random_seed=15, progressbar=False)
+    draws = post.idata["posterior"]
+    theta, a, beta = (draws[v].values.reshape(500, -1) for v in ("theta", "a", "beta"))
+    p = 1 / (1 + np.exp(-(theta[:, :, None] * a[:, None, :] + beta[:, None, :])))
+    lppd = (logsumexp(binom.logpmf(k, n, p), axis=0) - np.log(500)).sum()
+    loo = post.loo()
+    assert float(loo["elpd"]) + float(loo["p"]) == pytest.approx(lppd, rel=1e-9)
+    rows = post.ppc(num_draws=200, random_seed=16).statistics.query("statistic == 'accuracy'")
+    assert rows["p_value"].between(0.01, 0.99).all()

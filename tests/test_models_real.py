@@ -185,18 +185,26 @@ def test_report_default_interval_covers_the_observed_accuracy(real_sets, shared_
 
 
 @pytest.mark.parametrize("set_name", ["zeroeval_math_l5", "lcb_repair"])
-def test_laplace_approximation_ranks_as_nuts_does_on_real_data(real_sets, set_name):
-    """The Rasch's Laplace approximation (sampler='laplace', the CPU route at leaderboard
-    scale) against the default NUTS fit, full size: every P(theta_i > theta_j) within 0.05
-    (0.012 and 0.021 measured, docs/scale.md), abilities' means within 0.6 sd at the median
-    model and sds within 10% at the median (a model at the edge, its posterior skewed, is
-    further off)."""
+@pytest.mark.parametrize("model", ["rasch", "2pl"])
+def test_laplace_approximation_ranks_as_nuts_does_on_real_data(real_sets, set_name, model):
+    """The Laplace approximations (sampler='laplace', the CPU route at leaderboard scale)
+    against the default NUTS fit, full size: every P(theta_i > theta_j) within 0.05 (Rasch
+    0.012 and 0.021 measured, 2PL 0.023 and 0.025: docs/scale.md), the abilities' means
+    correlated above 0.999, their sds within 10% at the median model, and their means within
+    0.6 sd at the median model (a model at the edge, its posterior skewed, is further off).
+    The 2PL's abilities are compared after one common scale factor, held within 10% of 1:
+    its scale runs a few per cent wide of NUTS's on these sets (the slopes' modes against
+    their posterior means, with 15 and 38 models per question), 0.6 and 1.5 sd at the
+    median model without the factor (docs/scale.md)."""
     data = real_sets[set_name]
-    laplace = bayesrank.fit(data, "rasch", sampler="laplace", random_seed=1, progressbar=False)
-    nuts = bayesrank.fit(data, "rasch", random_seed=1, progressbar=False)
+    laplace = bayesrank.fit(data, model, sampler="laplace", random_seed=1, progressbar=False)
+    nuts = bayesrank.fit(data, model, random_seed=1, progressbar=False)
     a, c = (post.idata["posterior"]["theta"].values.reshape(-1, data.L)
             for post in (laplace, nuts))
     superiority = [(x[:, :, None] > x[:, None, :]).mean(axis=0) for x in (a, c)]
     assert np.abs(superiority[0] - superiority[1]).max() < 0.05
-    assert np.median(np.abs(a.mean(0) - c.mean(0)) / c.std(0)) < 0.6
+    assert np.corrcoef(a.mean(0), c.mean(0))[0, 1] > 0.999
     assert abs(np.median(a.std(0) / c.std(0)) - 1.0) < 0.1
+    scale = 1.0 if model == "rasch" else float(a.mean(0) @ c.mean(0) / (a.mean(0) @ a.mean(0)))
+    assert abs(scale - 1.0) < 0.1
+    assert np.median(np.abs(scale * a.mean(0) - c.mean(0)) / c.std(0)) < 0.6

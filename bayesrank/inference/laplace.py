@@ -1,5 +1,6 @@
-"""The Laplace approximation of the binomial Rasch posterior: the CPU route at leaderboard
-scale (``fit(data, "rasch", sampler="laplace")``).  An approximation, and named one.
+"""The Laplace approximations of the binomial Rasch and 2PL posteriors: the CPU route at
+leaderboard scale (``fit(data, "rasch" or "2pl", sampler="laplace")``).  Approximations,
+and named so.
 
 The Rasch's prior in the paper's form (the same posterior of every contrast as
 :func:`models.irt.rasch`, whose zero-sum abilities move their mean into the items:
@@ -8,47 +9,69 @@ module docstring of :mod:`models.irt`)::
     theta_l ~ N(0, s^2),  b_m ~ N(0, sigma_b^2),  sigma_b ~ HalfNormal(2.5)
     k_lm    ~ Binomial(n_lm, logistic(theta_l - b_m))
 
-sigma_b is the fixed point of EM with the Laplace approximation of b in the E-step (the
-joint mode of (theta, b, sigma_b) is at sigma_b = 0, the hierarchical funnel's neck):
-given sigma_b the mode of (theta, b) is found by L-BFGS (:func:`scipy.optimize.minimize`;
-the negative log-density is convex there), and the EM map sends sigma_b^2 to the
-maximiser of E[log p(b, sigma_b)] with E[b_m^2] = b_hat_m^2 + 1 / h_b,m; its fixed point
-is found by Brent's method (:func:`scipy.optimize.brentq`), EM's own steps being slow
-where the data say little about each question.  At the mode, with W_lm = n_lm p_lm (1 -
-p_lm), the negative log-density's Hessian in (theta, b) given sigma_b is
+The 2PL's, as :func:`models.irt.two_pl` but for the discriminations' zero sum::
 
-    H = [[diag(h_theta), -W], [-W^T, diag(h_b)]],  h_theta = W 1 + 1 / s^2,
-                                                    h_b = W^T 1 + 1 / sigma_b^2,
+    theta   : N(0, s^2) i.i.d. given sum_{l informed} theta_l = 0
+    log a_m ~ N(0, 0.5^2) i.i.d.,   mu ~ N(0, s^2 / L_I)
+    beta_m  ~ N(mu, sigma_beta^2),  sigma_beta ~ HalfNormal(2.5)
+    k_lm    ~ Binomial(n_lm, logistic(a_m theta_l + beta_m))
 
-so the abilities' marginal precision is the L x L Schur complement P = diag(h_theta) - W
-diag(1 / h_b) W^T (one pass over the cells, no (L + M)^2 matrix), theta ~ N(theta_hat,
-P^-1), and b | theta ~ N(b_hat + diag(1 / h_b) W^T (theta - theta_hat), diag(1 / h_b)).
-Draws are i.i.d.; as in the NUTS fit, theta and b are reported with the informed models'
-mean ability subtracted.  sigma_b is held at its estimate (every draw the same).
+Each draw is then moved along the likelihood's scale symmetry (theta s, a / s) to the
+NUTS model's convention, log a summing to zero over the informed questions: with
+thousands of questions the i.i.d. prior leaves that mean within 0.5 / sqrt(M) of 0.  The
+abilities' zero sum is kept exactly: with it free, the intercepts' prior (centred on mu,
+or on 0) traded against the abilities' location through the slopes (a_m theta + beta_m
+with theta shifted by c moves each beta_m by a_m c), and sigma_beta's EM (below) fell to
+0.  The search and the draws run in z, theta = (I - 1 w^T) z with w the informed
+models' weights 1 / L_I, and z's own mean given a unit normal: the abilities' block is
+then a dense L x L matrix, as the Schur complement below is anyway.
+
+sigma is the fixed point of EM with the Laplace approximation of the question parameters
+in the E-step (the joint mode with sigma is at sigma = 0, the hierarchical funnel's
+neck): given sigma the mode is found by L-BFGS (:func:`scipy.optimize.minimize`), and
+the EM map sends sigma^2 to the maximiser of E[log p(intercepts, sigma)] with E[d_m^2] =
+d_hat_m^2 + (B_m^-1)_dd for the intercept's deviation d_m from its mean (b_m; beta_m -
+mu) and its variance given the abilities' block; its fixed point is found by Brent's
+method (:func:`scipy.optimize.brentq`), EM's own steps being slow where the data say
+little about each question.  At the mode, the negative log-density's Hessian has the
+abilities' block H_theta (diagonal for the Rasch, h_theta = W 1 + 1 / s^2 with W_lm =
+n_lm p_lm (1 - p_lm); for the 2PL (z, mu) as above), each question's own q x q block B_m
+(the Rasch's h_b = W^T 1 + 1 / sigma_b^2; the 2PL's (log a_m, beta_m)) and their coupling
+U_m (L x q; the Rasch's -W[:, m]); questions do not couple to each other.  So the
+abilities' marginal precision is the L x L Schur complement P = H_theta - sum_m U_m
+B_m^-1 U_m^T (one pass over the cells, no (L + M q)^2 matrix), theta ~ N(theta_hat,
+P^-1), and question m's parameters given theta are N(x_m - B_m^-1 U_m^T (theta -
+theta_hat), B_m^-1).  Draws are i.i.d.; as in the NUTS fit, theta (and the Rasch's b) are
+reported with the informed models' mean ability subtracted.  sigma is held at its
+estimate (every draw the same).
 
 Where it is accurate: every ability is informed by many questions and every question by
 many models, so the posterior of the abilities is close to Gaussian (a leaderboard's
 1,000 models x 20,000 questions).  Where it is not: a model that solves nothing or every
-question (its ability's posterior is the prior's tail), few questions per model, and the
-difficulties of questions nobody solves (one-sided: skewed, the mode at the wall).
-docs/scale.md compares it with NUTS on sets both can fit.
+question (its ability's posterior is the prior's tail), few questions per model, the
+difficulties of questions nobody solves (one-sided: skewed, the mode at the wall), and,
+for the 2PL, the slopes of questions few models separate.  docs/scale.md compares both
+with NUTS on sets both can fit.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 from scipy.linalg import cho_factor, solve_triangular
 from scipy.optimize import brentq, minimize
 from scipy.special import expit, log_expit
 
 from bayesrank.errors import DataError
 
-__all__ = ["approximated_model", "laplace_draws", "rasch_laplace"]
+__all__ = ["approximated_model", "laplace_draws", "rasch_laplace", "two_pl_laplace"]
 
 SIGMA_B_PRIOR = 2.5  # sigma_b ~ HalfNormal(2.5), as models.item_effects.pooled
+LOG_A_SD = 0.5  # log a_m ~ N(0, 0.5^2), as models.irt.log_discriminations
 
 
 def _negative_log_posterior(x, k, n, s2, sigma2):
@@ -64,8 +87,9 @@ def _negative_log_posterior(x, k, n, s2, sigma2):
 
 
 def _scale_step(squares: float, M: int) -> float:
-    """sigma_b^2 maximising E[log p(b, sigma_b)] = -M log sigma - S / (2 sigma^2) - sigma^2 /
-    (2 * 2.5^2), S = sum_m E[b_m^2]: the root u > 0 of u^2 / 2.5^2 + M u - S = 0."""
+    """sigma^2 maximising E[log p(d, sigma)] = -M log sigma - S / (2 sigma^2) - sigma^2 /
+    (2 * 2.5^2) for the intercepts' deviations d (the Rasch's b), S = sum_m E[d_m^2]: the
+    root u > 0 of u^2 / 2.5^2 + M u - S = 0."""
     c = 1.0 / SIGMA_B_PRIOR**2
     return (-M + np.sqrt(M * M + 4.0 * c * squares)) / (2.0 * c)
 
@@ -74,57 +98,194 @@ def _scale_step(squares: float, M: int) -> float:
 #: is below _MODE_TOL times the square root of its posterior precision, i.e. it is off by
 #: less than about _MODE_TOL posterior sd in each coordinate
 _STOP, _MODE_TOL = {"maxiter": 5000, "ftol": 0.0, "gtol": 0.0}, 1e-4
-#: sigma_b^2 is settled to this relative tolerance, bracketed between these bounds
+#: sigma^2 is settled to this relative tolerance, bracketed between these bounds
 _SCALE_TOL, _SCALE_RANGE = 1e-4, (1e-8, 1e4)
+#: the questions' draws are made this many values at a time (256 MB in float64)
+_BLOCK_VALUES = 2**25
+
+
+@dataclass(frozen=True)
+class _Curvature:
+    """The negative log-density's Hessian at a point, by blocks: the abilities' block
+    ``h_theta`` (its diagonal (L,), or the whole (L, L) where it is dense), their coupling
+    to each question's parameters ``U`` (L, M, q) and each question's own block ``B``
+    (M, q, q) (questions do not couple to each other)."""
+
+    h_theta: np.ndarray
+    U: np.ndarray
+    B: np.ndarray
+
+    def abilities_block(self) -> np.ndarray:
+        return np.diag(self.h_theta) if self.h_theta.ndim == 1 else self.h_theta
+
+    def root(self) -> np.ndarray:
+        """Square roots of the diagonal (the scale of a unit step in each coordinate)."""
+        diagonal = np.diagonal(self.B, axis1=1, axis2=2).ravel()
+        own = self.h_theta if self.h_theta.ndim == 1 else np.diagonal(self.h_theta)
+        return np.sqrt(np.abs(np.concatenate([own, diagonal])))
+
+
+class _Rasch:
+    """The Rasch's pieces: one item parameter per question, its difficulty b_m (eta = theta_l
+    - b_m)."""
+
+    q, extra = 1, 0
+    value = staticmethod(_negative_log_posterior)
+
+    @staticmethod
+    def deviations(x, L):
+        """The difficulties (their prior's mean is 0)."""
+        return x[L:]
+
+    @staticmethod
+    def start(k, n, s2):
+        """Abilities 0 and the questions' smoothed logits; scales from the smoothed cells."""
+        rate = (k.sum(axis=0) + 0.5) / (n.sum(axis=0) + 1.0)
+        x = np.concatenate([np.zeros(k.shape[0]), np.log((1 - rate) / rate)])
+        q = (k + 0.5) / (n + 1.0)
+        W = n * q * (1.0 - q)
+        return x, np.sqrt(np.concatenate([W.sum(axis=1), W.sum(axis=0)]) + 1.0 / s2)
+
+    @staticmethod
+    def curvature(x, k, n, s2, sigma2) -> _Curvature:
+        L = k.shape[0]
+        p = expit(x[:L, None] - x[None, L:])
+        W = n * p * (1.0 - p)
+        return _Curvature(W.sum(axis=1) + 1.0 / s2, -W[..., None],
+                          (W.sum(axis=0) + 1.0 / sigma2)[:, None, None])
+
+
+class _TwoPL:
+    """The 2PL's pieces: per question (log a_m, beta_m), eta = a_m theta_l + beta_m, with
+    log a_m ~ N(0, 0.5^2) i.i.d., beta_m ~ N(mu, sigma^2), mu ~ N(0, s^2 / L_I), and the
+    abilities summing to zero over the informed models (module docstring).
+
+    The abilities are searched and drawn as z, theta = P z with P = I - 1 w^T (w the
+    informed models' weights 1 / L_I), and (w^T z)^2 / 2 added: z's mean has no other role.
+    The abilities' block, (z, mu), is then dense: P^T diag(h) P + w w^T, and mu's."""
+
+    q, extra = 2, 1
+
+    def __init__(self, informed: np.ndarray):
+        self.w = informed / informed.sum()
+
+    def _split(self, x):
+        L = self.w.size
+        z, items = x[:L], x[L + 1:].reshape(-1, 2)
+        return z - z @ self.w, z @ self.w, x[L], items[:, 0], items[:, 1]
+
+    def value(self, x, k, n, s2, sigma2):
+        """-log p(z, mu, log a, beta | sigma_beta, data) up to a constant, and its
+        gradient."""
+        theta, mean, mu, log_a, beta = self._split(x)
+        a = np.exp(log_a)
+        eta = theta[:, None] * a + beta
+        residual = k - n * expit(eta)
+        tau2 = s2 * self.w @ self.w  # s^2 / L_I
+        value = -(k * eta + n * log_expit(-eta)).sum() + theta @ theta / (2 * s2)
+        value += mean * mean / 2 + mu * mu / (2 * tau2) + log_a @ log_a / (2 * LOG_A_SD**2)
+        value += (beta - mu) @ (beta - mu) / (2 * sigma2)
+        grad_theta = -(residual @ a) + theta / s2
+        grad_z = grad_theta - grad_theta.sum() * self.w + mean * self.w  # P^T g + w (w^T z)
+        grad_mu = mu / tau2 - (beta - mu).sum() / sigma2
+        grad_items = np.stack([-a * (theta @ residual) + log_a / LOG_A_SD**2,
+                               -residual.sum(axis=0) + (beta - mu) / sigma2], axis=1)
+        return value, np.concatenate([grad_z, [grad_mu], grad_items.ravel()])
+
+    def start(self, k, n, s2):
+        """The Rasch's mode at a unit scale (a = 1, beta = -b), its abilities moved to sum
+        to zero over the informed models, scaled by the 2PL's curvatures there."""
+        rasch = _Modes(_Rasch, k, n, s2)
+        x, _ = rasch.at(1.0)
+        L = k.shape[0]
+        centre = x[:L] @ self.w
+        beta = centre - x[L:]
+        items = np.stack([np.zeros(beta.size), beta], axis=1)
+        x = np.concatenate([x[:L] - centre, [beta.mean()], items.ravel()])
+        return x, self.curvature(x, k, n, s2, 1.0).root()
+
+    def deviations(self, x, L):
+        """The intercepts' deviations from their mean, beta_m - mu."""
+        return self._split(x)[4] - x[L]
+
+    def abilities(self, block):
+        """theta = P z of the (draws of the) abilities' block (z, mu)."""
+        z = block[..., :self.w.size]
+        return z - (z @ self.w)[..., None]
+
+    def curvature(self, x, k, n, s2, sigma2) -> _Curvature:
+        """Observed Hessian blocks: with W = n p (1 - p) and r = k - n p at eta = a theta +
+        beta, (theta_l, log a_m): a_m (W a_m theta_l - r), (theta_l, beta_m): W a_m;
+        (log a_m, log a_m): sum_l a_m theta_l (W a_m theta_l - r) + 1 / 0.5^2,
+        (log a_m, beta_m): sum_l W a_m theta_l, (beta_m, beta_m): sum_l W + 1 / sigma^2;
+        (mu, beta_m): -1 / sigma^2, (mu, mu): M / sigma^2 + L_I / s^2; theta's rows
+        mapped to z's by P^T."""
+        theta, _, _, log_a, beta = self._split(x)
+        L, a = theta.size, np.exp(log_a)
+        p = expit(theta[:, None] * a + beta)
+        W, residual = n * p * (1.0 - p), k - n * p
+        slope = W * a * theta[:, None] - residual  # d/d log a_m of the theta_l gradient / a_m
+        U = np.zeros((L + 1, a.size, 2))
+        U[:L, :, 0], U[:L, :, 1], U[L, :, 1] = a * slope, W * a, -1.0 / sigma2
+        U[:L] -= self.w[:, None, None] * U[:L].sum(axis=0)  # P^T
+        B = np.empty((a.size, 2, 2))
+        B[:, 0, 0] = a * (theta @ slope) + 1.0 / LOG_A_SD**2
+        B[:, 0, 1] = B[:, 1, 0] = a * (theta @ W)
+        B[:, 1, 1] = W.sum(axis=0) + 1.0 / sigma2
+        P = np.eye(L) - self.w  # P[i, j] = delta_ij - w_j
+        block = np.zeros((L + 1, L + 1))
+        block[:L, :L] = P.T @ ((W @ (a * a) + 1.0 / s2)[:, None] * P) + np.outer(self.w, self.w)
+        block[L, L] = a.size / sigma2 + 1.0 / (s2 * self.w @ self.w)
+        return _Curvature(block, U, B)
 
 
 class _Modes:
-    """Modes of (theta, b) given sigma_b^2, each search starting from the last mode, in
-    coordinates scaled by the square roots of the last mode's curvatures (a diagonal
-    preconditioner: a model's ability is pinned by M cells, a question's by L)."""
+    """Modes of (theta, items) given sigma^2 of the intercepts, each search starting from
+    the last mode, in coordinates scaled by the square roots of the last mode's curvatures
+    (a diagonal preconditioner: a model's ability is pinned by M cells, a question's
+    parameters by L)."""
 
-    def __init__(self, k, n, s2):
-        self.k, self.n, self.s2 = k, n, s2
-        rate = (k.sum(axis=0) + 0.5) / (n.sum(axis=0) + 1.0)
-        self.x = np.concatenate([np.zeros(k.shape[0]), np.log((1 - rate) / rate)])
-        q = (k + 0.5) / (n + 1.0)
-        W = n * q * (1.0 - q)
-        self.root = np.sqrt(np.concatenate([W.sum(axis=1), W.sum(axis=0)]) + 1.0 / s2)
+    def __init__(self, posterior, k, n, s2):
+        self.posterior, self.k, self.n, self.s2 = posterior, k, n, s2
+        self.x, self.root = posterior.start(k, n, s2)
 
     def _scaled(self, z, sigma2):
-        value, grad = _negative_log_posterior(z / self.root, self.k, self.n, self.s2, sigma2)
+        value, grad = self.posterior.value(z / self.root, self.k, self.n, self.s2, sigma2)
         return value, grad / self.root
 
-    def at(self, sigma2: float):
-        """The mode, the cells' weights W and the precisions (h_theta, h_b) at sigma2."""
-        L = self.k.shape[0]
+    def at(self, sigma2: float) -> tuple[np.ndarray, _Curvature]:
+        """The mode and the Hessian's blocks there, at sigma2."""
         # in the scaled coordinates a unit is a posterior sd: stop at a tenth of the bound
         found = minimize(self._scaled, self.x * self.root, args=(sigma2,), jac=True,
                          method="L-BFGS-B", options={**_STOP, "gtol": 0.1 * _MODE_TOL})
         x = found.x / self.root
-        p = expit(x[:L, None] - x[None, L:])
-        W = self.n * p * (1.0 - p)
-        h_theta, h_b = W.sum(axis=1) + 1.0 / self.s2, W.sum(axis=0) + 1.0 / sigma2
+        curvature = self.posterior.curvature(x, self.k, self.n, self.s2, sigma2)
         gradient = found.jac * self.root  # the scaled search's gradient, unscaled
-        root = np.sqrt(np.concatenate([h_theta, h_b]))
+        root = curvature.root()
         if np.abs(gradient / root).max(initial=0.0) > _MODE_TOL:
             raise DataError(f"the Laplace approximation's mode search did not converge "
                             f"({found.message}); fit with NUTS instead (sampler='nutpie')")
         self.x, self.root = x, root
-        return x, W, h_theta, h_b
+        return x, curvature
+
+    def deviations(self, x: np.ndarray) -> np.ndarray:
+        """The intercepts' deviations from their prior's mean at the point ``x``."""
+        return self.posterior.deviations(x, self.k.shape[0])
 
     def em_gap(self, log_sigma2: float) -> float:
         """log T(u) - log u for the EM map T (:func:`_scale_step`) at u = exp(log_sigma2)."""
-        L = self.k.shape[0]
-        x, _, _, h_b = self.at(float(np.exp(log_sigma2)))
-        squares = float(x[L:] @ x[L:] + (1.0 / h_b).sum())  # sum of E[b_m^2]
-        return float(np.log(_scale_step(squares, x.size - L))) - log_sigma2
+        x, curvature = self.at(float(np.exp(log_sigma2)))
+        variance = np.linalg.inv(curvature.B)[:, -1, -1]  # given theta
+        deviations = self.deviations(x)
+        squares = float(deviations @ deviations + variance.sum())
+        return float(np.log(_scale_step(squares, variance.size))) - log_sigma2
+
 
 def _settled_scale(modes: _Modes) -> float:
-    """sigma_b^2 where the EM map stands still: bracketed from the questions' spread by
-    factors of 4, then Brent's method on log sigma_b^2."""
+    """sigma^2 where the EM map stands still: bracketed from the intercepts' spread by
+    factors of 4, then Brent's method on log sigma^2."""
     low, high = np.log(_SCALE_RANGE)
-    start = float(np.clip(np.log(max(np.var(modes.x[modes.k.shape[0]:]), 1e-2)), low, high))
+    start = float(np.clip(np.log(max(np.var(modes.deviations(modes.x)), 1e-2)), low, high))
     a = b = start
     gap = modes.em_gap(start)
     step = np.log(4.0) if gap > 0 else -np.log(4.0)  # T(u) > u: the fixed point lies above
@@ -132,67 +293,129 @@ def _settled_scale(modes: _Modes) -> float:
         b = float(np.clip(a + step, low, high))
         if modes.em_gap(b) * gap <= 0:
             break
-        if b in (low, high):  # no fixed point inside the range: the data hold sigma_b there
+        if b in (low, high):  # no fixed point inside the range: the data hold sigma there
             return float(np.exp(b))
         a = b
     root = brentq(modes.em_gap, min(a, b), max(a, b), xtol=_SCALE_TOL, rtol=_SCALE_TOL)
     return float(np.exp(root))
 
 
-def rasch_laplace(k: np.ndarray, n: np.ndarray, informed: np.ndarray, ability_scale: float,
-                  samples: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """``samples`` i.i.d. draws of theta (samples, L) and b (samples, M) from the Laplace
-    approximation (module docstring), and sigma_b's estimate."""
+def _laplace(posterior, k, n, ability_scale: float, samples: int, rng: np.random.Generator):
+    """``samples`` i.i.d. draws of theta (samples, L) and of the items' parameters (samples,
+    M, q) from the Laplace approximation, and the intercepts' sigma at its EM fixed point.
+
+    With the Hessian's blocks (:class:`_Curvature`), theta's precision is the Schur
+    complement P = diag(h_theta) - sum_m U_m B_m^-1 U_m^T, and a question's parameters
+    given theta are N(x_m - B_m^-1 U_m^T (theta - theta_hat), B_m^-1)."""
     k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
-    L = k.shape[0]
-    modes = _Modes(k, n, float(ability_scale) ** 2)
+    L = k.shape[0] + posterior.extra  # the abilities and the block's global coordinates
+    modes = _Modes(posterior, k, n, float(ability_scale) ** 2)
     sigma2 = _settled_scale(modes)
-    x, W, h_theta, h_b = modes.at(sigma2)
-    theta_hat, b_hat = x[:L], x[L:]
-    precision = np.diag(h_theta) - (W / h_b) @ W.T
-    factor, _ = cho_factor(precision, lower=True)
+    x, curvature = modes.at(sigma2)
+    theta_hat, items_hat = x[:L], x[L:].reshape(-1, posterior.q)
+    covariance = np.linalg.inv(curvature.B)  # each question's, given theta
+    V = np.einsum("lmi,mij->lmj", curvature.U, covariance).reshape(L, -1)
+    precision = curvature.abilities_block() - V @ curvature.U.reshape(L, -1).T
+    try:
+        factor, _ = cho_factor(precision, lower=True)
+        spread = np.linalg.cholesky(covariance)
+    except np.linalg.LinAlgError:
+        raise DataError("the Laplace approximation's Hessian is not positive definite at the "
+                        "mode found (a saddle of the posterior); fit with NUTS instead "
+                        "(sampler='nutpie')") from None
     # theta - theta_hat = C^-T z has covariance (C C^T)^-1 = P^-1
     dtheta = solve_triangular(factor, rng.standard_normal((L, samples)), lower=True,
                               trans="T").T
-    b = b_hat + (dtheta @ W) / h_b + rng.standard_normal((samples, b_hat.size)) / np.sqrt(h_b)
-    theta = theta_hat + dtheta
+    M, q = items_hat.shape
+    items = np.empty((samples, M, q))
+    V = V.reshape(L, M, q)
+    width = max(1, _BLOCK_VALUES // (samples * q))  # questions per block of draws
+    for start in range(0, M, width):
+        at = slice(start, start + width)
+        z = rng.standard_normal((samples, *items_hat[at].shape))
+        shift = (dtheta @ V[:, at].reshape(L, -1)).reshape(z.shape)
+        items[:, at] = items_hat[at] - shift + np.einsum("mij,smj->smi", spread[at], z)
+    return theta_hat + dtheta, items, float(np.sqrt(sigma2))
+
+
+def rasch_laplace(k: np.ndarray, n: np.ndarray, informed: np.ndarray, ability_scale: float,
+                  samples: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """``samples`` i.i.d. draws of theta (samples, L) and b (samples, M) from the Rasch's
+    Laplace approximation (module docstring), centred on the informed models' mean, and
+    sigma_b's estimate."""
+    theta, items, sigma = _laplace(_Rasch, k, n, ability_scale, samples, rng)
     centre = theta[:, informed].mean(axis=1, keepdims=True)
-    return {"theta": theta - centre, "b": b - centre, "sigma_b": float(np.sqrt(sigma2))}
+    return {"theta": theta - centre, "b": items[..., 0] - centre, "sigma_b": sigma}
+
+
+def two_pl_laplace(k: np.ndarray, n: np.ndarray, informed: np.ndarray,
+                   informed_questions: np.ndarray, ability_scale: float, samples: int,
+                   rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """``samples`` i.i.d. draws of the 2PL's theta, log a, a, beta and b from its Laplace
+    approximation, each draw's scale moved to the NUTS model's (log a summing to zero over
+    the informed questions: a / s, s theta), and sigma_beta's estimate."""
+    posterior = _TwoPL(np.asarray(informed, dtype=float))
+    block, items, sigma = _laplace(posterior, k, n, ability_scale, samples, rng)
+    theta, log_a, beta = posterior.abilities(block), items[..., 0], items[..., 1]
+    shift = log_a[:, informed_questions].mean(axis=1, keepdims=True)
+    log_a, theta = log_a - shift, theta * np.exp(shift)
+    a = np.exp(log_a)
+    return {"theta": theta, "log_a": log_a, "a": a, "beta": beta, "b": -beta / a,
+            "sigma_beta": sigma}
 
 
 def laplace_draws(model: pm.Model, *, draws: int, chains: int, seed: int,
                   log_likelihood: bool = False) -> dict[str, dict[str, np.ndarray]]:
-    """The ``posterior`` group's arrays (chain, draw, ...) of :func:`rasch_laplace` for a
-    Rasch model built by :func:`models.irt.build`, read from the model's data."""
+    """The ``posterior`` group's arrays (chain, draw, ...) of :func:`rasch_laplace` or
+    :func:`two_pl_laplace` for a Rasch or 2PL built by :func:`models.irt.build`, read from
+    the model's data."""
     names = model.named_vars
-    if "theta_direction" not in names or "b" not in names or "a" in names:
-        raise DataError("sampler 'laplace' approximates the Rasch posterior only; fit other "
-                        "models with NUTS (sampler='nutpie')")
+    if "theta_direction" not in names or "b" not in names or "c" in names:
+        raise DataError("sampler 'laplace' approximates the Rasch and 2PL posteriors only; fit "
+                        "other models with NUTS (sampler='nutpie')")
     if "inv_sqrt_phi" in names or "prior_successes" in names:
-        raise DataError("sampler 'laplace' approximates the binomial Rasch without prior runs; "
-                        "fit the beta-binomial or R0 Rasch with NUTS (sampler='nutpie')")
+        raise DataError("sampler 'laplace' approximates the binomial Rasch and 2PL without "
+                        "prior runs; fit the beta-binomial or R0 models with NUTS "
+                        "(sampler='nutpie')")
     value = _data_values(model)
     informed, ability_scale = _abilities_prior(value)
-    found = rasch_laplace(value["successes"], value["trials"], informed, ability_scale,
-                          draws * chains, np.random.default_rng(seed))
-    shaped = {name: found[name].reshape(chains, draws, -1) for name in ("theta", "b")}
-    shaped["sigma_b"] = np.full((chains, draws), found["sigma_b"])  # held at its estimate
+    rng = np.random.default_rng(seed)
+    k, n = value["successes"], value["trials"]
+    if "a" in names:
+        found = two_pl_laplace(k, n, informed, value["log_a_direction"] > 0, ability_scale,
+                               draws * chains, rng)
+        scale = "sigma_beta"
+    else:
+        found = rasch_laplace(k, n, informed, ability_scale, draws * chains, rng)
+        scale = "sigma_b"
+    shaped = {name: array.reshape(chains, draws, -1) for name, array in found.items()
+              if name != scale}
+    shaped[scale] = np.full((chains, draws), found[scale])  # held at its estimate
     return {"posterior": shaped}
 
 
 def approximated_model(model: pm.Model) -> pm.Model:
-    """The Rasch in the paper's form (module docstring) over ``model``'s data, whose free
-    variables are the draws' theta and b: the model a Laplace fit's posterior-predictive
-    check and PSIS-LOO score (``model``'s own free variables, its zero-sum coordinates, are
-    not among the draws)."""
+    """The Rasch or 2PL in the approximation's form (module docstring) over ``model``'s
+    data, whose free variables are the draws' theta and b (Rasch) or theta, log a and beta
+    (2PL): the model a Laplace fit's posterior-predictive check and PSIS-LOO score
+    (``model``'s own free variables, its zero-sum coordinates, are not among the draws)."""
     value = _data_values(model)
-    informed, ability_scale = _abilities_prior(value)
+    _, ability_scale = _abilities_prior(value)
     with pm.Model(coords=model.coords) as paper:
         theta = pm.Normal("theta", 0.0, ability_scale, dims="llm")
-        sigma_b = pm.HalfNormal("sigma_b", SIGMA_B_PRIOR)
-        b = pm.Normal("b", 0.0, sigma_b, dims="question")
-        pm.Binomial("k", n=value["trials"], logit_p=theta[:, None] - b,
-                    observed=value["successes"], dims=("llm", "question"))
+        if "a" in model.named_vars:
+            log_a = pm.Normal("log_a", 0.0, LOG_A_SD, dims="question")
+            a = pm.Deterministic("a", pt.exp(log_a), dims="question")
+            sigma_beta = pm.HalfNormal("sigma_beta", SIGMA_B_PRIOR)
+            beta = pm.Normal("beta", 0.0, sigma_beta, dims="question")
+            pm.Deterministic("b", -beta / a, dims="question")
+            logit = theta[:, None] * a + beta
+        else:
+            sigma_b = pm.HalfNormal("sigma_b", SIGMA_B_PRIOR)
+            b = pm.Normal("b", 0.0, sigma_b, dims="question")
+            logit = theta[:, None] - b
+        pm.Binomial("k", n=value["trials"], logit_p=logit, observed=value["successes"],
+                    dims=("llm", "question"))
     return paper
 
 

@@ -39,8 +39,8 @@ class SamplerOptions:
         Default: the fastest measured for the model (docs/samplers.md).
         ``"numpyro"`` runs on a GPU when JAX sees one; ``"conjugate"`` draws
         the ``"bayes"`` model's Dirichlet posterior exactly (its default);
-        ``"laplace"`` draws the binomial Rasch's Laplace approximation, an
-        approximation for leaderboard-sized data on a CPU
+        ``"laplace"`` draws the binomial Rasch's or 2PL's Laplace approximation,
+        an approximation for leaderboard-sized data on a CPU
         (:mod:`bayesrank.inference.laplace`, docs/scale.md).
     draws : int, optional
         Kept draws per chain.  Default: 1,000 up to 146 parameters, more beyond,
