@@ -248,6 +248,8 @@ class _Modes:
     def __init__(self, posterior, k, n, s2):
         self.posterior, self.k, self.n, self.s2 = posterior, k, n, s2
         self.x, self.root = posterior.start(k, n, s2)
+        self.gaps: dict[float, float] = {}  # em_gap's values: Brent's method asks for the
+        # bracket's ends again
 
     def _scaled(self, z, sigma2):
         value, grad = self.posterior.value(z / self.root, self.k, self.n, self.s2, sigma2)
@@ -274,11 +276,14 @@ class _Modes:
 
     def em_gap(self, log_sigma2: float) -> float:
         """log T(u) - log u for the EM map T (:func:`_scale_step`) at u = exp(log_sigma2)."""
-        x, curvature = self.at(float(np.exp(log_sigma2)))
-        variance = np.linalg.inv(curvature.B)[:, -1, -1]  # given theta
-        deviations = self.deviations(x)
-        squares = float(deviations @ deviations + variance.sum())
-        return float(np.log(_scale_step(squares, variance.size))) - log_sigma2
+        if log_sigma2 not in self.gaps:
+            x, curvature = self.at(float(np.exp(log_sigma2)))
+            variance = np.linalg.inv(curvature.B)[:, -1, -1]  # given theta
+            deviations = self.deviations(x)
+            squares = float(deviations @ deviations + variance.sum())
+            self.gaps[log_sigma2] = float(np.log(_scale_step(squares, variance.size)))
+            self.gaps[log_sigma2] -= log_sigma2
+        return self.gaps[log_sigma2]
 
 
 def _settled_scale(modes: _Modes) -> float:
