@@ -204,19 +204,18 @@ def test_two_pl_draws_are_moved_along_the_likelihoods_symmetries():
     questions[[0, 5]] = False
     raw_theta, items, _ = LP._laplace(TWO_PL, k, n, 3.0, 50, np.random.default_rng(13))
     out = LP.two_pl_laplace(k, n, informed, questions, 3.0, 50, np.random.default_rng(13))
-    np.testing.assert_allclose(out["log_a"][:, questions].sum(1), 0.0, atol=1e-12)
+    np.testing.assert_allclose(np.log(out["a"][:, questions]).sum(1), 0.0, atol=1e-12)
     np.testing.assert_allclose(out["theta"].mean(1), 0.0, atol=1e-12)
     raw_a, raw_beta = np.exp(items[:, None, :, 0]), items[:, None, :, 1]
     raw = TWO_PL.abilities(raw_theta)[:, :, None] * raw_a + raw_beta
-    moved = out["theta"][:, :, None] * out["a"][:, None, :] + out["beta"][:, None, :]
+    moved = out["a"][:, None, :] * (out["theta"][:, :, None] - out["b"][:, None, :])
     np.testing.assert_allclose(moved, raw, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(out["b"], -out["beta"] / out["a"], rtol=1e-15)
 
 
 def test_a_two_pl_laplace_fit_scores_its_own_draws():
-    """PSIS-LOO of a 2PL Laplace fit reads the draws' theta, log a and beta: its lppd
-    (elpd + p_loo) is the log mean likelihood of each cell over the draws, computed here
-    with scipy; the PPC's replicated accuracies centre on the observed ones."""
+    """PSIS-LOO of a 2PL Laplace fit reads the draws' theta, a and b: its lppd (elpd +
+    p_loo) is the log mean likelihood of each cell over the draws, computed here with
+    scipy; the PPC's replicated accuracies centre on the observed ones."""
     from scipy.special import logsumexp
     from scipy.stats import binom
 
@@ -225,8 +224,8 @@ def test_a_two_pl_laplace_fit_scores_its_own_draws():
     post = br.fit(br.ResponseData(R), "2pl", sampler="laplace", draws=250, chains=2,
                   random_seed=15, progressbar=False)
     draws = post.idata["posterior"]
-    theta, a, beta = (draws[v].values.reshape(500, -1) for v in ("theta", "a", "beta"))
-    p = 1 / (1 + np.exp(-(theta[:, :, None] * a[:, None, :] + beta[:, None, :])))
+    theta, a, b = (draws[v].values.reshape(500, -1) for v in ("theta", "a", "b"))
+    p = 1 / (1 + np.exp(-a[:, None, :] * (theta[:, :, None] - b[:, None, :])))
     lppd = (logsumexp(binom.logpmf(k, n, p), axis=0) - np.log(500)).sum()
     loo = post.loo()
     assert float(loo["elpd"]) + float(loo["p"]) == pytest.approx(lppd, rel=1e-9)
