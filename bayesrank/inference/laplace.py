@@ -73,13 +73,17 @@ SIGMA_B_PRIOR = 2.5  # sigma_b ~ HalfNormal(2.5), as models.item_effects.pooled
 LOG_A_SD = 0.5  # log a_m ~ N(0, 0.5^2), as models.irt.log_discriminations
 
 
+def _binomial(eta, k, n):
+    """-log p^k (1 - p)^(n - k) summed over the cells (up to C(n, k)), p = logistic(eta), and
+    the residuals k - n p, the derivative of the log-likelihood in each cell's eta."""
+    return -(k * eta + n * log_expit(-eta)).sum(), k - n * expit(eta)
+
+
 def _negative_log_posterior(x, k, n, s2, sigma2):
     """-log p(theta, b | sigma_b, data) up to a constant, and its gradient."""
     L = k.shape[0]
     theta, b = x[:L], x[L:]
-    eta = theta[:, None] - b[None, :]
-    value = -(k * eta + n * log_expit(-eta)).sum()  # log p^k (1 - p)^(n - k), up to C(n, k)
-    residual = k - n * expit(eta)
+    value, residual = _binomial(theta[:, None] - b[None, :], k, n)
     value += theta @ theta / (2 * s2) + b @ b / (2 * sigma2)
     grad = np.concatenate([-residual.sum(axis=1) + theta / s2, residual.sum(axis=0) + b / sigma2])
     return value, grad
@@ -178,10 +182,9 @@ class _TwoPL:
         gradient."""
         theta, mean, mu, log_a, beta = self._split(x)
         a = np.exp(log_a)
-        eta = theta[:, None] * a + beta
-        residual = k - n * expit(eta)
+        value, residual = _binomial(theta[:, None] * a + beta, k, n)
         tau2 = s2 * self.w @ self.w  # s^2 / L_I
-        value = -(k * eta + n * log_expit(-eta)).sum() + theta @ theta / (2 * s2)
+        value += theta @ theta / (2 * s2)
         value += mean * mean / 2 + mu * mu / (2 * tau2) + log_a @ log_a / (2 * LOG_A_SD**2)
         value += (beta - mu) @ (beta - mu) / (2 * sigma2)
         grad_theta = -(residual @ a) + theta / s2
