@@ -231,3 +231,27 @@ def test_a_two_pl_laplace_fit_scores_its_own_draws():
     assert float(loo["elpd"]) + float(loo["p"]) == pytest.approx(lppd, rel=1e-9)
     rows = post.ppc(num_draws=200, random_seed=16).statistics.query("statistic == 'accuracy'")
     assert rows["p_value"].between(0.01, 0.99).all()
+
+
+@pytest.mark.parametrize("model", ["rasch", "2pl"])
+def test_a_laplace_fit_reads_a_table_with_most_cells_missing(model, monkeypatch):
+    """With 80% of the cells missing the NUTS model scores the observed cells only; the
+    Laplace fit reads the same counts, so its draws are those of the same data built on the
+    whole table (the threshold forced to 0), and its PPC and PSIS-LOO run."""
+    import models.likelihoods as likelihoods
+
+    rng = np.random.default_rng(17)
+    theta, b = rng.normal(0, 1, 12), rng.normal(0, 1, 80)
+    R = (rng.random((12, 80, 1)) < 1 / (1 + np.exp(-(theta[:, None] - b)))[..., None])
+    data = br.ResponseData(R.astype(int), mask=rng.random((12, 80, 1)) < 0.2)
+    options = {"sampler": "laplace", "draws": 200, "chains": 2, "random_seed": 18,
+               "progressbar": False}
+    sparse = br.fit(data, model, **options)
+    monkeypatch.setattr(likelihoods, "SPARSE_COVERAGE", 0.0)
+    whole = br.fit(data, model, **options)
+    np.testing.assert_array_equal(sparse.idata["posterior"]["theta"],
+                                  whole.idata["posterior"]["theta"])
+    rows = sparse.ppc(num_draws=100, random_seed=19).statistics.query(
+        "statistic == 'accuracy'")
+    assert rows["p_value"].between(0.005, 0.995).all()
+    assert np.isfinite(float(sparse.loo()["elpd"]))

@@ -66,6 +66,7 @@ from scipy.optimize import brentq, minimize
 from scipy.special import expit, log_expit
 
 from bayesrank.errors import DataError
+from bayesrank.models.likelihoods import binomial_logit
 
 __all__ = ["approximated_model", "laplace_draws", "rasch_laplace", "two_pl_laplace"]
 
@@ -414,7 +415,8 @@ def approximated_model(model: pm.Model) -> pm.Model:
     (``model``'s own free variables, its zero-sum coordinates, are not among the draws)."""
     value = _data_values(model)
     _, ability_scale = _abilities_prior(value)
-    with pm.Model(coords=model.coords) as paper:
+    # the cells' dims only: a sparse table's observed-cells dim has no values to carry
+    with pm.Model(coords={dim: model.coords[dim] for dim in ("llm", "question")}) as paper:
         theta = pm.Normal("theta", 0.0, ability_scale, dims="llm")
         if "a" in model.named_vars:  # beta_m ~ N(0, sigma_beta^2): b_m = -beta_m / a_m
             a = pm.LogNormal("a", 0.0, LOG_A_SD, dims="question")
@@ -425,8 +427,10 @@ def approximated_model(model: pm.Model) -> pm.Model:
             sigma_b = pm.HalfNormal("sigma_b", SIGMA_B_PRIOR)
             b = pm.Normal("b", 0.0, sigma_b, dims="question")
             logit = theta[:, None] - b
-        pm.Binomial("k", n=value["trials"], logit_p=logit, observed=value["successes"],
-                    dims=("llm", "question"))
+        cells = ("llm", "question")
+        trials = pm.Data("trials", value["trials"], dims=cells)
+        binomial_logit("k", trials, logit, pm.Data("successes", value["successes"], dims=cells),
+                       cells)
     return paper
 
 
