@@ -430,8 +430,10 @@ class ExactDraws:
 
         def block_scores(j: int) -> np.ndarray:
             block, block_rng = self._blocks[j], streams[j]
-            p = self._draw(j, whole=K > 2)[0]
             trials = n[block.cells, None]
+            if not trials.any():  # missing cells replicate nothing: no draws of p
+                return np.zeros(self.n_samples)
+            p = self._draw(j, whole=K > 2)[0]
             if K == 2:  # the binomial: one variate per cell and draw
                 small = next(iter(p))  # the category drawn (the smaller one for products)
                 k = _binomial(block_rng, trials, p[small])
@@ -449,7 +451,8 @@ class ExactDraws:
                      ) -> np.ndarray:
         """Replicated category counts at ``samples`` new exact draws of ``p`` (samples,
         llm, question, category): per draw ``p~_lm ~ Dirichlet(nu_lm)`` and ``k~_lm ~
-        Multinomial(n_lm, p~_lm)`` with ``trials`` n_lm (L, M), all from ``rng``.
+        Multinomial(n_lm, p~_lm)`` with ``trials`` n_lm (L, M), all from ``rng``; blocks of
+        missing cells (n = 0) are 0 without draws.
 
         Draws from the posterior predictive distribution of the stored draws (those are
         i.i.d. from the same posterior), costing their own size: the stored draws of a
@@ -460,8 +463,10 @@ class ExactDraws:
         n = np.asarray(trials).reshape(-1)
         out = np.zeros((samples, L * M, K), dtype=np.int64)
         for block in self._blocks:
-            p = _block_draws(block, self._nu, samples, rng, whole=K > 2)[0]
             cell_trials = n[block.cells, None]
+            if not cell_trials.any():  # missing cells replicate 0 of 0 trials
+                continue
+            p = _block_draws(block, self._nu, samples, rng, whole=K > 2)[0]
             if K == 2:  # the binomial: one variate per cell and draw
                 small = next(iter(p))  # the category drawn (the smaller one for products)
                 k = _binomial(rng, cell_trials, p[small])

@@ -37,8 +37,19 @@ def log_strengths(scale: float, hierarchical: bool = False):
 
 
 def logistic_binomial_draws(rng, n, eta, size=None):
-    """Binomial(n, logistic(eta)) draws: the random method of the binomial logit cells."""
-    return rng.binomial(n, 1.0 / (1.0 + np.exp(-eta)), size=size)
+    """Binomial(n, logistic(eta)) draws: the random method of the binomial logit cells.
+
+    A cell with no trial is 0 without a variate, so a table with most cells missing costs
+    its observed cells (a table with every cell observed draws as it always did)."""
+    if size is None:
+        size = np.broadcast_shapes(np.shape(n), np.shape(eta))
+    n, eta = np.broadcast_to(n, size), np.broadcast_to(eta, size)
+    answered = n > 0
+    if answered.all():
+        return rng.binomial(n, 1.0 / (1.0 + np.exp(-eta)))
+    out = np.zeros(size, dtype=np.int64)
+    out[answered] = rng.binomial(n[answered], 1.0 / (1.0 + np.exp(-eta[answered])))
+    return out
 
 
 def response_data(data: Any) -> ResponseData:

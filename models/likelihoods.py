@@ -204,13 +204,24 @@ def binomial_floor(name, n, eta, c, observed, dims):
 
 
 def _beta_binomial_random(n, eta, c, log_delta, *log_coef, rng=None, size=None):
+    """BetaBinomial draws; a cell with no trial is 0 without variates (as
+    :func:`models._common.logistic_binomial_draws`)."""
+    if size is None:
+        size = np.broadcast_shapes(*map(np.shape, (n, eta, c, log_delta)))
+    n, eta, c, log_delta = (np.broadcast_to(x, size) for x in (n, eta, c, log_delta))
+    answered = n > 0
+    if not answered.all():
+        out = np.zeros(size, dtype=np.int64)
+        out[answered] = _beta_binomial_random(*(x[answered] for x in (n, eta, c, log_delta)),
+                                              rng=rng)
+        return out
     # from the log-probabilities, so a cell probability that rounds to 1 keeps 1 - p > 0
     with np.errstate(divide="ignore"):
         log_p = np.logaddexp(np.log(c), np.log1p(-c) + log_expit(eta))
         log_q = np.log1p(-c) + log_expit(-eta)
     phi, tiny = np.exp(-log_delta), np.finfo(float).tiny
     alpha, beta = np.maximum(np.exp(log_p) * phi, tiny), np.maximum(np.exp(log_q) * phi, tiny)
-    return rng.binomial(n, rng.beta(alpha, beta, size=size), size=size)
+    return rng.binomial(n, rng.beta(alpha, beta))
 
 
 def beta_binomial(name, n, ability, a, beta, c, log_delta, observed, dims):

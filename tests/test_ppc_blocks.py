@@ -3,6 +3,8 @@ replicated draws are those of the whole replicate, and memory is bounded by the 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -44,8 +46,9 @@ def test_block_statistics_equal_the_dense_statistics_of_the_same_draws(fitted):
     var, data = fitted.observed_var, fitted.data
     blocked = fitted.ppc(num_draws=60, random_seed=4, max_values=5000)
     tree = P.replicate(fitted, num_draws=60, random_seed=4, max_values=5000)
-    rep = P._cell_scores(tree["posterior_predictive"][var], data.weights)
-    dense = P._statistics(rep.reshape(-1, *rep.shape[-2:]), data.reductions.trials)
+    cells = P._ObservedCells.of(data.reductions.trials)
+    rep = P._cell_scores(tree["posterior_predictive"][var], data.weights, cells)
+    dense = P._statistics(rep.reshape(-1, rep.shape[-1]), cells)
     for name in P.STATISTICS:
         np.testing.assert_array_equal(blocked.replicated[name].values, dense[name])
         np.testing.assert_array_equal(
@@ -57,14 +60,17 @@ def test_block_statistics_equal_the_dense_statistics_of_the_same_draws(fitted):
     assert fitted.ppc(num_draws=60, random_seed=4).kept_draws == 60
 
 
-def test_bayes_replicates_at_fresh_exact_draws_with_the_predictive_mean(monkeypatch):
+@pytest.mark.parametrize("missing", [0.0, 0.7])
+def test_bayes_replicates_at_fresh_exact_draws_with_the_predictive_mean(missing, monkeypatch):
     """Bayes@N's check replicates at new exact draws of p, never reading the stored ones
     (no pass over every draw); the replicated counts have the posterior predictive mean
-    n_lm E[p_lm] = n_lm nu_lm / sum(nu_lm) (5 standard errors)."""
+    n_lm E[p_lm] = n_lm nu_lm / sum(nu_lm) (5 standard errors), and a missing cell's are 0."""
     def refuse(*args, **kwargs):
         raise AssertionError("the stored draws of p were made")
 
     data = _data()
+    if missing:
+        data = br.ResponseData(data.R, mask=np.random.default_rng(2).random(data.R.shape) >= 0.7)
     post = br.fit(data, "bayes", draws=500, chains=2, random_seed=3, progressbar=False)
     monkeypatch.setattr(conjugate.ExactDraws, "p_at", refuse)
     result = post.ppc(num_draws=1000, random_seed=7, max_values=10_000)
@@ -75,7 +81,7 @@ def test_bayes_replicates_at_fresh_exact_draws_with_the_predictive_mean(monkeypa
     n = data.reductions.trials[..., None]
     expected = n * nu / nu.sum(-1, keepdims=True)
     se = np.sqrt(n * n / 4 + n / 4) / np.sqrt(counts.shape[0])  # loose bound on the sd
-    assert np.all(np.abs(counts.mean(0) - expected) < 5 * se)
+    assert np.all(np.abs(counts.mean(0) - expected) <= 5 * se)
     assert np.array_equal(counts.sum(-1), np.broadcast_to(n[..., 0], counts.shape[:-1]))
 
 
@@ -94,3 +100,35 @@ def test_report_says_when_its_figure_pools_part_of_the_draws(tmp_path, monkeypat
     text = out.read_text()
     assert 'id="ppc-summary"' in text
     assert "of the 40 replicated draws (the statistics above read all 40)" in text
+
+
+def _nan_statistics(score: np.ndarray, trials: np.ndarray) -> dict[str, np.ndarray]:
+    """The statistics over the whole (L, M) table, unobserved cells NaN (numpy's nan
+    reductions): the oracle of the observed cells' sums."""
+    rate = np.where(trials > 0, score / np.where(trials > 0, trials, 1), np.nan)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        question, model = np.nanvar(rate, axis=-1), np.nanvar(rate, axis=-2)
+        return {"accuracy": score.sum(-1) / trials.sum(-1),
+                "solve_rate": score.sum(-2) / trials.sum(-2),
+                "question_dispersion": np.concatenate(
+                    [question, np.nanmean(question, -1)[..., None]], -1),
+                "model_dispersion": np.concatenate(
+                    [model, np.nanmean(model, -1)[..., None]], -1)}
+
+
+def test_statistics_over_the_observed_cells_are_the_whole_tables():
+    """With most cells missing, a model and a question that observed nothing (NaN) and a
+    model with one observed cell (variance 0), the statistics summed over the observed
+    cells equal numpy's nan reductions over the whole table."""
+    rng = np.random.default_rng(8)
+    trials = rng.integers(1, 4, (7, 30)) * (rng.random((7, 30)) < 0.3)
+    trials[2], trials[:, 5], trials[4] = 0, 0, 0
+    trials[4, 9] = 2
+    score = rng.binomial(trials, 0.4, size=(5, 7, 30)).astype(float)
+    cells = P._ObservedCells.of(trials)
+    got = P._statistics(score.reshape(5, -1)[:, cells.flat], cells)
+    for name, want in _nan_statistics(score, trials).items():
+        np.testing.assert_allclose(got[name], want, rtol=1e-12, atol=1e-15, equal_nan=True)
+    assert np.isnan(got["accuracy"][:, 2]).all() and np.isnan(got["solve_rate"][:, 5]).all()
+    assert (got["question_dispersion"][:, 4] == 0).all()

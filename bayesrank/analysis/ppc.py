@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy import sparse
 
 from bayesrank.datatree import group, has_group, with_groups
 from bayesrank.errors import DataError
@@ -149,25 +150,57 @@ def bayesian_p_values(replicated: np.ndarray, observed: np.ndarray) -> np.ndarra
     return np.where(np.isnan(obs), np.nan, p)
 
 
-def _statistics(score: np.ndarray, trials: np.ndarray) -> dict[str, np.ndarray]:
-    """All test statistics for cell scores ``score`` (..., L, M) with trials (L, M)."""
-    observed = trials > 0
-    n = np.where(observed, trials, 0)
-    y = np.where(observed, score, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(observed, y / np.maximum(n, 1), np.nan)
-        accuracy = y.sum(axis=-1) / n.sum(axis=-1)
-        solve_rate = y.sum(axis=-2) / n.sum(axis=-2)
-    # nanvar warns on all-NaN rows; those only arise for fully unobserved rows/columns.
-    with np.errstate(invalid="ignore", divide="ignore"):
-        import warnings
+@dataclass(frozen=True)
+class _ObservedCells:
+    """The observed cells (trials > 0) of an (L, M) table, row by row: their flat indices
+    and trials, and the sums over each model's and each question's cells as sparse
+    indicator matrices, so that the statistics cost the observed cells, not L x M."""
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            question_dispersion = np.nanvar(rate, axis=-1)
-            model_dispersion = np.nanvar(rate, axis=-2)
-            qd_all = np.nanmean(question_dispersion, axis=-1)
-            md_all = np.nanmean(model_dispersion, axis=-1)
+    flat: np.ndarray
+    rows: np.ndarray
+    columns: np.ndarray
+    trials: np.ndarray
+    by_model: sparse.csr_array
+    by_question: sparse.csr_array
+
+    @classmethod
+    def of(cls, trials: np.ndarray) -> _ObservedCells:
+        L, M = trials.shape
+        flat = np.flatnonzero(trials > 0)
+        rows, columns = np.divmod(flat, M)
+        ones, cells = np.ones(flat.size), np.arange(flat.size)
+        return cls(flat, rows, columns, trials.reshape(-1)[flat].astype(float),
+                   sparse.csr_array((ones, (cells, rows)), shape=(flat.size, L)),
+                   sparse.csr_array((ones, (cells, columns)), shape=(flat.size, M)))
+
+    def sums(self, values: np.ndarray, by: sparse.csr_array) -> np.ndarray:
+        """``values`` (..., cells) summed over each model's or question's cells (``by``)."""
+        lead = values.shape[:-1]
+        return np.asarray(values.reshape(-1, self.flat.size) @ by).reshape(*lead, by.shape[1])
+
+
+def _statistics(score: np.ndarray, cells: _ObservedCells) -> dict[str, np.ndarray]:
+    """All test statistics for the observed cells' scores ``score`` (..., cells); a model or
+    question with no observed cell gets NaN."""
+    rate = score / cells.trials
+
+    def variance(by: sparse.csr_array, of_cell: np.ndarray) -> np.ndarray:
+        # two passes, as numpy's var: the mean of each model's (question's) rates, then the
+        # mean squared deviation from it
+        count = cells.sums(np.ones(cells.flat.size), by)
+        deviation = rate - (cells.sums(rate, by) / count)[..., of_cell]
+        return cells.sums(deviation * deviation, by) / count
+
+    with np.errstate(invalid="ignore", divide="ignore"):  # 0 / 0: nothing observed, NaN
+        accuracy = cells.sums(score, cells.by_model) / cells.sums(cells.trials, cells.by_model)
+        solve_rate = cells.sums(score, cells.by_question) / cells.sums(
+            cells.trials, cells.by_question)
+        question_dispersion = variance(cells.by_model, cells.rows)
+        model_dispersion = variance(cells.by_question, cells.columns)
+    with warnings.catch_warnings():  # a mean over all-NaN targets: nothing observed
+        warnings.simplefilter("ignore", RuntimeWarning)
+        qd_all = np.nanmean(question_dispersion, axis=-1)
+        md_all = np.nanmean(model_dispersion, axis=-1)
     return {
         "accuracy": accuracy,
         "solve_rate": solve_rate,
@@ -176,18 +209,21 @@ def _statistics(score: np.ndarray, trials: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-def _cell_scores(values: xr.DataArray, weights: np.ndarray) -> np.ndarray:
-    """Cell scores (..., llm, question) from counts ``k`` or category counts."""
+def _cell_scores(values: xr.DataArray, weights: np.ndarray, cells: _ObservedCells
+                 ) -> np.ndarray:
+    """The observed cells' scores (..., cells) from counts ``k`` (..., llm, question) or
+    category counts (..., llm, question, category)."""
     extra = [d for d in values.dims if d not in ("chain", "draw", *_CELL_DIMS)]
     lead = [d for d in ("chain", "draw") if d in values.dims]
-    if not extra:
-        return values.transpose(*lead, *_CELL_DIMS).values.astype(float)
-    if len(extra) == 1 and values.sizes[extra[0]] == weights.size:
-        return values.transpose(*lead, *_CELL_DIMS, extra[0]).values @ weights
-    raise DataError(
-        f"cannot read cell scores from dims {values.dims}: expected (llm, question) counts "
-        f"or (llm, question, category) with {weights.size} categories"
-    )
+    if len(extra) > 1 or (extra and values.sizes[extra[0]] != weights.size):
+        raise DataError(
+            f"cannot read cell scores from dims {values.dims}: expected (llm, question) counts "
+            f"or (llm, question, category) with {weights.size} categories"
+        )
+    table = values.transpose(*lead, *_CELL_DIMS, *extra).values
+    observed = np.take(table.reshape(*table.shape[:len(lead)], -1, *table.shape[len(lead) + 2:]),
+                       cells.flat, axis=len(lead))
+    return observed @ weights if extra else observed.astype(float)
 
 
 def _thinned_posterior(posterior: Posterior, num_draws: int | None) -> xr.Dataset:
@@ -466,11 +502,12 @@ def posterior_predictive_check(
         raise DataError(reason)
     data, var = posterior.data, _observed_var(posterior)
     weights, trials = data.weights, data.reductions.trials
-    obs_score = _cell_scores(_observed_values(posterior, var), weights)
-    if obs_score.shape != trials.shape:
-        raise DataError(
-            f"observed {var!r} has {obs_score.shape} cells but the data have {trials.shape}"
-        )
+    observed_values = _observed_values(posterior, var)
+    shape = tuple(observed_values.sizes.get(dim) for dim in _CELL_DIMS)
+    if shape != trials.shape:
+        raise DataError(f"observed {var!r} has {shape} cells but the data have {trials.shape}")
+    cells = _ObservedCells.of(trials)
+    obs_score = _cell_scores(observed_values, weights, cells)
     parts: dict[str, list[np.ndarray]] = {name: [] for name in STATISTICS}
     kept: list[xr.Dataset] = []
     room = max_values
@@ -484,8 +521,8 @@ def posterior_predictive_check(
                 "the replicated data (bayesrank.analysis.ppc.replicate(posterior)) with "
                 "ArviZ's plots."
             )
-        rep_score = _cell_scores(rep_values, weights)  # (chain, draw, llm, question)
-        for name, values in _statistics(rep_score, trials).items():
+        rep_score = _cell_scores(rep_values, weights, cells)  # (chain, draw, cells)
+        for name, values in _statistics(rep_score, cells).items():
             parts[name].append(values)
         if rep_values.size <= room or not kept:  # the first blocks, for ArviZ's plots
             kept.append(block)
@@ -493,7 +530,7 @@ def posterior_predictive_check(
     rep_stats = {name: np.concatenate(values, axis=1).reshape(-1, values[0].shape[-1])
                  for name, values in parts.items()}  # the samples chain by chain
     table, replicated, observed = _statistics_table(
-        rep_stats, _statistics(obs_score, trials), data, alpha)
+        rep_stats, _statistics(obs_score, cells), data, alpha)
     tree = _with_replicates(posterior, xr.concat(kept, dim="draw"))
     notes = _notes(table, alpha, posterior.model)
     return PPCResult(table, replicated, observed, var, alpha, notes, tree)
