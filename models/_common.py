@@ -40,15 +40,21 @@ def logistic_binomial_draws(rng, n, eta, size=None):
     """Binomial(n, logistic(eta)) draws: the random method of the binomial logit cells.
 
     A cell with no trial is 0 without a variate, so a table with most cells missing costs
-    its observed cells (a table with every cell observed draws as it always did)."""
+    its observed cells; where no cell has more than one trial (a leaderboard's table) each
+    is one uniform against p, ``[U < p]``: the same distribution at a fifth of the cost of
+    :meth:`numpy.random.Generator.binomial`."""
     if size is None:
         size = np.broadcast_shapes(np.shape(n), np.shape(eta))
     n, eta = np.broadcast_to(n, size), np.broadcast_to(eta, size)
     answered = n > 0
-    if answered.all():
-        return rng.binomial(n, 1.0 / (1.0 + np.exp(-eta)))
+    every = answered.all()
+    n, eta = (n, eta) if every else (n[answered], eta[answered])
+    p = 1.0 / (1.0 + np.exp(-eta))
+    draws = (rng.random(p.shape) < p) * n if n.max(initial=0) <= 1 else rng.binomial(n, p)
+    if every:
+        return draws
     out = np.zeros(size, dtype=np.int64)
-    out[answered] = rng.binomial(n[answered], 1.0 / (1.0 + np.exp(-eta[answered])))
+    out[answered] = draws
     return out
 
 

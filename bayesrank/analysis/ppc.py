@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import sparse
 
 from bayesrank.datatree import group, has_group, with_groups
 from bayesrank.errors import DataError
@@ -152,31 +151,60 @@ def bayesian_p_values(replicated: np.ndarray, observed: np.ndarray) -> np.ndarra
 
 @dataclass(frozen=True)
 class _ObservedCells:
-    """The observed cells (trials > 0) of an (L, M) table, row by row: their flat indices
-    and trials, and the sums over each model's and each question's cells as sparse
-    indicator matrices, so that the statistics cost the observed cells, not L x M."""
+    """The observed cells (trials > 0) of an (L, M) table, row by row, so that the
+    statistics cost the observed cells, not L x M: their flat indices and trials, and where
+    each model's cells start."""
 
+    shape: tuple[int, int]
     flat: np.ndarray
-    rows: np.ndarray
     columns: np.ndarray
     trials: np.ndarray
-    by_model: sparse.csr_array
-    by_question: sparse.csr_array
+    per_model: np.ndarray  # observed cells of each model (L,)
+    per_question: np.ndarray  # of each question (M,)
 
     @classmethod
     def of(cls, trials: np.ndarray) -> _ObservedCells:
-        L, M = trials.shape
         flat = np.flatnonzero(trials > 0)
-        rows, columns = np.divmod(flat, M)
-        ones, cells = np.ones(flat.size), np.arange(flat.size)
-        return cls(flat, rows, columns, trials.reshape(-1)[flat].astype(float),
-                   sparse.csr_array((ones, (cells, rows)), shape=(flat.size, L)),
-                   sparse.csr_array((ones, (cells, columns)), shape=(flat.size, M)))
+        observed = trials > 0
+        return cls(trials.shape, flat, flat % trials.shape[1],
+                   trials.reshape(-1)[flat].astype(float), observed.sum(axis=1),
+                   observed.sum(axis=0))
 
-    def sums(self, values: np.ndarray, by: sparse.csr_array) -> np.ndarray:
-        """``values`` (..., cells) summed over each model's or question's cells (``by``)."""
-        lead = values.shape[:-1]
-        return np.asarray(values.reshape(-1, self.flat.size) @ by).reshape(*lead, by.shape[1])
+    @property
+    def every_cell(self) -> bool:
+        return self.flat.size == self.shape[0] * self.shape[1]
+
+    def scores(self, table: np.ndarray, weights: np.ndarray, categories: bool) -> np.ndarray:
+        """The observed cells' scores (..., cells) of counts ``table`` (..., cells) over
+        every cell, or of category counts (..., cells, category) scored ``sum_k w_k
+        counts_k``."""
+        if not self.every_cell:
+            table = np.take(table, self.flat, axis=-2 if categories else -1)
+        return table @ weights if categories else table.astype(float)
+
+    def by_model(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (..., cells) summed over each model's cells (..., L): the cells of a
+        model are contiguous."""
+        out = np.zeros((*values.shape[:-1], self.shape[0]))
+        some = self.per_model > 0
+        starts = np.concatenate([[0], np.cumsum(self.per_model)[:-1]])[some]
+        if starts.size:
+            out[..., some] = np.add.reduceat(values, starts, axis=-1)
+        return out
+
+    def by_question(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (..., cells) summed over each question's cells (..., M)."""
+        rows = values.reshape(-1, values.shape[-1])
+        sums = [np.bincount(self.columns, weights=row, minlength=self.shape[1]) for row in rows]
+        return np.reshape(sums, (*values.shape[:-1], self.shape[1]))
+
+    def of_model(self, per_model: np.ndarray) -> np.ndarray:
+        """Each cell's model's value of ``per_model`` (..., L): (..., cells)."""
+        return np.repeat(per_model, self.per_model, axis=-1)
+
+    def of_question(self, per_question: np.ndarray) -> np.ndarray:
+        """Each cell's question's value of ``per_question`` (..., M): (..., cells)."""
+        return np.take(per_question, self.columns, axis=-1)
 
 
 def _statistics(score: np.ndarray, cells: _ObservedCells) -> dict[str, np.ndarray]:
@@ -184,19 +212,18 @@ def _statistics(score: np.ndarray, cells: _ObservedCells) -> dict[str, np.ndarra
     question with no observed cell gets NaN."""
     rate = score / cells.trials
 
-    def variance(by: sparse.csr_array, of_cell: np.ndarray) -> np.ndarray:
+    def variance(total, spread, count: np.ndarray) -> np.ndarray:
         # two passes, as numpy's var: the mean of each model's (question's) rates, then the
         # mean squared deviation from it
-        count = cells.sums(np.ones(cells.flat.size), by)
-        deviation = rate - (cells.sums(rate, by) / count)[..., of_cell]
-        return cells.sums(deviation * deviation, by) / count
+        deviation = rate - spread(total(rate) / count)
+        deviation *= deviation
+        return total(deviation) / count
 
     with np.errstate(invalid="ignore", divide="ignore"):  # 0 / 0: nothing observed, NaN
-        accuracy = cells.sums(score, cells.by_model) / cells.sums(cells.trials, cells.by_model)
-        solve_rate = cells.sums(score, cells.by_question) / cells.sums(
-            cells.trials, cells.by_question)
-        question_dispersion = variance(cells.by_model, cells.rows)
-        model_dispersion = variance(cells.by_question, cells.columns)
+        accuracy = cells.by_model(score) / cells.by_model(cells.trials)
+        solve_rate = cells.by_question(score) / cells.by_question(cells.trials)
+        question_dispersion = variance(cells.by_model, cells.of_model, cells.per_model)
+        model_dispersion = variance(cells.by_question, cells.of_question, cells.per_question)
     with warnings.catch_warnings():  # a mean over all-NaN targets: nothing observed
         warnings.simplefilter("ignore", RuntimeWarning)
         qd_all = np.nanmean(question_dispersion, axis=-1)
@@ -209,10 +236,10 @@ def _statistics(score: np.ndarray, cells: _ObservedCells) -> dict[str, np.ndarra
     }
 
 
-def _cell_scores(values: xr.DataArray, weights: np.ndarray, cells: _ObservedCells
-                 ) -> np.ndarray:
-    """The observed cells' scores (..., cells) from counts ``k`` (..., llm, question) or
-    category counts (..., llm, question, category)."""
+def _cell_table(values: xr.DataArray, weights: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Counts ``k`` (..., llm, question) or category counts (..., llm, question, category)
+    as an array (..., cells[, category]) over the table's L x M cells, row by row, and
+    whether it has categories."""
     extra = [d for d in values.dims if d not in ("chain", "draw", *_CELL_DIMS)]
     lead = [d for d in ("chain", "draw") if d in values.dims]
     if len(extra) > 1 or (extra and values.sizes[extra[0]] != weights.size):
@@ -221,9 +248,33 @@ def _cell_scores(values: xr.DataArray, weights: np.ndarray, cells: _ObservedCell
             f"or (llm, question, category) with {weights.size} categories"
         )
     table = values.transpose(*lead, *_CELL_DIMS, *extra).values
-    observed = np.take(table.reshape(*table.shape[:len(lead)], -1, *table.shape[len(lead) + 2:]),
-                       cells.flat, axis=len(lead))
-    return observed @ weights if extra else observed.astype(float)
+    return table.reshape(*table.shape[:len(lead)], -1, *table.shape[len(lead) + 2:]), bool(extra)
+
+
+def _cell_scores(values: xr.DataArray, weights: np.ndarray, cells: _ObservedCells
+                 ) -> np.ndarray:
+    """The observed cells' scores (..., cells): ``sum_k w_k counts_lmk``, or ``k_lm``."""
+    table, categories = _cell_table(values, weights)
+    return cells.scores(table, weights, categories)
+
+
+#: Replicated cells whose statistics are computed at once: the statistics' temporaries
+#: then stay in the cache (blocks of 2^25 values took twice the time, in page faults).
+_CHUNK_VALUES = 2**20
+
+
+def _draws_statistics(values: xr.DataArray, weights: np.ndarray, cells: _ObservedCells
+                      ) -> dict[str, np.ndarray]:
+    """The statistics (chain, draw, target) of replicated counts (chain, draw, llm,
+    question[, category]), a few draws at a time."""
+    table, categories = _cell_table(values, weights)
+    lead = table.shape[:2]
+    draws = table.reshape(-1, *table.shape[2:])
+    step = max(1, _CHUNK_VALUES // max(1, table.shape[2]))
+    chunks = [_statistics(cells.scores(draws[i:i + step], weights, categories), cells)
+              for i in range(0, len(draws), step)]
+    return {name: np.concatenate([c[name] for c in chunks]).reshape(*lead, -1)
+            for name in STATISTICS}
 
 
 def _thinned_posterior(posterior: Posterior, num_draws: int | None) -> xr.Dataset:
@@ -521,8 +572,7 @@ def posterior_predictive_check(
                 "the replicated data (bayesrank.analysis.ppc.replicate(posterior)) with "
                 "ArviZ's plots."
             )
-        rep_score = _cell_scores(rep_values, weights, cells)  # (chain, draw, cells)
-        for name, values in _statistics(rep_score, cells).items():
+        for name, values in _draws_statistics(rep_values, weights, cells).items():
             parts[name].append(values)
         if rep_values.size <= room or not kept:  # the first blocks, for ArviZ's plots
             kept.append(block)
