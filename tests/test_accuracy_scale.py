@@ -27,12 +27,15 @@ def _fixed_posterior(data: ResponseData, theta, b, *, draws: int, phi=None) -> P
 
 
 @pytest.mark.parametrize("phi", [None, 3.0])
-def test_predictive_accuracy_has_the_binomial_and_beta_binomial_moments(phi):
+@pytest.mark.parametrize("missing", [0.0, 0.7])
+def test_predictive_accuracy_has_the_binomial_and_beta_binomial_moments(phi, missing):
+    """Also with 70% of the cells missing (replicated over the observed cells only)."""
     rng = np.random.default_rng(0)
     L, M, N = 3, 40, 5
     theta, b = np.array([-1.0, 0.0, 1.5]), rng.normal(size=M)
     mask = rng.random((L, M, N)) < 0.8
     mask[:, :, 0] = True
+    mask &= (rng.random((L, M)) >= missing)[..., None]
     data = ResponseData(rng.integers(0, 2, (L, M, N)), mask=mask)
     post = _fixed_posterior(data, theta, b, draws=20000, phi=phi)
     rep = predictive_accuracy_draws(post.idata, data, random_seed=1).values[0]

@@ -43,22 +43,38 @@ def _within_budget(post: xr.Dataset) -> xr.Dataset:
     return post if step <= 1 else post.isel(draw=slice(None, None, step))
 
 
-def _irt_chunks(post: xr.Dataset) -> Iterator[tuple[slice, np.ndarray]]:
-    """``(draw slice, P(l solves m))`` in chunks, shape ``(chain, draws, L, M)``."""
+def _irt_chunks(post: xr.Dataset, cells: tuple[np.ndarray, np.ndarray] | None = None
+                ) -> Iterator[tuple[slice, np.ndarray]]:
+    """``(draw slice, P(l solves m))`` in chunks, shape ``(chain, draws, L, M)``, or
+    ``(chain, draws, cells)`` at the ``cells`` (rows, columns) only."""
     names = set(post.data_vars)
     theta = post["theta"].transpose("chain", "draw", "llm").values
     b = post["b"].transpose("chain", "draw", "question").values
     a = post["a"].transpose("chain", "draw", "question").values if "a" in names else None
     c = post["c"].transpose("chain", "draw", "question").values if "c" in names else None
-    step = max(1, _ACCURACY_CHUNK // max(1, theta.shape[-1] * b.shape[-1]))
+    if cells is None:
+        def at_llm(x):
+            return x[..., :, None]
+
+        def at_question(x):
+            return x[..., None, :]
+        size = theta.shape[-1] * b.shape[-1]
+    else:
+        def at_llm(x):
+            return np.take(x, cells[0], axis=-1)
+
+        def at_question(x):
+            return np.take(x, cells[1], axis=-1)
+        size = cells[0].size
+    step = max(1, _ACCURACY_CHUNK // max(1, size))
     for start in range(0, theta.shape[1], step):
         sl = slice(start, start + step)
-        eta = theta[:, sl, :, None] - b[:, sl, None, :]
+        eta = at_llm(theta[:, sl]) - at_question(b[:, sl])
         if a is not None:
-            eta = eta * a[:, sl, None, :]
+            eta = eta * at_question(a[:, sl])
         p = special.expit(eta)
         if c is not None:
-            p = c[:, sl, None, :] + (1.0 - c[:, sl, None, :]) * p
+            p = at_question(c[:, sl]) + (1.0 - at_question(c[:, sl])) * p
         yield sl, p
 
 
@@ -161,9 +177,22 @@ def predictive_accuracy_draws(idata: xr.DataTree, data: ResponseData | None, *,
             out[:, start:start + step] = (counts @ weights).sum(axis=-1) / total
         return _per_llm(post, out, "predictive_accuracy")
     phi = _dispersion(post)
-    for sl, p in _irt_chunks(post):
+    if (n > 0).all():
+        for sl, p in _irt_chunks(post):
+            if phi is not None:
+                f = phi[:, sl]
+                p = rng.beta(np.maximum(p * f, 1e-300), np.maximum((1.0 - p) * f, 1e-300))
+            out[:, sl] = rng.binomial(np.broadcast_to(n, p.shape), p).sum(axis=-1) / total
+        return _per_llm(post, out, "predictive_accuracy")
+    # cells missing: only the observed ones replicate (a missing cell is 0 of 0 trials)
+    rows, columns = np.nonzero(n)  # row by row: each model's cells are contiguous
+    cell_n, answered = n[rows, columns], total > 0
+    starts = np.concatenate([[0], np.cumsum(np.count_nonzero(n, axis=1))[:-1]])[answered]
+    out[..., ~answered] = np.nan  # 0 / 0, as the whole table gives
+    for sl, p in _irt_chunks(post, (rows, columns)):
         if phi is not None:
-            f = phi[:, sl]
+            f = np.broadcast_to(phi[:, sl], p.shape[:2] + n.shape)[..., rows, columns]
             p = rng.beta(np.maximum(p * f, 1e-300), np.maximum((1.0 - p) * f, 1e-300))
-        out[:, sl] = rng.binomial(np.broadcast_to(n, p.shape), p).sum(axis=-1) / total
+        k = rng.binomial(np.broadcast_to(cell_n, p.shape), p)
+        out[:, sl, answered] = np.add.reduceat(k, starts, axis=-1) / total[answered]
     return _per_llm(post, out, "predictive_accuracy")
