@@ -66,6 +66,7 @@ from scipy.optimize import brentq, minimize
 from scipy.special import expit, log_expit
 
 from bayesrank.errors import DataError
+from bayesrank.models import likelihoods
 from bayesrank.models.likelihoods import binomial_logit
 
 __all__ = ["approximated_model", "laplace_draws", "rasch_laplace", "two_pl_laplace"]
@@ -74,19 +75,81 @@ SIGMA_B_PRIOR = 2.5  # sigma_b ~ HalfNormal(2.5), as models.item_effects.pooled
 LOG_A_SD = 0.5  # log a_m ~ N(0, 0.5^2), as models.irt.log_discriminations
 
 
-def _binomial(eta, k, n):
+class _Table:
+    """The (L, M) table of counts k and trials n as the search reads it: every cell.
+
+    Values of the cells (``eta``, residuals) are (L, M) arrays; :meth:`at` lays a
+    per-model and per-question values out over the cells, :meth:`by_model` and
+    :meth:`by_question` sum cell values, :meth:`table` returns them as an (L, M) table."""
+
+    def __init__(self, k: np.ndarray, n: np.ndarray):
+        self.k, self.n, self.shape = k, n, k.shape
+
+    @staticmethod
+    def at(per_model, *per_question):
+        return (per_model[:, None], *(values[None, :] for values in per_question))
+
+    @staticmethod
+    def by_model(values):
+        return values.sum(axis=1)
+
+    @staticmethod
+    def by_question(values):
+        return values.sum(axis=0)
+
+    @staticmethod
+    def table(values):
+        return values
+
+
+class _ObservedCells(_Table):
+    """The same over the observed cells only (trials > 0), for a table with most cells
+    missing: cell values are (cells,) arrays, so an evaluation costs the observed cells."""
+
+    def __init__(self, k: np.ndarray, n: np.ndarray):
+        self.rows, self.columns = np.nonzero(n)
+        self.k, self.n, self.shape = k[self.rows, self.columns], n[self.rows, self.columns], k.shape
+
+    def at(self, per_model, *per_question):
+        return (per_model[self.rows], *(values[self.columns] for values in per_question))
+
+    def by_model(self, values):
+        return np.bincount(self.rows, values, minlength=self.shape[0])
+
+    def by_question(self, values):
+        return np.bincount(self.columns, values, minlength=self.shape[1])
+
+    def table(self, values):
+        out = np.zeros(self.shape)
+        out[self.rows, self.columns] = values
+        return out
+
+
+def _cells(k: np.ndarray, n: np.ndarray) -> _Table:
+    """The table, or its observed cells where at most a share
+    :data:`models.likelihoods.SPARSE_COVERAGE` of the cells is observed (as the NUTS
+    models' likelihoods)."""
+    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
+    sparse = np.count_nonzero(n) <= likelihoods.SPARSE_COVERAGE * n.size
+    return _ObservedCells(k, n) if sparse else _Table(k, n)
+
+
+def _binomial(eta, cells: _Table):
     """-log p^k (1 - p)^(n - k) summed over the cells (up to C(n, k)), p = logistic(eta), and
     the residuals k - n p, the derivative of the log-likelihood in each cell's eta."""
+    k, n = cells.k, cells.n
     return -(k * eta + n * log_expit(-eta)).sum(), k - n * expit(eta)
 
 
-def _negative_log_posterior(x, k, n, s2, sigma2):
+def _negative_log_posterior(x, cells: _Table, s2, sigma2):
     """-log p(theta, b | sigma_b, data) up to a constant, and its gradient."""
-    L = k.shape[0]
+    L = cells.shape[0]
     theta, b = x[:L], x[L:]
-    value, residual = _binomial(theta[:, None] - b[None, :], k, n)
+    at_theta, at_b = cells.at(theta, b)
+    value, residual = _binomial(at_theta - at_b, cells)
     value += theta @ theta / (2 * s2) + b @ b / (2 * sigma2)
-    grad = np.concatenate([-residual.sum(axis=1) + theta / s2, residual.sum(axis=0) + b / sigma2])
+    grad = np.concatenate([-cells.by_model(residual) + theta / s2,
+                           cells.by_question(residual) + b / sigma2])
     return value, grad
 
 
@@ -142,21 +205,23 @@ class _Rasch:
         return x[L:]
 
     @staticmethod
-    def start(k, n, s2):
+    def start(cells: _Table, s2):
         """Abilities 0 and the questions' smoothed logits; scales from the smoothed cells."""
-        rate = (k.sum(axis=0) + 0.5) / (n.sum(axis=0) + 1.0)
-        x = np.concatenate([np.zeros(k.shape[0]), np.log((1 - rate) / rate)])
+        k, n = cells.k, cells.n
+        rate = (cells.by_question(k) + 0.5) / (cells.by_question(n) + 1.0)
+        x = np.concatenate([np.zeros(cells.shape[0]), np.log((1 - rate) / rate)])
         q = (k + 0.5) / (n + 1.0)
         W = n * q * (1.0 - q)
-        return x, np.sqrt(np.concatenate([W.sum(axis=1), W.sum(axis=0)]) + 1.0 / s2)
+        return x, np.sqrt(np.concatenate([cells.by_model(W), cells.by_question(W)]) + 1.0 / s2)
 
     @staticmethod
-    def curvature(x, k, n, s2, sigma2) -> _Curvature:
-        L = k.shape[0]
-        p = expit(x[:L, None] - x[None, L:])
-        W = n * p * (1.0 - p)
-        return _Curvature(W.sum(axis=1) + 1.0 / s2, -W[..., None],
-                          (W.sum(axis=0) + 1.0 / sigma2)[:, None, None])
+    def curvature(x, cells: _Table, s2, sigma2) -> _Curvature:
+        L = cells.shape[0]
+        at_theta, at_b = cells.at(x[:L], x[L:])
+        p = expit(at_theta - at_b)
+        W = cells.n * p * (1.0 - p)
+        return _Curvature(cells.by_model(W) + 1.0 / s2, -cells.table(W)[..., None],
+                          (cells.by_question(W) + 1.0 / sigma2)[:, None, None])
 
 
 class _TwoPL:
@@ -178,34 +243,35 @@ class _TwoPL:
         z, items = x[:L], x[L + 1:].reshape(-1, 2)
         return z - z @ self.w, z @ self.w, x[L], items[:, 0], items[:, 1]
 
-    def value(self, x, k, n, s2, sigma2):
+    def value(self, x, cells: _Table, s2, sigma2):
         """-log p(z, mu, log a, beta | sigma_beta, data) up to a constant, and its
         gradient."""
         theta, mean, mu, log_a, beta = self._split(x)
         a = np.exp(log_a)
-        value, residual = _binomial(theta[:, None] * a + beta, k, n)
+        at_theta, at_a, at_beta = cells.at(theta, a, beta)
+        value, residual = _binomial(at_theta * at_a + at_beta, cells)
         tau2 = s2 * self.w @ self.w  # s^2 / L_I
         value += theta @ theta / (2 * s2)
         value += mean * mean / 2 + mu * mu / (2 * tau2) + log_a @ log_a / (2 * LOG_A_SD**2)
         value += (beta - mu) @ (beta - mu) / (2 * sigma2)
-        grad_theta = -(residual @ a) + theta / s2
+        grad_theta = -cells.by_model(residual * at_a) + theta / s2
         grad_z = grad_theta - grad_theta.sum() * self.w + mean * self.w  # P^T g + w (w^T z)
         grad_mu = mu / tau2 - (beta - mu).sum() / sigma2
-        grad_items = np.stack([-a * (theta @ residual) + log_a / LOG_A_SD**2,
-                               -residual.sum(axis=0) + (beta - mu) / sigma2], axis=1)
+        grad_items = np.stack([-a * cells.by_question(at_theta * residual) + log_a / LOG_A_SD**2,
+                               -cells.by_question(residual) + (beta - mu) / sigma2], axis=1)
         return value, np.concatenate([grad_z, [grad_mu], grad_items.ravel()])
 
-    def start(self, k, n, s2):
+    def start(self, cells: _Table, s2):
         """The Rasch's mode at a unit scale (a = 1, beta = -b), its abilities moved to sum
         to zero over the informed models, scaled by the 2PL's curvatures there."""
-        rasch = _Modes(_Rasch, k, n, s2)
+        rasch = _Modes(_Rasch, cells, s2)
         x, _ = rasch.at(1.0)
-        L = k.shape[0]
+        L = cells.shape[0]
         centre = x[:L] @ self.w
         beta = centre - x[L:]
         items = np.stack([np.zeros(beta.size), beta], axis=1)
         x = np.concatenate([x[:L] - centre, [beta.mean()], items.ravel()])
-        return x, self.curvature(x, k, n, s2, 1.0).root()
+        return x, self.curvature(x, cells, s2, 1.0).root()
 
     def deviations(self, x, L):
         """The intercepts' deviations from their mean, beta_m - mu."""
@@ -216,7 +282,7 @@ class _TwoPL:
         z = block[..., :self.w.size]
         return z - (z @ self.w)[..., None]
 
-    def curvature(self, x, k, n, s2, sigma2) -> _Curvature:
+    def curvature(self, x, cells: _Table, s2, sigma2) -> _Curvature:
         """Observed Hessian blocks: with W = n p (1 - p) and r = k - n p at eta = a theta +
         beta, (theta_l, log a_m): a_m (W a_m theta_l - r), (theta_l, beta_m): W a_m;
         (log a_m, log a_m): sum_l a_m theta_l (W a_m theta_l - r) + 1 / 0.5^2,
@@ -225,19 +291,22 @@ class _TwoPL:
         mapped to z's by P^T."""
         theta, _, _, log_a, beta = self._split(x)
         L, a = theta.size, np.exp(log_a)
-        p = expit(theta[:, None] * a + beta)
-        W, residual = n * p * (1.0 - p), k - n * p
-        slope = W * a * theta[:, None] - residual  # d/d log a_m of the theta_l gradient / a_m
+        at_theta, at_a, at_beta = cells.at(theta, a, beta)
+        p = expit(at_theta * at_a + at_beta)
+        W, residual = cells.n * p * (1.0 - p), cells.k - cells.n * p
+        slope = W * at_a * at_theta - residual  # d/d log a_m of the theta_l gradient / a_m
         U = np.zeros((L + 1, a.size, 2))
-        U[:L, :, 0], U[:L, :, 1], U[L, :, 1] = a * slope, W * a, -1.0 / sigma2
+        U[:L, :, 0], U[:L, :, 1] = a * cells.table(slope), a * cells.table(W)
+        U[L, :, 1] = -1.0 / sigma2
         U[:L] -= self.w[:, None, None] * U[:L].sum(axis=0)  # P^T
         B = np.empty((a.size, 2, 2))
-        B[:, 0, 0] = a * (theta @ slope) + 1.0 / LOG_A_SD**2
-        B[:, 0, 1] = B[:, 1, 0] = a * (theta @ W)
-        B[:, 1, 1] = W.sum(axis=0) + 1.0 / sigma2
+        B[:, 0, 0] = a * cells.by_question(at_theta * slope) + 1.0 / LOG_A_SD**2
+        B[:, 0, 1] = B[:, 1, 0] = a * cells.by_question(at_theta * W)
+        B[:, 1, 1] = cells.by_question(W) + 1.0 / sigma2
         P = np.eye(L) - self.w  # P[i, j] = delta_ij - w_j
         block = np.zeros((L + 1, L + 1))
-        block[:L, :L] = P.T @ ((W @ (a * a) + 1.0 / s2)[:, None] * P) + np.outer(self.w, self.w)
+        h = cells.by_model(W * at_a * at_a) + 1.0 / s2
+        block[:L, :L] = P.T @ (h[:, None] * P) + np.outer(self.w, self.w)
         block[L, L] = a.size / sigma2 + 1.0 / (s2 * self.w @ self.w)
         return _Curvature(block, U, B)
 
@@ -248,14 +317,14 @@ class _Modes:
     (a diagonal preconditioner: a model's ability is pinned by M cells, a question's
     parameters by L)."""
 
-    def __init__(self, posterior, k, n, s2):
-        self.posterior, self.k, self.n, self.s2 = posterior, k, n, s2
-        self.x, self.root = posterior.start(k, n, s2)
+    def __init__(self, posterior, cells: _Table, s2):
+        self.posterior, self.cells, self.s2 = posterior, cells, s2
+        self.x, self.root = posterior.start(cells, s2)
         self.gaps: dict[float, float] = {}  # em_gap's values: Brent's method asks for the
         # bracket's ends again
 
     def _scaled(self, z, sigma2):
-        value, grad = self.posterior.value(z / self.root, self.k, self.n, self.s2, sigma2)
+        value, grad = self.posterior.value(z / self.root, self.cells, self.s2, sigma2)
         return value, grad / self.root
 
     def at(self, sigma2: float) -> tuple[np.ndarray, _Curvature]:
@@ -264,7 +333,7 @@ class _Modes:
         found = minimize(self._scaled, self.x * self.root, args=(sigma2,), jac=True,
                          method="L-BFGS-B", options={**_STOP, "gtol": 0.1 * _MODE_TOL})
         x = found.x / self.root
-        curvature = self.posterior.curvature(x, self.k, self.n, self.s2, sigma2)
+        curvature = self.posterior.curvature(x, self.cells, self.s2, sigma2)
         gradient = found.jac * self.root  # the scaled search's gradient, unscaled
         root = curvature.root()
         if np.abs(gradient / root).max(initial=0.0) > _MODE_TOL:
@@ -275,7 +344,7 @@ class _Modes:
 
     def deviations(self, x: np.ndarray) -> np.ndarray:
         """The intercepts' deviations from their prior's mean at the point ``x``."""
-        return self.posterior.deviations(x, self.k.shape[0])
+        return self.posterior.deviations(x, self.cells.shape[0])
 
     def em_gap(self, log_sigma2: float) -> float:
         """log T(u) - log u for the EM map T (:func:`_scale_step`) at u = exp(log_sigma2)."""
@@ -308,16 +377,16 @@ def _settled_scale(modes: _Modes) -> float:
     return float(np.exp(root))
 
 
-def _laplace(posterior, k, n, ability_scale: float, samples: int, rng: np.random.Generator):
+def _laplace(posterior, cells: _Table, ability_scale: float, samples: int,
+             rng: np.random.Generator):
     """``samples`` i.i.d. draws of theta (samples, L) and of the items' parameters (samples,
     M, q) from the Laplace approximation, and the intercepts' sigma at its EM fixed point.
 
     With the Hessian's blocks (:class:`_Curvature`), theta's precision is the Schur
     complement P = diag(h_theta) - sum_m U_m B_m^-1 U_m^T, and a question's parameters
     given theta are N(x_m - B_m^-1 U_m^T (theta - theta_hat), B_m^-1)."""
-    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
-    L = k.shape[0] + posterior.extra  # the abilities and the block's global coordinates
-    modes = _Modes(posterior, k, n, float(ability_scale) ** 2)
+    L = cells.shape[0] + posterior.extra  # the abilities and the block's global coordinates
+    modes = _Modes(posterior, cells, float(ability_scale) ** 2)
     sigma2 = _settled_scale(modes)
     x, curvature = modes.at(sigma2)
     theta_hat, items_hat = x[:L], x[L:].reshape(-1, posterior.q)
@@ -354,7 +423,7 @@ def rasch_laplace(k: np.ndarray, n: np.ndarray, informed: np.ndarray, ability_sc
     """``samples`` i.i.d. draws of theta (samples, L) and b (samples, M) from the Rasch's
     Laplace approximation (module docstring), centred on the informed models' mean, and
     sigma_b's estimate."""
-    theta, items, sigma = _laplace(_Rasch, k, n, ability_scale, samples, rng)
+    theta, items, sigma = _laplace(_Rasch, _cells(k, n), ability_scale, samples, rng)
     centre = theta[:, informed].mean(axis=1, keepdims=True)
     return {"theta": theta - centre, "b": items[..., 0] - centre, "sigma_b": sigma}
 
@@ -367,7 +436,7 @@ def two_pl_laplace(k: np.ndarray, n: np.ndarray, informed: np.ndarray,
     the informed questions: a / s, s theta), and sigma_beta's estimate.  (log a and beta,
     which the NUTS fit also keeps, are not kept: at 1,000 x 20,000 each is 640 MB.)"""
     posterior = _TwoPL(np.asarray(informed, dtype=float))
-    block, items, sigma = _laplace(posterior, k, n, ability_scale, samples, rng)
+    block, items, sigma = _laplace(posterior, _cells(k, n), ability_scale, samples, rng)
     theta, log_a = posterior.abilities(block), items[..., 0]
     shift = log_a[:, informed_questions].mean(axis=1, keepdims=True)
     log_a -= shift
