@@ -41,8 +41,11 @@ U_m (L x q; the Rasch's -W[:, m]); questions do not couple to each other.  So th
 abilities' marginal precision is the L x L Schur complement P = H_theta - sum_m U_m
 B_m^-1 U_m^T (one pass over the cells, no (L + M q)^2 matrix), theta ~ N(theta_hat,
 P^-1), and question m's parameters given theta are N(x_m - B_m^-1 U_m^T (theta -
-theta_hat), B_m^-1).  Draws are i.i.d.; as in the NUTS fit, theta (and the Rasch's b) are
-reported with the informed models' mean ability subtracted.  sigma is held at its
+theta_hat), B_m^-1).  A table with at most a third of its cells observed
+(:data:`models.likelihoods.SPARSE_COVERAGE`) is searched over its observed cells, as the
+NUTS likelihoods score it (:class:`_ObservedCells`).  Draws are i.i.d.; as in the NUTS
+fit, theta (and the Rasch's b) are reported with the informed models' mean ability
+subtracted.  sigma is held at its
 estimate (every draw the same).
 
 Where it is accurate: every ability is informed by many questions and every question by
