@@ -36,26 +36,31 @@ def log_strengths(scale: float, hierarchical: bool = False):
     return pm.ZeroSumNormal("theta", sigma=sigma, dims="llm")
 
 
-def logistic_binomial_draws(rng, n, eta, size=None):
-    """Binomial(n, logistic(eta)) draws: the random method of the binomial logit cells.
-
-    A cell with no trial is 0 without a variate, so a table with most cells missing costs
-    its observed cells; where no cell has more than one trial (a leaderboard's table) each
-    is one uniform against p, ``[U < p]``: the same distribution at a fifth of the cost of
-    :meth:`numpy.random.Generator.binomial`."""
+def answered_draws(draw, n, *params, size=None):
+    """``draw(n, *params)`` at the cells with trials, broadcast to ``size``; a cell with no
+    trial is 0 without a variate, so a table with most cells missing costs its observed
+    cells (a table with every cell observed draws exactly as ``draw`` alone)."""
     if size is None:
-        size = np.broadcast_shapes(np.shape(n), np.shape(eta))
-    n, eta = np.broadcast_to(n, size), np.broadcast_to(eta, size)
+        size = np.broadcast_shapes(*map(np.shape, (n, *params)))
+    n, *params = (np.broadcast_to(x, size) for x in (n, *params))
     answered = n > 0
-    every = answered.all()
-    n, eta = (n, eta) if every else (n[answered], eta[answered])
-    p = 1.0 / (1.0 + np.exp(-eta))
-    draws = (rng.random(p.shape) < p) * n if n.max(initial=0) <= 1 else rng.binomial(n, p)
-    if every:
-        return draws
+    if answered.all():
+        return draw(n, *params)
     out = np.zeros(size, dtype=np.int64)
-    out[answered] = draws
+    out[answered] = draw(n[answered], *(x[answered] for x in params))
     return out
+
+
+def logistic_binomial_draws(rng, n, eta, size=None):
+    """Binomial(n, logistic(eta)) draws: the random method of the binomial logit cells, at
+    the cells with trials (:func:`answered_draws`).  Where no cell has more than one trial
+    (a leaderboard's table) each is one uniform against p, ``[U < p]``: the same
+    distribution at a fifth of the cost of :meth:`numpy.random.Generator.binomial`."""
+    def draw(n, eta):
+        p = 1.0 / (1.0 + np.exp(-eta))
+        return (rng.random(p.shape) < p) * n if n.max(initial=0) <= 1 else rng.binomial(n, p)
+
+    return answered_draws(draw, n, eta, size=size)
 
 
 def response_data(data: Any) -> ResponseData:

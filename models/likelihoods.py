@@ -39,7 +39,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy.special import gammaln, log_expit
 
-from ._common import logistic_binomial_draws
+from ._common import answered_draws, logistic_binomial_draws
 
 __all__ = ["bernoulli_battles", "beta_binomial", "binomial_2pl", "binomial_floor",
            "binomial_logit", "binomial_rasch", "davidson_battles", "fast_enabled", "fast_kernels",
@@ -143,6 +143,12 @@ def binomial_rasch(name, n, ability, difficulty, observed, dims, weight=None):
 SPARSE_COVERAGE = 1 / 3
 
 
+def sparse_table(trials: np.ndarray) -> bool:
+    """Whether an (L, M) table of trials is scored over its observed cells: at most
+    :data:`SPARSE_COVERAGE` of its cells observed."""
+    return trials.ndim == 2 and np.count_nonzero(trials) <= SPARSE_COVERAGE * trials.size
+
+
 def _observed_cells(name: str, observed, n):
     """log C(n, k) and the columns of the observed cells (trials > 0), row by row, and where
     each row's cells start, as data, when at most :data:`SPARSE_COVERAGE` of the (L, M)
@@ -150,7 +156,7 @@ def _observed_cells(name: str, observed, n):
     length is data only (any count of observed cells reuses a compiled model:
     :data:`bayesrank.inference.cache.DATA_ONLY_DIMS`)."""
     trials = np.asarray(n.get_value())
-    if trials.ndim != 2 or np.count_nonzero(trials) > SPARSE_COVERAGE * trials.size:
+    if not sparse_table(trials):
         return None
     rows, columns = np.nonzero(trials)
     successes = np.asarray(observed.get_value(), float)[rows, columns]
@@ -204,24 +210,18 @@ def binomial_floor(name, n, eta, c, observed, dims):
 
 
 def _beta_binomial_random(n, eta, c, log_delta, *log_coef, rng=None, size=None):
-    """BetaBinomial draws; a cell with no trial is 0 without variates (as
-    :func:`models._common.logistic_binomial_draws`)."""
-    if size is None:
-        size = np.broadcast_shapes(*map(np.shape, (n, eta, c, log_delta)))
-    n, eta, c, log_delta = (np.broadcast_to(x, size) for x in (n, eta, c, log_delta))
-    answered = n > 0
-    if not answered.all():
-        out = np.zeros(size, dtype=np.int64)
-        out[answered] = _beta_binomial_random(*(x[answered] for x in (n, eta, c, log_delta)),
-                                              rng=rng)
-        return out
-    # from the log-probabilities, so a cell probability that rounds to 1 keeps 1 - p > 0
-    with np.errstate(divide="ignore"):
-        log_p = np.logaddexp(np.log(c), np.log1p(-c) + log_expit(eta))
-        log_q = np.log1p(-c) + log_expit(-eta)
-    phi, tiny = np.exp(-log_delta), np.finfo(float).tiny
-    alpha, beta = np.maximum(np.exp(log_p) * phi, tiny), np.maximum(np.exp(log_q) * phi, tiny)
-    return rng.binomial(n, rng.beta(alpha, beta))
+    """BetaBinomial draws at the cells with trials (:func:`models._common.answered_draws`)."""
+    def draw(n, eta, c, log_delta):
+        # from the log-probabilities, so a cell probability that rounds to 1 keeps 1 - p > 0
+        with np.errstate(divide="ignore"):
+            log_p = np.logaddexp(np.log(c), np.log1p(-c) + log_expit(eta))
+            log_q = np.log1p(-c) + log_expit(-eta)
+        phi, tiny = np.exp(-log_delta), np.finfo(float).tiny
+        alpha = np.maximum(np.exp(log_p) * phi, tiny)
+        beta = np.maximum(np.exp(log_q) * phi, tiny)
+        return rng.binomial(n, rng.beta(alpha, beta))
+
+    return answered_draws(draw, n, eta, c, log_delta, size=size)
 
 
 def beta_binomial(name, n, ability, a, beta, c, log_delta, observed, dims):

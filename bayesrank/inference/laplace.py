@@ -133,8 +133,7 @@ def _cells(k: np.ndarray, n: np.ndarray) -> _Table:
     :data:`models.likelihoods.SPARSE_COVERAGE` of the cells is observed (as the NUTS
     models' likelihoods)."""
     k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
-    sparse = np.count_nonzero(n) <= likelihoods.SPARSE_COVERAGE * n.size
-    return _ObservedCells(k, n) if sparse else _Table(k, n)
+    return _ObservedCells(k, n) if likelihoods.sparse_table(n) else _Table(k, n)
 
 
 def _binomial(eta, cells: _Table):
