@@ -164,8 +164,8 @@ class _ObservedCells:
 
     @classmethod
     def of(cls, trials: np.ndarray) -> _ObservedCells:
-        flat = np.flatnonzero(trials > 0)
         observed = trials > 0
+        flat = np.flatnonzero(observed)
         return cls(trials.shape, flat, flat % trials.shape[1],
                    trials.reshape(-1)[flat].astype(float), observed.sum(axis=1),
                    observed.sum(axis=0))
