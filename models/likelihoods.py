@@ -39,6 +39,8 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy.special import gammaln, log_expit
 
+from bayesrank.data.reductions import ObservedCells
+
 from ._common import answered_draws, logistic_binomial_draws
 
 __all__ = ["bernoulli_battles", "beta_binomial", "binomial_2pl", "binomial_floor",
@@ -158,13 +160,12 @@ def _observed_cells(name: str, observed, n):
     trials = np.asarray(n.get_value())
     if not sparse_table(trials):
         return None
-    rows, columns = np.nonzero(trials)
-    successes = np.asarray(observed.get_value(), float)[rows, columns]
-    coef = log_binomial(successes, trials[rows, columns].astype(float))
-    starts = np.concatenate([[0], np.cumsum(np.count_nonzero(trials, axis=1))])
+    cells = ObservedCells.of(trials)
+    successes = cells.gather(np.asarray(observed.get_value(), float))
+    coef = log_binomial(successes, cells.gather(trials).astype(float))
     return (pm.Data(f"{name}_log_binomial", coef, dims="observed_cell"),
-            pm.Data(f"{name}_row_starts", starts.astype(np.int64)),
-            pm.Data(f"{name}_columns", columns.astype(np.int32), dims="observed_cell"))
+            pm.Data(f"{name}_row_starts", cells.starts.astype(np.int64)),
+            pm.Data(f"{name}_columns", cells.columns.astype(np.int32), dims="observed_cell"))
 
 
 def binomial_2pl(name, n, ability, a, beta, observed, dims):

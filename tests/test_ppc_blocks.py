@@ -11,6 +11,7 @@ import pytest
 import bayesrank as br
 from bayesrank import conjugate
 from bayesrank.analysis import ppc as P
+from bayesrank.data.reductions import ObservedCells
 
 pytestmark = [pytest.mark.xdist_group("ppc_blocks"),
               pytest.mark.filterwarnings("ignore:.*did not pass the convergence checks")]
@@ -46,9 +47,10 @@ def test_block_statistics_equal_the_dense_statistics_of_the_same_draws(fitted):
     var, data = fitted.observed_var, fitted.data
     blocked = fitted.ppc(num_draws=60, random_seed=4, max_values=5000)
     tree = P.replicate(fitted, num_draws=60, random_seed=4, max_values=5000)
-    cells = P._ObservedCells.of(data.reductions.trials)
+    cells = data.reductions.observed_cells
     rep = P._cell_scores(tree["posterior_predictive"][var], data.weights, cells)
-    dense = P._statistics(rep.reshape(-1, rep.shape[-1]), cells)
+    trials = cells.gather(data.reductions.trials).astype(float)
+    dense = P._statistics(rep.reshape(-1, rep.shape[-1]), trials, cells)
     for name in P.STATISTICS:
         np.testing.assert_array_equal(blocked.replicated[name].values, dense[name])
         np.testing.assert_array_equal(
@@ -126,8 +128,8 @@ def test_statistics_over_the_observed_cells_are_the_whole_tables():
     trials[2], trials[:, 5], trials[4] = 0, 0, 0
     trials[4, 9] = 2
     score = rng.binomial(trials, 0.4, size=(5, 7, 30)).astype(float)
-    cells = P._ObservedCells.of(trials)
-    got = P._statistics(score.reshape(5, -1)[:, cells.flat], cells)
+    cells = ObservedCells.of(trials)
+    got = P._statistics(cells.gather(score), cells.gather(trials).astype(float), cells)
     for name, want in _nan_statistics(score, trials).items():
         np.testing.assert_allclose(got[name], want, rtol=1e-12, atol=1e-15, equal_nan=True)
     assert np.isnan(got["accuracy"][:, 2]).all() and np.isnan(got["solve_rate"][:, 5]).all()

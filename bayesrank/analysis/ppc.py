@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayesrank.data.reductions import ObservedCells
 from bayesrank.datatree import group, has_group, with_groups
 from bayesrank.errors import DataError
 from bayesrank.inference.log_likelihood import MAX_BLOCK_VALUES
@@ -149,68 +150,21 @@ def bayesian_p_values(replicated: np.ndarray, observed: np.ndarray) -> np.ndarra
     return np.where(np.isnan(obs), np.nan, p)
 
 
-@dataclass(frozen=True)
-class _ObservedCells:
-    """The observed cells (trials > 0) of an (L, M) table, row by row, so that the
-    statistics cost the observed cells, not L x M: their flat indices and trials, and where
-    each model's cells start."""
-
-    shape: tuple[int, int]
-    flat: np.ndarray
-    columns: np.ndarray
-    trials: np.ndarray
-    per_model: np.ndarray  # observed cells of each model (L,)
-    per_question: np.ndarray  # of each question (M,)
-
-    @classmethod
-    def of(cls, trials: np.ndarray) -> _ObservedCells:
-        observed = trials > 0
-        flat = np.flatnonzero(observed)
-        return cls(trials.shape, flat, flat % trials.shape[1],
-                   trials.reshape(-1)[flat].astype(float), observed.sum(axis=1),
-                   observed.sum(axis=0))
-
-    @property
-    def every_cell(self) -> bool:
-        return self.flat.size == self.shape[0] * self.shape[1]
-
-    def scores(self, table: np.ndarray, weights: np.ndarray, categories: bool) -> np.ndarray:
-        """The observed cells' scores (..., cells) of counts ``table`` (..., cells) over
-        every cell, or of category counts (..., cells, category) scored ``sum_k w_k
-        counts_k``."""
-        if not self.every_cell:
-            table = np.take(table, self.flat, axis=-2 if categories else -1)
-        return table @ weights if categories else table.astype(float)
-
-    def by_model(self, values: np.ndarray) -> np.ndarray:
-        """``values`` (..., cells) summed over each model's cells (..., L): the cells of a
-        model are contiguous."""
-        out = np.zeros((*values.shape[:-1], self.shape[0]))
-        some = self.per_model > 0
-        starts = np.concatenate([[0], np.cumsum(self.per_model)[:-1]])[some]
-        if starts.size:
-            out[..., some] = np.add.reduceat(values, starts, axis=-1)
-        return out
-
-    def by_question(self, values: np.ndarray) -> np.ndarray:
-        """``values`` (..., cells) summed over each question's cells (..., M)."""
-        rows = values.reshape(-1, values.shape[-1])
-        sums = [np.bincount(self.columns, weights=row, minlength=self.shape[1]) for row in rows]
-        return np.reshape(sums, (*values.shape[:-1], self.shape[1]))
-
-    def of_model(self, per_model: np.ndarray) -> np.ndarray:
-        """Each cell's model's value of ``per_model`` (..., L): (..., cells)."""
-        return np.repeat(per_model, self.per_model, axis=-1)
-
-    def of_question(self, per_question: np.ndarray) -> np.ndarray:
-        """Each cell's question's value of ``per_question`` (..., M): (..., cells)."""
-        return np.take(per_question, self.columns, axis=-1)
+def _scores(table: np.ndarray, weights: np.ndarray, categories: bool, cells: ObservedCells
+            ) -> np.ndarray:
+    """The observed cells' scores (..., cells) of counts ``table`` (..., L x M) over every
+    cell, row by row, or of category counts (..., L x M, category) scored ``sum_k w_k
+    counts_k``."""
+    if not cells.every_cell:
+        table = np.take(table, cells.flat, axis=-2 if categories else -1)
+    return table @ weights if categories else table.astype(float)
 
 
-def _statistics(score: np.ndarray, cells: _ObservedCells) -> dict[str, np.ndarray]:
-    """All test statistics for the observed cells' scores ``score`` (..., cells); a model or
-    question with no observed cell gets NaN."""
-    rate = score / cells.trials
+def _statistics(score: np.ndarray, trials: np.ndarray, cells: ObservedCells
+                ) -> dict[str, np.ndarray]:
+    """All test statistics for the observed cells' scores ``score`` (..., cells) of their
+    ``trials`` (cells,); a model or question with no observed cell gets NaN."""
+    rate = score / trials
 
     def variance(total, spread, count: np.ndarray) -> np.ndarray:
         # two passes, as numpy's var: the mean of each model's (question's) rates, then the
@@ -220,8 +174,8 @@ def _statistics(score: np.ndarray, cells: _ObservedCells) -> dict[str, np.ndarra
         return total(deviation) / count
 
     with np.errstate(invalid="ignore", divide="ignore"):  # 0 / 0: nothing observed, NaN
-        accuracy = cells.by_model(score) / cells.by_model(cells.trials)
-        solve_rate = cells.by_question(score) / cells.by_question(cells.trials)
+        accuracy = cells.by_model(score) / cells.by_model(trials)
+        solve_rate = cells.by_question(score) / cells.by_question(trials)
         question_dispersion = variance(cells.by_model, cells.of_model, cells.per_model)
         model_dispersion = variance(cells.by_question, cells.of_question, cells.per_question)
     with warnings.catch_warnings():  # a mean over all-NaN targets: nothing observed
@@ -251,11 +205,11 @@ def _cell_table(values: xr.DataArray, weights: np.ndarray) -> tuple[np.ndarray, 
     return table.reshape(*table.shape[:len(lead)], -1, *table.shape[len(lead) + 2:]), bool(extra)
 
 
-def _cell_scores(values: xr.DataArray, weights: np.ndarray, cells: _ObservedCells
+def _cell_scores(values: xr.DataArray, weights: np.ndarray, cells: ObservedCells
                  ) -> np.ndarray:
     """The observed cells' scores (..., cells): ``sum_k w_k counts_lmk``, or ``k_lm``."""
     table, categories = _cell_table(values, weights)
-    return cells.scores(table, weights, categories)
+    return _scores(table, weights, categories, cells)
 
 
 #: Replicated cells whose statistics are computed at once: the statistics' temporaries
@@ -263,16 +217,16 @@ def _cell_scores(values: xr.DataArray, weights: np.ndarray, cells: _ObservedCell
 _CHUNK_VALUES = 2**20
 
 
-def _draws_statistics(values: xr.DataArray, weights: np.ndarray, cells: _ObservedCells
-                      ) -> dict[str, np.ndarray]:
+def _draws_statistics(values: xr.DataArray, weights: np.ndarray, trials: np.ndarray,
+                      cells: ObservedCells) -> dict[str, np.ndarray]:
     """The statistics (chain, draw, target) of replicated counts (chain, draw, llm,
     question[, category]), a few draws at a time."""
     table, categories = _cell_table(values, weights)
     lead = table.shape[:2]
     draws = table.reshape(-1, *table.shape[2:])
     step = max(1, _CHUNK_VALUES // max(1, table.shape[2]))
-    chunks = [_statistics(cells.scores(draws[i:i + step], weights, categories), cells)
-              for i in range(0, len(draws), step)]
+    chunks = [_statistics(_scores(draws[i:i + step], weights, categories, cells), trials,
+                          cells) for i in range(0, len(draws), step)]
     return {name: np.concatenate([c[name] for c in chunks]).reshape(*lead, -1)
             for name in STATISTICS}
 
@@ -557,7 +511,8 @@ def posterior_predictive_check(
     shape = tuple(observed_values.sizes.get(dim) for dim in _CELL_DIMS)
     if shape != trials.shape:
         raise DataError(f"observed {var!r} has {shape} cells but the data have {trials.shape}")
-    cells = _ObservedCells.of(trials)
+    cells = data.reductions.observed_cells
+    cell_trials = cells.gather(trials).astype(float)
     obs_score = _cell_scores(observed_values, weights, cells)
     parts: dict[str, list[np.ndarray]] = {name: [] for name in STATISTICS}
     kept: list[xr.Dataset] = []
@@ -572,7 +527,7 @@ def posterior_predictive_check(
                 "the replicated data (bayesrank.analysis.ppc.replicate(posterior)) with "
                 "ArviZ's plots."
             )
-        for name, values in _draws_statistics(rep_values, weights, cells).items():
+        for name, values in _draws_statistics(rep_values, weights, cell_trials, cells).items():
             parts[name].append(values)
         if rep_values.size <= room or not kept:  # the first blocks, for ArviZ's plots
             kept.append(block)
@@ -580,7 +535,7 @@ def posterior_predictive_check(
     rep_stats = {name: np.concatenate(values, axis=1).reshape(-1, values[0].shape[-1])
                  for name, values in parts.items()}  # the samples chain by chain
     table, replicated, observed = _statistics_table(
-        rep_stats, _statistics(obs_score, cells), data, alpha)
+        rep_stats, _statistics(obs_score, cell_trials, cells), data, alpha)
     tree = _with_replicates(posterior, xr.concat(kept, dim="draw"))
     notes = _notes(table, alpha, posterior.model)
     return PPCResult(table, replicated, observed, var, alpha, notes, tree)

@@ -16,6 +16,7 @@ attribute                  shape           meaning
 ``question_ties``          (L, L)          #questions with u_im = u_jm (diag 0)
 ``question_preferences``   (L, L)          P_ij = question wins + 1/2 question ties
 ``setwise``                SetwiseEvents   grouped (winner set, loser set) events
+``observed_cells``         ObservedCells   the cells with trials, model by model
 ``prior_category_counts``  (M|L,M, C+1)    category counts of R0
 =========================  ==============  ============================================
 
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
     from bayesrank.data.response import ResponseData
 
 __all__ = [
-    "Reductions", "SetwiseEvents", "category_counts", "pair_counts", "question_pair_counts",
-    "setwise_events",
+    "ObservedCells", "Reductions", "SetwiseEvents", "category_counts", "pair_counts",
+    "question_pair_counts", "setwise_events",
 ]
 
 _CHUNK_COLUMNS = 16384
@@ -225,6 +226,82 @@ def setwise_events(R: np.ndarray, mask: np.ndarray | None = None) -> SetwiseEven
     )
 
 
+@dataclass(frozen=True)
+class ObservedCells:
+    """The observed cells (trials > 0) of an (L, M) table, model by model: what an
+    analysis sums over where most cells are missing, so that it costs the observed cells,
+    not L x M (the PPC's statistics, the Laplace route's search; the NUTS likelihoods' list
+    of cells, :mod:`models.likelihoods`).
+
+    A value per observed cell is an array (..., cells) in this order: a model's cells are
+    contiguous (its sums are ``np.add.reduceat``), a question's are gathered by
+    ``np.bincount``."""
+
+    shape: tuple[int, int]
+    rows: np.ndarray  # each cell's model (cells,)
+    columns: np.ndarray  # each cell's question (cells,)
+    per_model: np.ndarray  # observed cells of each model (L,)
+    per_question: np.ndarray  # of each question (M,)
+
+    @classmethod
+    def of(cls, trials: np.ndarray) -> ObservedCells:
+        """The cells of the (L, M) ``trials`` table with trials > 0."""
+        observed = np.asarray(trials) > 0
+        rows, columns = np.nonzero(observed)
+        return cls(observed.shape, rows, columns, np.bincount(rows, minlength=observed.shape[0]),
+                   np.bincount(columns, minlength=observed.shape[1]))
+
+    @property
+    def size(self) -> int:
+        return int(self.rows.size)
+
+    @property
+    def every_cell(self) -> bool:
+        return self.size == self.shape[0] * self.shape[1]
+
+    @property
+    def flat(self) -> np.ndarray:
+        """The cells' indices in the table read row by row."""
+        return self.rows * self.shape[1] + self.columns
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Where each model's cells start, and the end (L + 1,)."""
+        return np.concatenate([[0], np.cumsum(self.per_model)])
+
+    def gather(self, table: np.ndarray) -> np.ndarray:
+        """The observed cells' values (..., cells) of a table (..., L, M)."""
+        return table[..., self.rows, self.columns]
+
+    def table(self, values: np.ndarray) -> np.ndarray:
+        """Cell values (cells, ...) laid out in an (L, M, ...) table, 0 at the missing cells."""
+        out = np.zeros(self.shape + values.shape[1:], dtype=np.result_type(values, float))
+        out[self.rows, self.columns] = values
+        return out
+
+    def by_model(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (..., cells) summed over each model's cells (..., L)."""
+        out = np.zeros((*values.shape[:-1], self.shape[0]))
+        some = self.per_model > 0
+        if some.any():
+            out[..., some] = np.add.reduceat(values, self.starts[:-1][some], axis=-1)
+        return out
+
+    def by_question(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (..., cells) summed over each question's cells (..., M)."""
+        rows = values.reshape(-1, values.shape[-1])
+        sums = [np.bincount(self.columns, weights=row, minlength=self.shape[1]) for row in rows]
+        return np.reshape(sums, (*values.shape[:-1], self.shape[1]))
+
+    def of_model(self, per_model: np.ndarray) -> np.ndarray:
+        """Each cell's model's value of ``per_model`` (..., L): (..., cells)."""
+        return np.repeat(per_model, self.per_model, axis=-1)
+
+    def of_question(self, per_question: np.ndarray) -> np.ndarray:
+        """Each cell's question's value of ``per_question`` (..., M): (..., cells)."""
+        return np.take(per_question, self.columns, axis=-1)
+
+
 class Reductions:
     """Lazily computed, cached reductions of one :class:`~bayesrank.ResponseData`."""
 
@@ -239,6 +316,11 @@ class Reductions:
         if d.mask is None:
             return np.full((d.L, d.M), d.N, dtype=np.int64)
         return d.mask.sum(axis=2, dtype=np.int64)
+
+    @cached_property
+    def observed_cells(self) -> ObservedCells:
+        """The cells with at least one observed trial, model by model."""
+        return ObservedCells.of(self.trials)
 
     @cached_property
     def successes(self) -> np.ndarray:
