@@ -53,8 +53,10 @@ def test_gradient_is_that_of_the_log_density(layout):
                              LP._negative_log_posterior(x, table, 9.0, 1.7), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-12)
         curvatures = [LP._Rasch.curvature(x, c, 9.0, 1.7) for c in (cells, table)]
-        for name in ("h_theta", "U", "B"):
+        for name in ("h_theta", "B"):
             np.testing.assert_allclose(*(getattr(c, name) for c in curvatures), rtol=1e-12)
+        np.testing.assert_allclose(curvatures[0].coupling(cells), curvatures[1].coupling(table),
+                                   rtol=1e-12)
 
 
 def test_scale_step_maximises_the_expected_log_density():
@@ -171,13 +173,14 @@ def _two_pl_cells(L=7, M=12, trials=4, seed=10):
     return rng.binomial(trials, 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(float), n
 
 
-def _dense(curvature):
+def _dense(curvature, cells):
     """The full Hessian from its blocks (the abilities' block, then each question's
     parameters, as x lays them out)."""
-    L, M, q = curvature.U.shape
+    U = curvature.coupling(cells)
+    L, M, q = U.shape
     H = np.zeros((L + M * q, L + M * q))
     H[:L, :L] = curvature.abilities_block()
-    H[:L, L:] = curvature.U.reshape(L, M * q)
+    H[:L, L:] = U.reshape(L, M * q)
     H[L:, :L] = H[:L, L:].T
     for m in range(M):
         H[L + m * q:L + (m + 1) * q, L + m * q:L + (m + 1) * q] = curvature.B[m]
@@ -196,8 +199,32 @@ def test_two_pl_gradient_and_hessian_blocks_are_the_log_densitys(layout):
                                rtol=1e-5, atol=1e-5)
     numeric = np.array([(value(x + h)[1] - value(x - h)[1]) / 2e-6
                         for h in 1e-6 * np.eye(x.size)])
-    np.testing.assert_allclose(_dense(TWO_PL.curvature(x, cells, 9.0, 1.7)), numeric,
+    np.testing.assert_allclose(_dense(TWO_PL.curvature(x, cells, 9.0, 1.7), cells), numeric,
                                rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("model", ["rasch", "2pl"])
+def test_schur_complement_and_regression_are_the_dense_hessians(model, layout):
+    """The abilities' precision is the inverse of the dense Hessian's inverse's abilities'
+    block, and each question's mean shift given the abilities B_m^-1 U_m^T d, on every
+    layout: the observed cells' sparse products are the table's dense ones."""
+    posterior, cells = ((LP._Rasch, _layout(layout, *_cells(5, 9))) if model == "rasch" else
+                        (TWO_PL, _layout(layout, *_two_pl_cells(7, 5))))
+    L, M = cells.shape
+    x = np.random.default_rng(21).normal(0, 0.6, L + posterior.extra + M * posterior.q)
+    curvature = posterior.curvature(x, cells, 9.0, 1.7)
+    covariance = np.linalg.inv(curvature.B)
+    regression = LP._Regression(curvature, cells, covariance)
+    n = L + posterior.extra
+    np.testing.assert_allclose(np.linalg.inv(regression.precision),
+                               np.linalg.inv(_dense(curvature, cells))[:n, :n], rtol=1e-9,
+                               atol=1e-12)
+    shifts = list(regression.shifts(np.eye(n), 2))  # two questions a block
+    assert [at.start for at, _ in shifts] == list(range(0, M, 2))
+    got = np.concatenate([shift for _, shift in shifts], axis=1)
+    want = np.einsum("mij,lmj->lmi", covariance, curvature.coupling(cells))
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("block_values", [LP._BLOCK_VALUES, 5 * 200_000 * 2])
@@ -217,7 +244,7 @@ def test_two_pl_draws_have_the_covariance_of_the_dense_hessian_at_the_mode(
     from scipy.optimize import minimize
 
     args = (LP._Table(k, n), 9.0, sigma**2)
-    hessian = lambda x, *_: _dense(TWO_PL.curvature(x, *args))  # noqa: E731
+    hessian = lambda x, *_: _dense(TWO_PL.curvature(x, *args), args[0])  # noqa: E731
     mode = minimize(TWO_PL.value, x, args=args, jac=True, hess=hessian,
                     method="trust-exact", options={"gtol": 1e-8}).x
     for _ in range(3):  # Newton's own steps, to rounding
@@ -270,8 +297,8 @@ def test_a_two_pl_laplace_fit_scores_its_own_draws():
 
 @pytest.mark.parametrize("model", ["rasch", "2pl"])
 def test_a_laplace_fit_reads_a_table_with_most_cells_missing(model, monkeypatch):
-    """With 80% of the cells missing the NUTS model and the Laplace search score the
-    observed cells only; the draws are those of the same data on the whole table (the
+    """With 80% of the cells missing the NUTS model and the Laplace route (search, Schur
+    complement, draws) score the observed cells only; the draws are those of the same data on the whole table (the
     threshold forced to 0) to the search's tolerance, and the PPC and PSIS-LOO run."""
     import models.likelihoods as likelihoods
 
@@ -284,8 +311,10 @@ def test_a_laplace_fit_reads_a_table_with_most_cells_missing(model, monkeypatch)
     sparse = br.fit(data, model, **options)
     monkeypatch.setattr(likelihoods, "SPARSE_COVERAGE", 0.0)
     whole = br.fit(data, model, **options)
-    theta = [post.idata["posterior"]["theta"].values for post in (sparse, whole)]
-    np.testing.assert_allclose(*theta, rtol=0, atol=1e-6 * theta[1].std())
+    for name in ("theta", "b", "a")[:3 if model == "2pl" else 2]:  # the Schur complement,
+        # the questions' draws given theta: the observed cells' sparse rows, the table's dense
+        drawn = [post.idata["posterior"][name].values for post in (sparse, whole)]
+        np.testing.assert_allclose(*drawn, rtol=0, atol=1e-6 * drawn[1].std())
     rows = sparse.ppc(num_draws=100, random_seed=19).statistics.query(
         "statistic == 'accuracy'")
     assert rows["p_value"].between(0.005, 0.995).all()

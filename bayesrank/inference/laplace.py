@@ -59,6 +59,7 @@ with NUTS on sets both can fit.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,8 +67,10 @@ import numpy as np
 import pymc as pm
 from scipy.linalg import cho_factor, solve_triangular
 from scipy.optimize import brentq, minimize
+from scipy.sparse import csc_array
 from scipy.special import expit, log_expit
 
+from bayesrank.data.reductions import ObservedCells
 from bayesrank.errors import DataError
 from bayesrank.models import likelihoods
 from bayesrank.models.likelihoods import binomial_logit
@@ -81,16 +84,22 @@ LOG_A_SD = 0.5  # log a_m ~ N(0, 0.5^2), as models.irt.log_discriminations
 class _Table:
     """The (L, M) table of counts k and trials n as the search reads it: every cell.
 
-    Values of the cells (``eta``, residuals) are (L, M) arrays; :meth:`at` lays a
-    per-model and per-question values out over the cells, :meth:`by_model` and
-    :meth:`by_question` sum cell values, :meth:`table` returns them as an (L, M) table."""
+    Values of the cells (``eta``, residuals) are (L, M) arrays, or (L, M, q) with one
+    value per question parameter; :meth:`at` lays per-model and per-question values out
+    over the cells, :meth:`by_model` and :meth:`by_question` sum cell values,
+    :meth:`table` returns them as an (L, M, ...) table and :meth:`matrix` as the (L, M q)
+    matrix of their rows (a dense array here)."""
 
     def __init__(self, k: np.ndarray, n: np.ndarray):
         self.k, self.n, self.shape = k, n, k.shape
 
+    def at(self, per_model, *per_question):
+        return (per_model[:, None], *map(self.of_question, per_question))
+
     @staticmethod
-    def at(per_model, *per_question):
-        return (per_model[:, None], *(values[None, :] for values in per_question))
+    def of_question(per_question):
+        """Each cell's value of ``per_question`` (M, ...)."""
+        return per_question[None, :]
 
     @staticmethod
     def by_model(values):
@@ -104,28 +113,42 @@ class _Table:
     def table(values):
         return values
 
+    @staticmethod
+    def matrix(values):
+        return values.reshape(values.shape[0], -1)
+
 
 class _ObservedCells(_Table):
-    """The same over the observed cells only (trials > 0), for a table with most cells
-    missing: cell values are (cells,) arrays, so an evaluation costs the observed cells."""
+    """The same over the observed cells only (trials > 0,
+    :class:`~bayesrank.data.reductions.ObservedCells`), for a table with most cells
+    missing: cell values are (cells, ...) arrays, and :meth:`matrix` a sparse matrix, so
+    the search, the Schur complement and the draws cost the observed cells."""
 
     def __init__(self, k: np.ndarray, n: np.ndarray):
-        self.rows, self.columns = np.nonzero(n)
-        self.k, self.n, self.shape = k[self.rows, self.columns], n[self.rows, self.columns], k.shape
+        self.cells = ObservedCells.of(n)
+        self.k, self.n, self.shape = self.cells.gather(k), self.cells.gather(n), k.shape
 
     def at(self, per_model, *per_question):
-        return (per_model[self.rows], *(values[self.columns] for values in per_question))
+        return (self.cells.of_model(per_model), *map(self.of_question, per_question))
+
+    def of_question(self, per_question):
+        return per_question[self.cells.columns]
 
     def by_model(self, values):
-        return np.bincount(self.rows, values, minlength=self.shape[0])
+        return self.cells.by_model(values)
 
     def by_question(self, values):
-        return np.bincount(self.columns, values, minlength=self.shape[1])
+        return self.cells.by_question(values)
 
     def table(self, values):
-        out = np.zeros(self.shape)
-        out[self.rows, self.columns] = values
-        return out
+        return self.cells.table(values)
+
+    def matrix(self, values):
+        """(cells, q) values as the sparse (L, M q) matrix of their rows."""
+        q = values.shape[1]
+        columns = (self.cells.columns[:, None] * q + np.arange(q)).ravel()
+        return csc_array((values.ravel(), (np.repeat(self.cells.rows, q), columns)),
+                         shape=(self.shape[0], self.shape[1] * q))
 
 
 def _cells(k: np.ndarray, n: np.ndarray) -> _Table:
@@ -176,16 +199,29 @@ _BLOCK_VALUES = 2**25
 @dataclass(frozen=True)
 class _Curvature:
     """The negative log-density's Hessian at a point, by blocks: the abilities' block
-    ``h_theta`` (its diagonal (L,), or the whole (L, L) where it is dense), their coupling
-    to each question's parameters ``U`` (L, M, q) and each question's own block ``B``
-    (M, q, q) (questions do not couple to each other)."""
+    ``h_theta`` (its diagonal (L,), or the whole (L + e, L + e) where it is dense, with e
+    global coordinates after the abilities), each question's own block ``B`` (M, q, q)
+    (questions do not couple to each other), and the coupling of the two, U = Q [S; E]:
+    ``S`` the abilities' coupling at each cell (the cells' layout, (..., q): zero at a
+    missing cell, so a list of the observed cells holds it), ``E`` (e, M, q) the global
+    coordinates', and ``Q`` (L + e, L + e) a map of the abilities' coordinates (None: the
+    identity)."""
 
     h_theta: np.ndarray
-    U: np.ndarray
+    S: np.ndarray
     B: np.ndarray
+    E: np.ndarray | None = None
+    Q: np.ndarray | None = None
 
     def abilities_block(self) -> np.ndarray:
         return np.diag(self.h_theta) if self.h_theta.ndim == 1 else self.h_theta
+
+    def coupling(self, cells: _Table) -> np.ndarray:
+        """U as a dense (L + e, M, q) array (for checks: a fit never builds it)."""
+        U = cells.table(self.S)
+        if self.E is not None:
+            U = np.concatenate([U, self.E])
+        return U if self.Q is None else np.einsum("ij,jmq->imq", self.Q, U)
 
     def root(self) -> np.ndarray:
         """Square roots of the diagonal (the scale of a unit step in each coordinate)."""
@@ -222,7 +258,7 @@ class _Rasch:
         at_theta, at_b = cells.at(x[:L], x[L:])
         p = expit(at_theta - at_b)
         W = cells.n * p * (1.0 - p)
-        return _Curvature(cells.by_model(W) + 1.0 / s2, -cells.table(W)[..., None],
+        return _Curvature(cells.by_model(W) + 1.0 / s2, -W[..., None],
                           (cells.by_question(W) + 1.0 / sigma2)[:, None, None])
 
 
@@ -297,10 +333,9 @@ class _TwoPL:
         p = expit(at_theta * at_a + at_beta)
         W, residual = cells.n * p * (1.0 - p), cells.k - cells.n * p
         slope = W * at_a * at_theta - residual  # d/d log a_m of the theta_l gradient / a_m
-        U = np.zeros((L + 1, a.size, 2))
-        U[:L, :, 0], U[:L, :, 1] = a * cells.table(slope), a * cells.table(W)
-        U[L, :, 1] = -1.0 / sigma2
-        U[:L] -= self.w[:, None, None] * U[:L].sum(axis=0)  # P^T
+        S = np.stack([at_a * slope, at_a * W], axis=-1)
+        E = np.zeros((1, a.size, 2))
+        E[0, :, 1] = -1.0 / sigma2  # (mu, beta_m)
         B = np.empty((a.size, 2, 2))
         B[:, 0, 0] = a * cells.by_question(at_theta * slope) + 1.0 / LOG_A_SD**2
         B[:, 0, 1] = B[:, 1, 0] = a * cells.by_question(at_theta * W)
@@ -310,7 +345,9 @@ class _TwoPL:
         h = cells.by_model(W * at_a * at_a) + 1.0 / s2
         block[:L, :L] = P.T @ (h[:, None] * P) + np.outer(self.w, self.w)
         block[L, L] = a.size / sigma2 + 1.0 / (s2 * self.w @ self.w)
-        return _Curvature(block, U, B)
+        Q = np.eye(L + 1)
+        Q[:L, :L] = P.T
+        return _Curvature(block, S, B, E, Q)
 
 
 class _Modes:
@@ -379,25 +416,66 @@ def _settled_scale(modes: _Modes) -> float:
     return float(np.exp(root))
 
 
+class _Regression:
+    """The abilities' marginal precision and each question's regression on them, from the
+    Hessian's blocks (:class:`_Curvature`) with C_m = B_m^-1 (each question's covariance
+    given the abilities):
+
+    - the Schur complement P = H_theta - sum_m U_m C_m U_m^T, with U_m = Q [S_m; E_m]:
+      Q (sum_m [S_m; E_m] C_m [S_m; E_m]^T) Q^T, the cells' part a product of (sparse,
+      over the observed cells) matrices;
+    - question m's mean shift given theta - theta_hat = d: C_m U_m^T d = ((d Q) [S_m; E_m]
+      C_m)^T, read for a block of questions at a time (:meth:`shifts`)."""
+
+    def __init__(self, curvature: _Curvature, cells: _Table, covariance: np.ndarray):
+        M, q = curvature.B.shape[:2]
+        E = np.zeros((0, M, q)) if curvature.E is None else curvature.E
+        self.q, self.Q, self.n_abilities = q, curvature.Q, cells.shape[0]
+        # [S_m; E_m] C_m: the cells' rows (a sparse matrix over the observed cells), and
+        # the global coordinates' (dense)
+        self.cell_rows = cells.matrix(np.einsum("...i,...ij->...j", curvature.S,
+                                                cells.of_question(covariance)))
+        self.global_rows = np.einsum("emi,mij->emj", E, covariance).reshape(-1, M * q)
+        S, E = cells.matrix(curvature.S), E.reshape(-1, M * q)
+        gram = self.cell_rows @ S.T
+        cross = self.cell_rows @ E.T
+        coupled = np.block([[gram if isinstance(gram, np.ndarray) else gram.toarray(), cross],
+                            [cross.T, self.global_rows @ E.T]])
+        if self.Q is not None:
+            coupled = self.Q @ coupled @ self.Q.T
+        self.precision = curvature.abilities_block() - coupled
+
+    def shifts(self, dtheta: np.ndarray, width: int) -> Iterator[tuple[slice, np.ndarray]]:
+        """C_m U_m^T d for rows d of ``dtheta`` (samples, L + e), ``width`` questions at a
+        time: each block's questions and their shifts (samples, questions, q)."""
+        mapped = dtheta if self.Q is None else dtheta @ self.Q
+        M = self.global_rows.shape[1] // self.q
+        for start in range(0, M, width):
+            columns = slice(start * self.q, min(start + width, M) * self.q)
+            shift = mapped[:, :self.n_abilities] @ self.cell_rows[:, columns]
+            shift += mapped[:, self.n_abilities:] @ self.global_rows[:, columns]
+            yield slice(start, start + width), shift.reshape(len(dtheta), -1, self.q)
+
+
 def _laplace(posterior, cells: _Table, ability_scale: float, samples: int,
              rng: np.random.Generator):
     """``samples`` i.i.d. draws of theta (samples, L) and of the items' parameters (samples,
     M, q) from the Laplace approximation, and the intercepts' sigma at its EM fixed point.
 
     With the Hessian's blocks (:class:`_Curvature`), theta's precision is the Schur
-    complement P = diag(h_theta) - sum_m U_m B_m^-1 U_m^T, and a question's parameters
-    given theta are N(x_m - B_m^-1 U_m^T (theta - theta_hat), B_m^-1)."""
+    complement P = H_theta - sum_m U_m B_m^-1 U_m^T, and a question's parameters given
+    theta are N(x_m - B_m^-1 U_m^T (theta - theta_hat), B_m^-1) (:class:`_Regression`)."""
     L = cells.shape[0] + posterior.extra  # the abilities and the block's global coordinates
     modes = _Modes(posterior, cells, float(ability_scale) ** 2)
     sigma2 = _settled_scale(modes)
     x, curvature = modes.at(sigma2)
     theta_hat, items_hat = x[:L], x[L:].reshape(-1, posterior.q)
+    M, q = items_hat.shape
     covariance = np.linalg.inv(curvature.B)  # each question's, given theta
-    V = np.einsum("lmi,mij->lmj", curvature.U, covariance).reshape(L, -1)
-    precision = curvature.abilities_block() - V @ curvature.U.reshape(L, -1).T
-    del curvature  # its U, (L, M, q): 320 MB at 1,000 x 20,000
+    regression = _Regression(curvature, cells, covariance)
+    del curvature  # the cells' coupling: 320 MB at 1,000 x 20,000 in a table
     try:
-        factor, _ = cho_factor(precision, lower=True)
+        factor, _ = cho_factor(regression.precision, lower=True)
         spread = np.linalg.cholesky(covariance)
     except np.linalg.LinAlgError:
         raise DataError("the Laplace approximation's Hessian is not positive definite at the "
@@ -406,14 +484,10 @@ def _laplace(posterior, cells: _Table, ability_scale: float, samples: int,
     # theta - theta_hat = C^-T z has covariance (C C^T)^-1 = P^-1
     dtheta = solve_triangular(factor, rng.standard_normal((L, samples)), lower=True,
                               trans="T").T
-    M, q = items_hat.shape
     items = np.empty((samples, M, q))
-    V = V.reshape(L, M, q)
     width = max(1, _BLOCK_VALUES // (samples * q))  # questions per block of draws
-    for start in range(0, M, width):
-        at = slice(start, start + width)
+    for at, draw in regression.shifts(dtheta, width):
         z = rng.standard_normal((samples, *items_hat[at].shape))
-        draw = (dtheta @ V[:, at].reshape(L, -1)).reshape(z.shape)
         np.subtract(items_hat[at], draw, out=draw)
         draw += np.einsum("mij,smj->smi", spread[at], z)
         items[:, at] = draw
