@@ -54,7 +54,7 @@ test-slow: $(STAMP)
 		--dist loadgroup -m extended tests --timeout=1800 --timeout-method=signal \
 		--max-worker-restart=0
 
-## bench-scale: time and peak memory against L x M, 10 x 1,000 up to 200 x 14,000, one point at a
+## bench-scale: time and peak memory against L x M, 10 x 1,000 up to 1,000 x 20,000, one point at a
 ## time in a subprocess, each stopped above 8 GB resident (docs/scale.md; hours)
 bench-scale: $(STAMP)
 	$(BIN)/python benchmarks/bench_scale.py --grid full

@@ -19,8 +19,9 @@ P(theta_i > theta_j), then its report up to 4,000,000 cells and its leaderboard 
 ``+sparse`` (``fit_rasch+sparse``) runs on data with 90% of the cells missing.
 
 Run: ``python benchmarks/bench_scale.py`` (the short grid of ``make bench``) or
-``python benchmarks/bench_scale.py --grid full`` (10 x 1,000 up to 50 x 14,000; one point
-at a time).  Writes ``bench-results/bench_scale.csv`` and ``bench_scale.png``.
+``python benchmarks/bench_scale.py --grid full`` (10 x 1,000 up to 1,000 x 20,000; one
+point at a time; a task skips its larger points once one is stopped).  Writes
+``bench-results/bench_scale.csv`` and ``bench_scale.png``.
 """
 
 from __future__ import annotations

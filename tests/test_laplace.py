@@ -238,6 +238,7 @@ def test_two_pl_draws_have_the_covariance_of_the_dense_hessian_at_the_mode(
     L, M = k.shape
     theta, items, sigma = LP._laplace(TWO_PL, LP._Table(k, n), 3.0, 200_000,
                                       np.random.default_rng(12))
+    items = np.moveaxis(items, 0, -1)  # (samples, M, q), as x lays them out
     x = np.concatenate([theta.mean(0), items.mean(0).ravel()])
     draws = np.hstack([theta, items.reshape(theta.shape[0], -1)])
     # the mode, found independently by exact-Hessian trust-region Newton
@@ -265,6 +266,7 @@ def test_two_pl_draws_are_moved_along_the_likelihoods_symmetries():
     questions[[0, 5]] = False
     raw_theta, items, _ = LP._laplace(TWO_PL, LP._Table(k, n), 3.0, 50,
                                       np.random.default_rng(13))
+    items = np.moveaxis(items, 0, -1)
     out = LP.two_pl_laplace(k, n, informed, questions, 3.0, 50, np.random.default_rng(13))
     np.testing.assert_allclose(np.log(out["a"][:, questions]).sum(1), 0.0, atol=1e-12)
     np.testing.assert_allclose(out["theta"].mean(1), 0.0, atol=1e-12)
@@ -298,8 +300,9 @@ def test_a_two_pl_laplace_fit_scores_its_own_draws():
 @pytest.mark.parametrize("model", ["rasch", "2pl"])
 def test_a_laplace_fit_reads_a_table_with_most_cells_missing(model, monkeypatch):
     """With 80% of the cells missing the NUTS model and the Laplace route (search, Schur
-    complement, draws) score the observed cells only; the draws are those of the same data on the whole table (the
-    threshold forced to 0) to the search's tolerance, and the PPC and PSIS-LOO run."""
+    complement, draws) score the observed cells only; the draws are those of the same data
+    on the whole table (the threshold forced to 0) to the search's tolerance, and the PPC
+    and PSIS-LOO run."""
     import models.likelihoods as likelihoods
 
     rng = np.random.default_rng(17)

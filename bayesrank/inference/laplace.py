@@ -41,12 +41,12 @@ U_m (L x q; the Rasch's -W[:, m]); questions do not couple to each other.  So th
 abilities' marginal precision is the L x L Schur complement P = H_theta - sum_m U_m
 B_m^-1 U_m^T (one pass over the cells, no (L + M q)^2 matrix), theta ~ N(theta_hat,
 P^-1), and question m's parameters given theta are N(x_m - B_m^-1 U_m^T (theta -
-theta_hat), B_m^-1).  A table with at most a third of its cells observed
-(:data:`models.likelihoods.SPARSE_COVERAGE`) is searched over its observed cells, as the
-NUTS likelihoods score it (:class:`_ObservedCells`).  Draws are i.i.d.; as in the NUTS
-fit, theta (and the Rasch's b) are reported with the informed models' mean ability
-subtracted.  sigma is held at its
-estimate (every draw the same).
+theta_hat), B_m^-1) (:class:`_Regression`).  A table with at most a third of its cells
+observed (:data:`models.likelihoods.SPARSE_COVERAGE`) is searched over its observed
+cells, as the NUTS likelihoods score it, and its couplings U_m are a sparse matrix over
+them (:class:`_ObservedCells`): the route makes no (L, M) array of its own.  Draws are
+i.i.d.; as in the NUTS fit, theta (and the Rasch's b) are reported with the informed
+models' mean ability subtracted.  sigma is held at its estimate (every draw the same).
 
 Where it is accurate: every ability is informed by many questions and every question by
 many models, so the posterior of the abilities is close to Gaussian (a leaderboard's
@@ -126,7 +126,8 @@ class _ObservedCells(_Table):
 
     def __init__(self, k: np.ndarray, n: np.ndarray):
         self.cells = ObservedCells.of(n)
-        self.k, self.n, self.shape = self.cells.gather(k), self.cells.gather(n), k.shape
+        self.k, self.n = self.cells.gather(k).astype(float), self.cells.gather(n).astype(float)
+        self.shape = k.shape
 
     def at(self, per_model, *per_question):
         return (self.cells.of_model(per_model), *map(self.of_question, per_question))
@@ -155,8 +156,10 @@ def _cells(k: np.ndarray, n: np.ndarray) -> _Table:
     """The table, or its observed cells where at most a share
     :data:`models.likelihoods.SPARSE_COVERAGE` of the cells is observed (as the NUTS
     models' likelihoods)."""
-    k, n = np.asarray(k, dtype=float), np.asarray(n, dtype=float)
-    return _ObservedCells(k, n) if likelihoods.sparse_table(n) else _Table(k, n)
+    k, n = np.asarray(k), np.asarray(n)
+    if likelihoods.sparse_table(n):
+        return _ObservedCells(k, n)
+    return _Table(k.astype(float), n.astype(float))
 
 
 def _binomial(eta, cells: _Table):
@@ -192,8 +195,9 @@ def _scale_step(squares: float, M: int) -> float:
 _STOP, _MODE_TOL = {"maxiter": 5000, "ftol": 0.0, "gtol": 0.0}, 1e-4
 #: sigma^2 is settled to this relative tolerance, bracketed between these bounds
 _SCALE_TOL, _SCALE_RANGE = 1e-4, (1e-8, 1e4)
-#: the questions' draws are made this many values at a time (256 MB in float64)
-_BLOCK_VALUES = 2**25
+#: the questions' draws are made this many values at a time (8 MB in float64: blocks of
+#: 2^25 values added about 1 GB of temporaries to the 2PL's peak at 1,000 x 20,000)
+_BLOCK_VALUES = 2**20
 
 
 @dataclass(frozen=True)
@@ -452,15 +456,20 @@ class _Regression:
         M = self.global_rows.shape[1] // self.q
         for start in range(0, M, width):
             columns = slice(start * self.q, min(start + width, M) * self.q)
-            shift = mapped[:, :self.n_abilities] @ self.cell_rows[:, columns]
-            shift += mapped[:, self.n_abilities:] @ self.global_rows[:, columns]
+            rows = self.cell_rows[:, columns]  # a block's rows zero-filled: a dense product
+            # beat scipy's sparse one at every share of observed cells measured (1-10%)
+            rows = rows if isinstance(rows, np.ndarray) else rows.toarray()
+            shift = mapped[:, :self.n_abilities] @ rows
+            if self.global_rows.size:
+                shift += mapped[:, self.n_abilities:] @ self.global_rows[:, columns]
             yield slice(start, start + width), shift.reshape(len(dtheta), -1, self.q)
 
 
 def _laplace(posterior, cells: _Table, ability_scale: float, samples: int,
              rng: np.random.Generator):
-    """``samples`` i.i.d. draws of theta (samples, L) and of the items' parameters (samples,
-    M, q) from the Laplace approximation, and the intercepts' sigma at its EM fixed point.
+    """``samples`` i.i.d. draws of theta (samples, L) and of the items' parameters (q,
+    samples, M: each parameter's draws contiguous, for the caller to transform in place)
+    from the Laplace approximation, and the intercepts' sigma at its EM fixed point.
 
     With the Hessian's blocks (:class:`_Curvature`), theta's precision is the Schur
     complement P = H_theta - sum_m U_m B_m^-1 U_m^T, and a question's parameters given
@@ -484,13 +493,16 @@ def _laplace(posterior, cells: _Table, ability_scale: float, samples: int,
     # theta - theta_hat = C^-T z has covariance (C C^T)^-1 = P^-1
     dtheta = solve_triangular(factor, rng.standard_normal((L, samples)), lower=True,
                               trans="T").T
-    items = np.empty((samples, M, q))
+    items = np.empty((q, samples, M))
     width = max(1, _BLOCK_VALUES // (samples * q))  # questions per block of draws
-    for at, draw in regression.shifts(dtheta, width):
-        z = rng.standard_normal((samples, *items_hat[at].shape))
-        np.subtract(items_hat[at], draw, out=draw)
-        draw += np.einsum("mij,smj->smi", spread[at], z)
-        items[:, at] = draw
+    for at, shift in regression.shifts(dtheta, width):
+        # parameter j: x_mj - shift_mj + sum_{i <= j} chol(C_m)_ji z_i, z_i ~ N(0, 1)
+        z = rng.standard_normal((q, samples, shift.shape[1]))
+        for j in range(q):
+            out = items[j, :, at]
+            np.subtract(items_hat[at, j], shift[..., j], out=out)
+            for i in range(j + 1):
+                out += spread[at, j, i] * z[i]
     return theta_hat + dtheta, items, float(np.sqrt(sigma2))
 
 
@@ -501,7 +513,10 @@ def rasch_laplace(k: np.ndarray, n: np.ndarray, informed: np.ndarray, ability_sc
     sigma_b's estimate."""
     theta, items, sigma = _laplace(_Rasch, _cells(k, n), ability_scale, samples, rng)
     centre = theta[:, informed].mean(axis=1, keepdims=True)
-    return {"theta": theta - centre, "b": items[..., 0] - centre, "sigma_b": sigma}
+    theta -= centre
+    b = items[0]
+    b -= centre  # in place: at 1,000 x 20,000 a copy of b is 640 MB
+    return {"theta": theta, "b": b, "sigma_b": sigma}
 
 
 def two_pl_laplace(k: np.ndarray, n: np.ndarray, informed: np.ndarray,
@@ -510,14 +525,15 @@ def two_pl_laplace(k: np.ndarray, n: np.ndarray, informed: np.ndarray,
     """``samples`` i.i.d. draws of the 2PL's theta, a and b (= -beta / a) from its Laplace
     approximation, each draw's scale moved to the NUTS model's (log a summing to zero over
     the informed questions: a / s, s theta), and sigma_beta's estimate.  (log a and beta,
-    which the NUTS fit also keeps, are not kept: at 1,000 x 20,000 each is 640 MB.)"""
+    which the NUTS fit also keeps, are not kept: at 1,000 x 20,000 each is 640 MB; a and
+    b are computed in their place.)"""
     posterior = _TwoPL(np.asarray(informed, dtype=float))
     block, items, sigma = _laplace(posterior, _cells(k, n), ability_scale, samples, rng)
-    theta, log_a = posterior.abilities(block), items[..., 0]
+    theta, log_a, b = posterior.abilities(block), items[0], items[1]
     shift = log_a[:, informed_questions].mean(axis=1, keepdims=True)
     log_a -= shift
-    a = np.exp(log_a)
-    b = np.divide(items[..., 1], a)
+    a = np.exp(log_a, out=log_a)  # in place, as b: at 1,000 x 20,000 each is 640 MB
+    b /= a
     np.negative(b, out=b)
     return {"theta": theta * np.exp(shift), "a": a, "b": b, "sigma_beta": sigma}
 
