@@ -134,3 +134,17 @@ def test_statistics_over_the_observed_cells_are_the_whole_tables():
         np.testing.assert_allclose(got[name], want, rtol=1e-12, atol=1e-15, equal_nan=True)
     assert np.isnan(got["accuracy"][:, 2]).all() and np.isnan(got["solve_rate"][:, 5]).all()
     assert (got["question_dispersion"][:, 4] == 0).all()
+
+
+def test_the_python_linker_replicates_what_the_default_linker_does(fitted, monkeypatch):
+    """The forward function is compiled with the Python linker (``P.FORWARD_COMPILE``:
+    milliseconds against about a second a block with Numba); the replicated cells are
+    the same numbers as with PyMC's default compilation."""
+    if fitted.model == "bayes":
+        pytest.skip("Bayes@N replicates from its exact draws: no forward function")
+    fast = P.replicate(fitted, num_draws=20, random_seed=5)
+    monkeypatch.setattr(P, "FORWARD_COMPILE", None)  # PyMC's default
+    default = P.replicate(fitted, num_draws=20, random_seed=5)
+    var = fitted.observed_var
+    np.testing.assert_array_equal(fast["posterior_predictive"][var].values,
+                                  default["posterior_predictive"][var].values)

@@ -25,7 +25,7 @@ import xarray as xr
 from bayesrank.data import as_response_data
 from bayesrank.models import get_model
 
-from .ppc import _without_pymc_info
+from .ppc import FORWARD_COMPILE, _without_pymc_info
 
 __all__ = ["prior_accuracy", "prior_predictive"]
 
@@ -58,7 +58,8 @@ def prior_predictive(data: Any, model: str = "2pl", *, draws: int = 500,
         options.setdefault("collapse_uninformed", False)  # the same prior, no Potential
     pymc_model = get_model(model).build(d, **options)
     with pymc_model, _without_pymc_info():  # PyMC 6 returns a DataTree
-        return pm.sample_prior_predictive(draws=draws, random_seed=random_seed)
+        return pm.sample_prior_predictive(draws=draws, random_seed=random_seed,
+                                          compile_kwargs=FORWARD_COMPILE)
 
 
 def prior_accuracy(data: Any, model: str = "2pl", *, draws: int = 500, random_seed: int = 0,
