@@ -167,6 +167,30 @@ def test_superiority_mcse_is_arviz_mcse_of_the_indicator():
         assert se[i, j] > 1.2 * np.sqrt(P[i, j] * (1 - P[i, j]) / indicator.size)
 
 
+def test_independent_draws_take_the_number_of_draws_as_ess():
+    """Draws independent by construction (exact, Laplace): the same P, and each MCSE the
+    i.i.d. formula sd / sqrt(S), close to arviz's estimate on such draws; a posterior
+    whose sampler is the Laplace approximation's reads its draws so, one of unknown
+    sampler does not."""
+    rng = np.random.default_rng(4)  # rounded: ties within draws count 1/2
+    theta = np.round(rng.normal(size=(4, 500, 4)) + np.array([0.0, 0.1, 0.4, 1.2]), 1)
+    P, se = superiority_from_draws(theta)
+    P_iid, se_iid = superiority_from_draws(theta, independent=True)
+    np.testing.assert_allclose(P_iid, P, rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(np.diagonal(se_iid), 0.0)
+    for i, j in [(0, 1), (1, 2), (0, 3), (3, 1)]:
+        indicator = ((theta[..., i] > theta[..., j]) + 0.5 * (theta[..., i] == theta[..., j]))
+        assert se_iid[i, j] == pytest.approx(indicator.std(ddof=1) / np.sqrt(2000), rel=1e-12)
+        assert se_iid[i, j] == pytest.approx(se[i, j], rel=0.15)
+    assert not posterior_from_draws(theta).independent_draws
+    post = Posterior(posterior_from_draws(theta).idata, None, "test", sampler="laplace")
+    assert post.independent_draws
+    top = theta == theta.max(axis=-1, keepdims=True)  # a tie for the best shares it
+    best = (top[..., 2] / top.sum(axis=-1)).ravel()
+    assert post.p_best_mcse().iloc[2] == pytest.approx(best.std(ddof=1) / np.sqrt(2000),
+                                                       rel=1e-12)
+
+
 # ------------------------------------------------------------------ rank distribution
 def brute_rank_distribution(x: np.ndarray) -> np.ndarray:
     S, L = x.shape

@@ -92,6 +92,11 @@ def test_mean_difference_mcse_matches_iid_formula():
         assert se[i, j] == se[j, i]
         assert se[i, j] == pytest.approx(iid, rel=0.1)
     assert np.all(np.diag(se) == 0)
+    # draws independent by construction: the ESS is their number, and the formula exact
+    exact = mean_difference_mcse(x, independent=True)
+    for i, j in [(0, 1), (0, 2), (1, 2)]:
+        iid = (flat[:, i] - flat[:, j]).std(ddof=1) / np.sqrt(flat.shape[0])
+        assert exact[i, j] == exact[j, i] == pytest.approx(iid, rel=1e-12)
 
 
 def test_order_within_mc_error_is_a_tie_and_a_clear_gap_is_not():

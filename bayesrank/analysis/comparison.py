@@ -115,12 +115,12 @@ def pointwise_log_likelihood(posterior: Posterior) -> xr.DataArray:
 
 def relative_efficiency(posterior: Posterior) -> float:
     """PSIS's relative efficiency ``r_eff``: mean bulk ESS / draws over the posterior's
-    variables, as :func:`arviz.loo` computes it by default; 1 for exact i.i.d. draws
-    (the conjugate sampler: there is nothing to estimate, and its cell probabilities
-    ``p`` are not held) and for one chain."""
+    variables, as :func:`arviz.loo` computes it by default; 1 for draws independent by
+    construction (exact conjugate draws, whose cell probabilities ``p`` are not held, and
+    the Laplace approximation's: there is nothing to estimate) and for one chain."""
     draws = group(posterior.idata, "posterior")
     n = draws.sizes["chain"] * draws.sizes["draw"]
-    if posterior.sampler == "conjugate" or draws.sizes["chain"] == 1:
+    if posterior.independent_draws or draws.sizes["chain"] == 1:
         return 1.0
     ess = az.ess(draws, method="mean")
     return float(np.hstack([ess[v].values.ravel() for v in ess.data_vars]).mean() / n)

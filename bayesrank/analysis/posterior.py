@@ -36,6 +36,10 @@ from bayesrank.data.pairwise import PairwiseData
 from bayesrank.datatree import from_arrays, has_group
 from bayesrank.ranking import Ranking
 
+#: Samplers whose draws are independent by construction (exact conjugate draws, the
+#: Laplace approximation's): their effective sample size is the number of draws.
+INDEPENDENT_DRAWS = ("conjugate", "laplace")
+
 if TYPE_CHECKING:
     from bayesrank.analysis.ppc import PPCResult
 
@@ -385,6 +389,12 @@ class Posterior(RankAnalytics):
     def models(self) -> tuple[str, ...]:
         return tuple(str(x) for x in self.theta["llm"].values)
 
+    @property
+    def independent_draws(self) -> bool:
+        """Whether the draws are independent by construction (:data:`INDEPENDENT_DRAWS`):
+        then every effective sample size is the number of draws."""
+        return self.sampler in INDEPENDENT_DRAWS
+
     def theta_draws(self) -> np.ndarray:
         """Draws of theta as an (S, L) array, chains concatenated."""
         t = self.theta.transpose("chain", "draw", "llm").values
@@ -421,7 +431,8 @@ class Posterior(RankAnalytics):
 
     @cached_property
     def _superiority_cache(self) -> tuple[np.ndarray, np.ndarray]:
-        return unc.superiority_from_draws(self._chain_draws)
+        return unc.superiority_from_draws(self._chain_draws,
+                                          independent=self.independent_draws)
 
     def _superiority_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         return self._superiority_cache
@@ -440,7 +451,8 @@ class Posterior(RankAnalytics):
         best /= best.sum(axis=-1, keepdims=True)
         ds = xr.Dataset({"best": (("chain", "draw", "llm"), best)})
         sd = best.reshape(-1, best.shape[-1]).std(axis=0, ddof=1)
-        ess = az.ess(ds, method="mean")["best"].values
+        ess = (best[..., 0].size if self.independent_draws else
+               az.ess(ds, method="mean")["best"].values)
         with np.errstate(invalid="ignore", divide="ignore"):
             se = np.where(sd > 0, sd / np.sqrt(ess), 0.0)
         return pd.Series(se, index=pd.Index(self.models, name="llm"), name="p_best_mcse")
@@ -448,7 +460,7 @@ class Posterior(RankAnalytics):
     def _mc_tolerance(self, by: str, q: float) -> np.ndarray:
         x = self._chain_draws
         if by == "mean":
-            return 2.0 * unc.mean_difference_mcse(x)
+            return 2.0 * unc.mean_difference_mcse(x, independent=self.independent_draws)
         ds = xr.Dataset({"theta": (("chain", "draw", "llm"), x)})
         prob = 0.5 if by == "median" else q
         se = np.nan_to_num(np.asarray(

@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 _PAIR_BLOCK = 2048  # pairs per block in the MCSE computation (bounds memory)
+_PAIR_ELEMENTS = 2**25  # comparisons per block of independent draws (32 MB of booleans)
 
 
 def as_draw_matrix(draws: np.ndarray) -> np.ndarray:
@@ -58,7 +59,8 @@ def _pair_indicators(x: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return (xi > xj) + 0.5 * (xi == xj)
 
 
-def superiority_from_draws(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def superiority_from_draws(draws: np.ndarray, *, independent: bool = False
+                           ) -> tuple[np.ndarray, np.ndarray]:
     """Pairwise superiority probabilities and their Monte Carlo standard errors.
 
     ``P_ij = (1/S) sum_s (1[theta_i^s > theta_j^s] + 1/2 1[theta_i^s = theta_j^s])``.
@@ -70,6 +72,10 @@ def superiority_from_draws(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ----------
     draws : array_like, shape (chain, draw, L) or (S, L)
         A 2-D input is one chain.
+    independent : bool
+        The draws are independent by construction (exact or Laplace draws): ESS is their
+        number, nothing to estimate (at 1,000 models the ESS of 499,500 pairs took
+        minutes).
 
     Returns
     -------
@@ -81,6 +87,8 @@ def superiority_from_draws(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     a = np.asarray(draws, dtype=float)
     if a.ndim == 2:
         a = a[None]
+    if independent:
+        return _independent_superiority(as_draw_matrix(a))
     as_draw_matrix(a)  # validation only
     L = a.shape[-1]
     iu, ju = np.triu_indices(L, 1)
@@ -97,6 +105,27 @@ def superiority_from_draws(draws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             se = np.where(sd > 0, sd / np.sqrt(ess), 0.0)
         prob[i, j], prob[j, i] = p, 1.0 - p
         mcse[i, j] = mcse[j, i] = se
+    return prob, mcse
+
+
+def _independent_superiority(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`superiority_from_draws` of independent draws x (S, L): from the counts of
+    draws with theta_i > theta_j and theta_i = theta_j alone (the indicator's mean is
+    (n_> + n_= / 2) / S, its mean square (n_> + n_= / 4) / S), compared a few models
+    against all at a time in booleans: no pair's indicator series is made."""
+    S, L = x.shape
+    above, equal = np.empty((L, L)), np.empty((L, L))
+    step = max(1, _PAIR_ELEMENTS // (S * L))
+    for start in range(0, L, step):
+        rows = slice(start, start + step)
+        block = x[:, rows, None]
+        above[rows] = np.count_nonzero(block > x[:, None, :], axis=0)
+        equal[rows] = np.count_nonzero(block == x[:, None, :], axis=0)
+    prob = (above + 0.5 * equal) / S
+    variance = np.maximum((above + 0.25 * equal) / S - prob * prob, 0.0) * (S / max(S - 1, 1))
+    mcse = np.sqrt(variance / S) if S > 1 else np.zeros((L, L))
+    np.fill_diagonal(prob, 0.5)
+    np.fill_diagonal(mcse, 0.0)
     return prob, mcse
 
 
@@ -304,12 +333,15 @@ def _groups_of(labels: np.ndarray) -> list[np.ndarray]:
     return [g for g in groups if g.size > 1]
 
 
-def mean_difference_mcse(chain_draws: np.ndarray) -> np.ndarray:
+def mean_difference_mcse(chain_draws: np.ndarray, *, independent: bool = False
+                         ) -> np.ndarray:
     """MCSE of the posterior-mean difference ``E[theta_i - theta_j]``, shape (L, L).
 
     ``sd(theta_i - theta_j) / sqrt(ESS_mean(theta_i - theta_j))`` from the
     (chain, draw, L) draws; the difference's own ESS accounts for the
     correlation between the two abilities (large under a zero-sum constraint).
+    ``independent``: draws independent by construction, whose ESS is their number; the
+    variances of the differences are then read from the abilities' covariance matrix.
     """
     import arviz as az
 
@@ -318,6 +350,15 @@ def mean_difference_mcse(chain_draws: np.ndarray) -> np.ndarray:
     i, j = np.triu_indices(L, k=1)
     out = np.zeros((L, L))
     if i.size == 0 or x.shape[0] * x.shape[1] < 4:
+        return out
+    if independent:  # var(theta_i - theta_j) = C_ii + C_jj - 2 C_ij: one product
+        flat = x.reshape(-1, L)
+        centred = flat - flat.mean(axis=0)
+        C = centred.T @ centred / (flat.shape[0] - 1)
+        diagonal = np.diagonal(C)
+        variance = np.maximum(diagonal[:, None] + diagonal[None, :] - 2.0 * C, 0.0)
+        out = np.sqrt(variance / flat.shape[0])
+        np.fill_diagonal(out, 0.0)
         return out
     for start in range(0, i.size, _PAIR_BLOCK):
         bi, bj = i[start:start + _PAIR_BLOCK], j[start:start + _PAIR_BLOCK]

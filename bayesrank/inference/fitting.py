@@ -23,7 +23,7 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from bayesrank.analysis.posterior import Posterior
+from bayesrank.analysis.posterior import INDEPENDENT_DRAWS, Posterior
 from bayesrank.data import ResponseData, as_response_data
 from bayesrank.data.interrupts import interrupts_not_dropped
 from bayesrank.data.pairwise import PairwiseData
@@ -54,8 +54,6 @@ DEFAULT_SAMPLER = {
     "davidson_luce": "nutpie",
 }
 _FALLBACK = ("nutpie", "numpyro", "pymc")
-#: Samplers whose draws are i.i.d.: the exact conjugate posterior and the Laplace approximation
-INDEPENDENT_DRAWS = ("conjugate", "laplace")
 
 
 def _choose_sampler(model: str, sampler: str | None) -> str:
