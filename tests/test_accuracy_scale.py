@@ -26,10 +26,17 @@ def _fixed_posterior(data: ResponseData, theta, b, *, draws: int, phi=None) -> P
     return Posterior(idata, data, "rasch")
 
 
+@pytest.mark.parametrize("chunk", [None, 30])
 @pytest.mark.parametrize("phi", [None, 3.0])
 @pytest.mark.parametrize("missing", [0.0, 0.7])
-def test_predictive_accuracy_has_the_binomial_and_beta_binomial_moments(phi, missing):
-    """Also with 70% of the cells missing (replicated over the observed cells only)."""
+def test_predictive_accuracy_has_the_binomial_and_beta_binomial_moments(phi, missing, chunk,
+                                                                        monkeypatch):
+    """Also with 70% of the cells missing (replicated over the observed cells only), and
+    with one draw's cells cut into chunks (``chunk`` values: as at 1,000 x 20,000)."""
+    from bayesrank.analysis import accuracy
+
+    if chunk is not None:
+        monkeypatch.setattr(accuracy, "_ACCURACY_CHUNK", chunk)
     rng = np.random.default_rng(0)
     L, M, N = 3, 40, 5
     theta, b = np.array([-1.0, 0.0, 1.5]), rng.normal(size=M)
@@ -293,5 +300,11 @@ def test_item_response_accuracies_read_every_kth_draw_beyond_the_cell_budget(mon
     assert part.sizes["draw"] == 10
     np.testing.assert_array_equal(part.values, whole.values[:, ::5])
     np.testing.assert_array_equal(part["draw"], whole["draw"][::5])
+    # one draw's cells cut into chunks of 7 questions: the same means, to rounding
+    monkeypatch.setattr(accuracy, "_ACCURACY_CHUNK", 2 * 4 * 7)
+    np.testing.assert_allclose(accuracy.expected_accuracy_draws(idata, data).values,
+                               part.values, rtol=1e-14)
+    np.testing.assert_allclose(whole.values, special.expit(
+        theta[..., :, None] - b[..., None, :]).mean(axis=-1), rtol=1e-14)
     predictive = accuracy.predictive_accuracy_draws(idata, data)
     assert predictive.sizes == {"chain": 2, "draw": 10, "llm": 4}

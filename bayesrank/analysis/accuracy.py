@@ -24,6 +24,7 @@ import xarray as xr
 from scipy import special
 
 from bayesrank.data import ResponseData
+from bayesrank.data.reductions import ObservedCells
 
 __all__ = ["expected_accuracy_draws", "predictive_accuracy_draws"]
 
@@ -43,39 +44,47 @@ def _within_budget(post: xr.Dataset) -> xr.Dataset:
     return post if step <= 1 else post.isel(draw=slice(None, None, step))
 
 
-def _irt_chunks(post: xr.Dataset, cells: tuple[np.ndarray, np.ndarray] | None = None
-                ) -> Iterator[tuple[slice, np.ndarray]]:
-    """``(draw slice, P(l solves m))`` in chunks, shape ``(chain, draws, L, M)``, or
-    ``(chain, draws, cells)`` at the ``cells`` (rows, columns) only."""
+def _irt_chunks(post: xr.Dataset, cells: ObservedCells | None = None
+                ) -> Iterator[tuple[slice, slice, np.ndarray]]:
+    """``(draw slice, part, P(l solves m))`` in chunks of at most about
+    :data:`_ACCURACY_CHUNK` values: ``(chain, draws, L, questions)`` over the questions in
+    ``part``, or ``(chain, draws, cells)`` over the observed ``cells`` in ``part``.  Where
+    one draw of every chain is more than a chunk (1,000 x 20,000 cells), the cells are cut
+    too."""
     names = set(post.data_vars)
     theta = post["theta"].transpose("chain", "draw", "llm").values
     b = post["b"].transpose("chain", "draw", "question").values
     a = post["a"].transpose("chain", "draw", "question").values if "a" in names else None
     c = post["c"].transpose("chain", "draw", "question").values if "c" in names else None
+    chains, L, M = theta.shape[0], theta.shape[-1], b.shape[-1]
     if cells is None:
-        def at_llm(x):
+        def at_llm(x, part):
             return x[..., :, None]
 
-        def at_question(x):
-            return x[..., None, :]
-        size = theta.shape[-1] * b.shape[-1]
+        def at_question(x, part):
+            return x[..., None, part]
+        size, per_part, parts = L * M, L, M
     else:
-        def at_llm(x):
-            return np.take(x, cells[0], axis=-1)
+        def at_llm(x, part):
+            return np.take(x, cells.rows[part], axis=-1)
 
-        def at_question(x):
-            return np.take(x, cells[1], axis=-1)
-        size = cells[0].size
-    step = max(1, _ACCURACY_CHUNK // max(1, size))
+        def at_question(x, part):
+            return np.take(x, cells.columns[part], axis=-1)
+        size, per_part, parts = cells.size, 1, cells.size
+    step = max(1, _ACCURACY_CHUNK // max(1, chains * size))
+    width = parts if chains * size <= _ACCURACY_CHUNK else max(
+        1, _ACCURACY_CHUNK // (chains * per_part))
     for start in range(0, theta.shape[1], step):
         sl = slice(start, start + step)
-        eta = at_llm(theta[:, sl]) - at_question(b[:, sl])
-        if a is not None:
-            eta = eta * at_question(a[:, sl])
-        p = special.expit(eta)
-        if c is not None:
-            p = at_question(c[:, sl]) + (1.0 - at_question(c[:, sl])) * p
-        yield sl, p
+        for first in range(0, parts, width):
+            part = slice(first, first + width)
+            eta = at_llm(theta[:, sl], part) - at_question(b[:, sl], part)
+            if a is not None:
+                eta = eta * at_question(a[:, sl], part)
+            p = special.expit(eta)
+            if c is not None:
+                p = at_question(c[:, sl], part) + (1.0 - at_question(c[:, sl], part)) * p
+            yield sl, part, p
 
 
 def _kind(post: xr.Dataset) -> str | None:
@@ -120,11 +129,10 @@ def expected_accuracy_draws(idata: xr.DataTree, data: ResponseData | None) -> xr
     if kind is None:
         return None
     post = _within_budget(post)
-    theta = post["theta"].transpose("chain", "draw", "llm").values
-    out = np.empty_like(theta)
-    for sl, p in _irt_chunks(post):
-        out[:, sl] = p.mean(axis=-1)
-    return _per_llm(post, out, "expected_accuracy")
+    out = np.zeros(post["theta"].transpose("chain", "draw", "llm").shape)
+    for sl, _, p in _irt_chunks(post):
+        out[:, sl] += p.sum(axis=-1)
+    return _per_llm(post, out / post.sizes["question"], "expected_accuracy")
 
 
 def _dispersion(post: xr.Dataset) -> np.ndarray | None:
@@ -177,22 +185,25 @@ def predictive_accuracy_draws(idata: xr.DataTree, data: ResponseData | None, *,
             out[:, start:start + step] = (counts @ weights).sum(axis=-1) / total
         return _per_llm(post, out, "predictive_accuracy")
     phi = _dispersion(post)
+    out[:] = 0.0
     if (n > 0).all():
-        for sl, p in _irt_chunks(post):
+        for sl, part, p in _irt_chunks(post):
             if phi is not None:
                 f = phi[:, sl]
+                f = f[..., part] if f.shape[-1] > 1 else f
                 p = rng.beta(np.maximum(p * f, 1e-300), np.maximum((1.0 - p) * f, 1e-300))
-            out[:, sl] = rng.binomial(np.broadcast_to(n, p.shape), p).sum(axis=-1) / total
-        return _per_llm(post, out, "predictive_accuracy")
+            out[:, sl] += rng.binomial(np.broadcast_to(n[:, part], p.shape), p).sum(axis=-1)
+        return _per_llm(post, out / total, "predictive_accuracy")
     # cells missing: only the observed ones replicate (a missing cell is 0 of 0 trials)
-    rows, columns = np.nonzero(n)  # row by row: each model's cells are contiguous
-    cell_n, answered = n[rows, columns], total > 0
-    starts = np.concatenate([[0], np.cumsum(np.count_nonzero(n, axis=1))[:-1]])[answered]
-    out[..., ~answered] = np.nan  # 0 / 0, as the whole table gives
-    for sl, p in _irt_chunks(post, (rows, columns)):
+    cells = data.reductions.observed_cells if trials is None else ObservedCells.of(n)
+    cell_n = cells.gather(n)
+    for sl, part, p in _irt_chunks(post, cells):
         if phi is not None:
-            f = np.broadcast_to(phi[:, sl], p.shape[:2] + n.shape)[..., rows, columns]
+            f = np.broadcast_to(phi[:, sl], p.shape[:2] + n.shape)[
+                ..., cells.rows[part], cells.columns[part]]
             p = rng.beta(np.maximum(p * f, 1e-300), np.maximum((1.0 - p) * f, 1e-300))
-        k = rng.binomial(np.broadcast_to(cell_n, p.shape), p)
-        out[:, sl, answered] = np.add.reduceat(k, starts, axis=-1) / total[answered]
+        out[:, sl] += cells.by_model(rng.binomial(np.broadcast_to(cell_n[part], p.shape), p),
+                                     part)
+    with np.errstate(invalid="ignore"):  # 0 / 0 for a model with nothing observed, as the
+        out /= total  # whole table gives
     return _per_llm(post, out, "predictive_accuracy")

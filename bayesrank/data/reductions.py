@@ -279,12 +279,14 @@ class ObservedCells:
         out[self.rows, self.columns] = values
         return out
 
-    def by_model(self, values: np.ndarray) -> np.ndarray:
-        """``values`` (..., cells) summed over each model's cells (..., L)."""
+    def by_model(self, values: np.ndarray, part: slice = slice(None)) -> np.ndarray:
+        """``values`` (..., cells) summed over each model's cells (..., L); ``part``: the
+        values are those of the cells in that slice only."""
+        rows = self.rows[part]
         out = np.zeros((*values.shape[:-1], self.shape[0]))
-        some = self.per_model > 0
-        if some.any():
-            out[..., some] = np.add.reduceat(values, self.starts[:-1][some], axis=-1)
+        if rows.size:
+            starts = np.flatnonzero(np.diff(rows, prepend=-1))  # where a model's cells start
+            out[..., rows[starts]] = np.add.reduceat(values, starts, axis=-1)
         return out
 
     def by_question(self, values: np.ndarray) -> np.ndarray:
