@@ -42,6 +42,11 @@ def test_identical_rows_groups_only_equal_rows():
     rows = np.array([[1, 2], [3, 4], [1, 2], [5, 6], [3, 4], [1, 3]])
     groups = identical_rows(rows)
     assert sorted(g.tolist() for g in groups) == [[0, 2], [1, 4]]
+    # several parts: a model's row is its rows of all of them, no copy concatenated
+    other = np.array([[0.5], [1.0], [0.5], [2.0], [9.0], [0.5]])
+    assert [g.tolist() for g in identical_rows(rows, other)] == [[0, 2]]
+    small = rows.astype(np.int8)  # any dtype, any memory layout of the parts
+    assert [g.tolist() for g in identical_rows(small, small[:, ::-1])] == [[0, 2], [1, 4]]
 
 
 def test_swap_invariant_pairs_on_a_hand_made_win_matrix():

@@ -763,7 +763,7 @@ def exchangeable_models(data: ResponseData, model: str) -> list[np.ndarray]:
     prior = red.prior_category_counts
     if prior is not None and prior.ndim >= 2 and prior.shape[0] == L:
         parts.append(prior.reshape(L, -1))
-    return unc.identical_rows(np.concatenate(parts, axis=1))
+    return unc.identical_rows(*parts)
 
 
 def closed_form(
