@@ -122,7 +122,8 @@ class _ObservedCells(_Table):
     """The same over the observed cells only (trials > 0,
     :class:`~bayesrank.data.reductions.ObservedCells`), for a table with most cells
     missing: cell values are (cells, ...) arrays, and :meth:`matrix` a sparse matrix, so
-    the search, the Schur complement and the draws cost the observed cells."""
+    the search and the Schur complement cost the observed cells (the draws, M q values
+    each, are dense by nature: each block of them densifies its own rows for BLAS)."""
 
     def __init__(self, k: np.ndarray, n: np.ndarray):
         self.cells = ObservedCells.of(n)
