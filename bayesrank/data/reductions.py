@@ -259,12 +259,13 @@ class ObservedCells:
     def every_cell(self) -> bool:
         return self.size == self.shape[0] * self.shape[1]
 
-    @property
+    @cached_property
     def flat(self) -> np.ndarray:
-        """The cells' indices in the table read row by row."""
+        """The cells' indices in the table read row by row (made once: the PPC reads it
+        for every chunk of draws)."""
         return self.rows * self.shape[1] + self.columns
 
-    @property
+    @cached_property
     def starts(self) -> np.ndarray:
         """Where each model's cells start, and the end (L + 1,)."""
         return np.concatenate([[0], np.cumsum(self.per_model)])
@@ -284,7 +285,12 @@ class ObservedCells:
         values are those of the cells in that slice only."""
         rows = self.rows[part]
         out = np.zeros((*values.shape[:-1], self.shape[0]))
-        if rows.size:
+        if not rows.size:
+            return out
+        if part == slice(None):  # every cell: the models' starts, made once
+            some = self.per_model > 0
+            out[..., some] = np.add.reduceat(values, self.starts[:-1][some], axis=-1)
+        else:
             starts = np.flatnonzero(np.diff(rows, prepend=-1))  # where a model's cells start
             out[..., rows[starts]] = np.add.reduceat(values, starts, axis=-1)
         return out
