@@ -35,10 +35,13 @@ model's design record (moved from models/davidson_luce.py)"):
 * eta = 0 means "every winner-set size is equally likely" when all L models compete with
   equal strengths.
 * Z exactly, without enumerating subsets: e_r(x) is the z^r coefficient of prod_i (1 +
-  x_i z), formed pairwise in a binary tree of batched polynomial multiplications (the
-  recurrence e_r <- e_r + x_i e_{r-1} regrouped into log2(L) vectorised steps, all orders
-  t and comparison sets at once), in PyTensor, so NUTS gets exact gradients and the
-  compiled graph stays small.  Z depends on S only, so it is computed once per distinct
+  x_i z), the recurrence e_r <- e_r + x_i e_{r-1} over the members, in one likelihood
+  call (:func:`models.likelihoods.tie_size_sums`).  The fast path runs it and its adjoint
+  in a kernel, O(L D^2) per set (:mod:`models.fast.tie_sizes`); ``fast=False`` forms the
+  same sums in PyTensor, pairwise in a binary tree of batched polynomial products (log2(L)
+  graph steps, all orders and sets at once), whose dense products grow like D^3 per
+  level: 13-26 ms of log-density and gradient at 100 models against 1.6 ms for the
+  kernel (docs/scale.md).  Z depends on S only, so it is computed once per distinct
   comparison set (one set when no trial is missing).  The events, their comparison sets
   and the reference set of the tie effects are ``pm.Data`` (:meth:`SetwiseEvents.data`):
   the graph depends on L, D and the number of comparison sets only, so a compiled model
@@ -72,6 +75,7 @@ from scipy.special import gammaln
 from bayesrank.data import ResponseData
 
 from ._common import binary_only, coords_of, log_strengths, positive_scale, response_data
+from .likelihoods import tie_size_sums
 from .transforms import tie_sizes
 
 __all__ = ["build", "davidson_luce", "SetwiseEvents", "log_tie_normalisers",
@@ -201,17 +205,17 @@ class SetwiseEvents:
             pm.Data("size_coupling", self.size_coupling, dims="tie_order"),
         )
 
-    def logp(self, data: EventData, value, theta, log_delta):
-        """count_e log P(U_e > V_e | S_e) for the winner indicators ``value`` (E, L)."""
+    def logp(self, data: EventData, value, theta, log_delta, log_z):
+        """count_e log P(U_e > V_e | S_e) for the winner indicators ``value`` (E, L), given
+        log Z(S_g) (:func:`log_tie_normalisers`)."""
         # CustomDist hands the parameters over with a leading broadcast batch axis
-        D = self.max_order
         theta = pt.reshape(theta, (self.n_models,))
-        log_delta = pt.specify_shape(pt.reshape(log_delta, (D,)), (D,))
-        log_z = log_tie_normalisers(theta, log_delta, data.sets, D)
+        log_delta = pt.reshape(log_delta, (self.max_order,))
+        log_z = pt.reshape(log_z, (self.sets.shape[0],))
         log_g = (value @ theta) / data.sizes
         return data.weights * (log_delta[data.size_index] + log_g - log_z[data.set_index])
 
-    def random(self, theta, log_delta, rng=None, size=None) -> np.ndarray:
+    def random(self, theta, log_delta, log_z, rng=None, size=None) -> np.ndarray:
         """One winner set per event from P(U | S_e) (:func:`sample_winner_sets`)."""
         theta = np.reshape(theta, (self.n_models,))
         event_sets = self.sets[self.set_index].astype(bool)
@@ -226,15 +230,17 @@ def davidson_luce(events: SetwiseEvents, scale: float = 1.0,
 
         theta       ~ ZeroSumNormal(scale)  (hierarchical: sigma ~ HalfNormal(scale))
         eta_t       ~ Normal(0, 3), log delta_t = log L - log C(L, t) + eta_t  (t = 2..D)
+        Z(S)        = sum_t delta_t e_t(pi_S^(1/t))
         U_e | S_e   ~ P(U > V | S) = delta_|U| g_|U|(U) / Z(S), count_e times
     """
     with pm.Model(coords=events.coords) as model:
         data = events.data()
         theta = log_strengths(scale, hierarchical)
         log_delta = tie_prevalences(theta, events, data)
+        log_z = log_tie_normalisers(theta, log_delta, data.sets, events.max_order)
         winners = pm.Data("event_winners", events.winners.astype(float), dims=("event", "llm"))
-        pm.CustomDist("events", theta, log_delta, logp=partial(events.logp, data),
-                      random=events.random, signature="(l),(d)->(l)", observed=winners,
+        pm.CustomDist("events", theta, log_delta, log_z, logp=partial(events.logp, data),
+                      random=events.random, signature="(l),(d),(g)->(l)", observed=winners,
                       dims=("event", "llm"))
     return model
 
@@ -287,8 +293,8 @@ def _size_log_odds(theta, events: SetwiseEvents, data: EventData, scale: float =
     posterior is the same whatever w is; w only decides where the scales meet.
     """
     max_order, L = events.max_order, events.n_models
-    # theta reshaped as the events' log-density reshapes it: the same graph, computed once
-    _, diagonal = tie_size_terms(pt.reshape(theta, (L,)), data.sets, max_order)
+    # the same graph as log Z's in the model (one computation): theta as the model holds it
+    _, diagonal = tie_size_terms(theta, data.sets, max_order)
     proper = np.arange(2, max_order + 1) < pt.dot(data.reference, data.sets).sum()
     e = pt.dot(diagonal, data.reference)  # e_t(x^(t)) e^(-shift), t = 1..D
     # the inner where keeps log(0) of the orders the set cannot hold out of the gradient
@@ -334,59 +340,6 @@ def build(
 
 # -- the normaliser Z and the winner-set sampler --------------------------------------------
 
-def _convolution(degree: int, max_order: int) -> np.ndarray:
-    """C[(a, b), c] = 1{a + b = c}: multiplies two polynomials of ``degree`` (truncated)."""
-    a, b = np.meshgrid(np.arange(degree + 1), np.arange(degree + 1), indexing="ij")
-    out = np.zeros(((degree + 1) ** 2, min(2 * degree, max_order) + 1))
-    keep = (a + b).ravel() <= max_order
-    out[np.flatnonzero(keep), (a + b).ravel()[keep]] = 1.0
-    return out
-
-
-def elementary_symmetric(x, max_order: int):
-    """e_0..e_max_order of the values along the last axis of ``x`` (PyTensor).
-
-    The coefficients of prod_i (1 + x_i z) are e_r(x).  The product is taken
-    pairwise in a binary tree (log2(n) levels, each one batched polynomial
-    multiplication), truncating every intermediate polynomial at
-    ``max_order``.  All terms are non-negative, so nothing cancels.
-
-    Parameters
-    ----------
-    x : tensor (..., n) with static n
-    max_order : int
-
-    Returns
-    -------
-    tensor (..., max_order + 1)
-    """
-    n = int(x.type.shape[-1])
-    width = 1 << max(n - 1, 0).bit_length()  # next power of two
-    ones = pt.ones_like(x)
-    poly = pt.stack([ones, x], axis=-1)  # (..., n, 2): 1 + x_i z
-    if width > n:
-        pad = pt.zeros((*[x.shape[i] for i in range(x.ndim - 1)], width - n, 2))
-        pad = pt.set_subtensor(pad[..., 0], 1.0)
-        poly = pt.concatenate([poly, pad], axis=-2)
-    degree = 1
-    while width > 1:
-        width //= 2
-        pairs = poly.reshape((*[poly.shape[i] for i in range(poly.ndim - 2)], width, 2, degree + 1))
-        left, right = pairs[..., 0, :], pairs[..., 1, :]
-        outer = (left[..., :, None] * right[..., None, :]).reshape(
-            (*[left.shape[i] for i in range(left.ndim - 1)], (degree + 1) ** 2)
-        )
-        poly = pt.dot(outer, _convolution(degree, max_order))
-        degree = min(2 * degree, max_order)
-    out = poly[..., 0, :]
-    if degree < max_order:  # fewer items than orders: the higher e_r are 0
-        out = pt.concatenate(
-            [out, pt.zeros((*[out.shape[i] for i in range(out.ndim - 1)], max_order - degree))],
-            axis=-1,
-        )
-    return out
-
-
 def log_tie_normalisers(theta, log_delta, sets, max_order: int):
     """log Z(S_g) for each comparison set (rows of ``sets``), exact.
 
@@ -417,13 +370,8 @@ def tie_size_terms(theta, sets, max_order: int):
     :func:`_size_log_odds`, which build it from the same theta, so the compiled
     log-density computes it once.
     """
-    shift = pt.max(theta)
     order = np.arange(1, max_order + 1, dtype=float)
-    # x[t-1, g, i] = 1{i in S_g} exp((theta_i - shift) / t): non-members add a factor 1 + 0 z
-    x = sets[None, :, :] * pt.exp((theta - shift)[None, None, :] / order[:, None, None])
-    esp = elementary_symmetric(x, max_order)  # (D, G, D + 1)
-    # e_t(x^(t)) for t = 1..D, as a masked sum (dense ops compile fast and differentiate cheaply)
-    diagonal = pt.sum(esp[:, :, 1:] * np.eye(max_order)[:, None, :], axis=-1)  # (D, G)
+    shift, diagonal = tie_size_sums(theta, sets, max_order)  # (D, G)
     # winner sets of size |S| (everyone present ties) are discarded from the data, so Z leaves
     # them out: the likelihood is conditional on an informative event
     proper = pt.lt(order[:, None], sets.sum(axis=1)[None, :])

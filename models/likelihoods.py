@@ -10,6 +10,8 @@ Every function here adds one observed variable to the current model:
     multinomial_logits  x ~ Multinomial(n, softmax(logits))   (pairs' outcome counts)
     bernoulli_battles   y_k ~ Bernoulli(logistic(theta_a_k - theta_b_k + z_k . beta))
 
+and one sum the Davidson-Luce normaliser is made of, :func:`tie_size_sums`.
+
 With the fast path on (the default, ``models.build(..., fast=True)``) the cells are
 computed by the kernels of :mod:`models.fast` (one Op per table of cells: log-pmf and
 gradient in one pass, Numba for nutpie and JAX for NumPyro) and log C(n, k) is a data
@@ -45,7 +47,7 @@ from ._common import answered_draws, logistic_binomial_draws
 
 __all__ = ["bernoulli_battles", "beta_binomial", "binomial_2pl", "binomial_floor",
            "binomial_logit", "binomial_rasch", "davidson_battles", "fast_enabled", "fast_kernels",
-           "log_binomial", "multinomial_logits"]
+           "elementary_symmetric", "log_binomial", "multinomial_logits", "tie_size_sums"]
 
 _FAST: ContextVar[bool] = ContextVar("bayesrank_fast_kernels", default=True)
 
@@ -345,3 +347,79 @@ def davidson_battles(name: str, theta, beta, log_nu, a, b, z, observed, *, dims:
     return pm.CustomDist(name, theta, beta, log_nu, a, b, z.T, logp=logp, random=random,
                          signature="(l),(c),(),(),(),(c)->()", dtype="int64",
                          observed=observed, dims=dims)
+
+
+def tie_size_sums(theta, sets, max_order: int):
+    """(s, E): s = max theta, E[t-1, g] = e_t(x^(t) on S_g), x^(t)_i = exp((theta_i - s) /
+    t), t = 1..max_order: (D, G).
+
+    The Davidson-Luce normaliser's sums over the winner sets of each size
+    (:mod:`models.davidson_luce`), for log-strengths ``theta`` (L,) and comparison sets
+    ``sets`` (G, L) of 0/1; the shift keeps the products in range.  Fast:
+    :mod:`models.fast.tie_sizes` (the recurrence and its adjoint, O(L D^2) per set);
+    plain: :func:`elementary_symmetric` of every order at once in PyTensor, its diagonal
+    taken as a masked sum (dense ops compile fast and differentiate cheaply).
+    """
+    if fast_enabled():
+        from .fast.tie_sizes import tie_size_sums as fast_sums
+
+        return fast_sums(theta, sets, max_order)
+    shift = pt.max(theta)
+    order = np.arange(1, max_order + 1, dtype=float)
+    # x[t-1, g, i] = 1{i in S_g} exp((theta_i - s) / t): non-members add a factor 1 + 0 z
+    x = sets[None, :, :] * pt.exp((theta - shift)[None, None, :] / order[:, None, None])
+    esp = elementary_symmetric(x, max_order)  # (D, G, D + 1)
+    return shift, pt.sum(esp[:, :, 1:] * np.eye(max_order)[:, None, :], axis=-1)
+
+
+def _convolution(degree: int, max_order: int) -> np.ndarray:
+    """C[(a, b), c] = 1{a + b = c}: multiplies two polynomials of ``degree`` (truncated)."""
+    a, b = np.meshgrid(np.arange(degree + 1), np.arange(degree + 1), indexing="ij")
+    out = np.zeros(((degree + 1) ** 2, min(2 * degree, max_order) + 1))
+    keep = (a + b).ravel() <= max_order
+    out[np.flatnonzero(keep), (a + b).ravel()[keep]] = 1.0
+    return out
+
+
+def elementary_symmetric(x, max_order: int):
+    """e_0..e_max_order of the values along the last axis of ``x`` (PyTensor).
+
+    The coefficients of prod_i (1 + x_i z) are e_r(x).  The product is taken
+    pairwise in a binary tree (log2(n) levels, each one batched polynomial
+    multiplication), truncating every intermediate polynomial at
+    ``max_order``.  All terms are non-negative, so nothing cancels.
+
+    Parameters
+    ----------
+    x : tensor (..., n) with static n
+    max_order : int
+
+    Returns
+    -------
+    tensor (..., max_order + 1)
+    """
+    n = int(x.type.shape[-1])
+    width = 1 << max(n - 1, 0).bit_length()  # next power of two
+    ones = pt.ones_like(x)
+    poly = pt.stack([ones, x], axis=-1)  # (..., n, 2): 1 + x_i z
+    if width > n:
+        pad = pt.zeros((*[x.shape[i] for i in range(x.ndim - 1)], width - n, 2))
+        pad = pt.set_subtensor(pad[..., 0], 1.0)
+        poly = pt.concatenate([poly, pad], axis=-2)
+    degree = 1
+    while width > 1:
+        width //= 2
+        pairs = poly.reshape((*[poly.shape[i] for i in range(poly.ndim - 2)], width, 2, degree + 1))
+        left, right = pairs[..., 0, :], pairs[..., 1, :]
+        outer = (left[..., :, None] * right[..., None, :]).reshape(
+            (*[left.shape[i] for i in range(left.ndim - 1)], (degree + 1) ** 2)
+        )
+        poly = pt.dot(outer, _convolution(degree, max_order))
+        degree = min(2 * degree, max_order)
+    out = poly[..., 0, :]
+    if degree < max_order:  # fewer items than orders: the higher e_r are 0
+        out = pt.concatenate(
+            [out, pt.zeros((*[out.shape[i] for i in range(out.ndim - 1)], max_order - degree))],
+            axis=-1,
+        )
+    return out

@@ -11,6 +11,8 @@ import pytensor.tensor as pt
 import pytest
 from _model_sims import davidson_luce_probabilities, simulate_davidson_luce, zero_sum_normal
 from bayesrank.models import davidson_luce as dl
+from bayesrank.models.fast.tie_sizes import tie_size_sums
+from bayesrank.models.likelihoods import elementary_symmetric
 from conftest import numpy_graphs_mode
 from pymc.model.transform.conditioning import remove_value_transforms
 from scipy import stats
@@ -31,9 +33,64 @@ def esp_by_enumeration(x: np.ndarray, order: int) -> float:
 def test_elementary_symmetric_polynomials_match_enumeration(n, max_order):
     rng = np.random.default_rng(n * 10 + max_order)
     x = rng.exponential(1.0, (3, n)) * (rng.random((3, n)) > 0.2)  # some zeros (non-members)
-    got = dl.elementary_symmetric(pt.as_tensor(x), max_order).eval()
+    got = elementary_symmetric(pt.as_tensor(x), max_order).eval()
     expected = [[esp_by_enumeration(row, r) for r in range(max_order + 1)] for row in x]
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("backend", ["py", "NUMBA", "JAX"])
+@pytest.mark.parametrize("tied", [False, True])
+def test_tie_size_sums_op_matches_enumeration_and_finite_differences(backend, tied):
+    """The fast path's Op (:mod:`models.fast.tie_sizes`) on each backend: s = max theta and
+    E[t-1, g] = e_t(exp((theta - s) / t) on S_g) by enumerating the subsets, with sets
+    that leave members out; the gradient of sum(W * E) + w s against central differences
+    of the enumeration away from ties, and at theta = 0 (every model the maximum, where
+    the sampler starts) the gradient of the shift-free s + log(sum_t E[t-1, g])."""
+    rng = np.random.default_rng(7)
+    L, D = 7, 6
+    theta = np.zeros(L) if tied else rng.normal(0.0, 1.5, L)
+    sets = np.array([np.ones(L), rng.random(L) < 0.6, np.eye(L)[2] + np.eye(L)[5]], dtype=float)
+    weights, shift_weight = rng.normal(size=(D, sets.shape[0])), 0.0 if tied else 0.7
+
+    def enumerated(v):
+        return np.array([[esp_by_enumeration(np.exp((v[s > 0] - v.max()) / t), t)
+                          for s in sets] for t in range(1, D + 1)])
+
+    def objective(v):
+        if tied:  # invariant to the shift: differentiable at ties
+            return np.sum(np.log(enumerated(v).sum(axis=0))) + sets.shape[0] * v.max()
+        return np.sum(weights * enumerated(v)) + shift_weight * v.max()
+
+    step = 1e-6
+    expected_grad = [(objective(theta + step * e) - objective(theta - step * e)) / (2 * step)
+                     for e in np.eye(L)]
+    free = pt.vector("theta", shape=(L,))
+    shift, sums = tie_size_sums(free, sets, D)
+    target = (pt.sum(pt.log(sums.sum(axis=0))) + sets.shape[0] * shift if tied
+              else pt.sum(weights * sums) + shift_weight * shift)
+    mode = pytensor.compile.mode.Mode(linker="py") if backend == "py" else backend
+    got, got_shift, grad = pytensor.function(
+        [free], [sums, shift, pytensor.grad(target, free)], mode=mode)(theta)
+    np.testing.assert_allclose(got, enumerated(theta), rtol=1e-12)
+    assert got_shift == theta.max()
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-7, atol=1e-9)
+
+
+def test_compiled_gradient_runs_the_tie_size_kernel_once():
+    """PyMC builds log Z, the tie coordinates and their Jacobian from copies of one graph;
+    compiled, the copies share one forward pass and, by the linearity rewrite
+    (:func:`models.fast.tie_sizes.one_tie_size_gradient`), one gradient pass."""
+    from bayesrank.models.fast.tie_sizes import TieSizeSums, TieSizeSumsGrad
+
+    rng = np.random.default_rng(0)
+    model = dl.build((rng.random((9, 60, 2)) < 0.5).astype(int))
+    logp = model.logp()
+    grads = pytensor.grad(logp, model.value_vars)
+    fn = pytensor.function(model.value_vars, [logp, *grads],
+                           mode=pytensor.compile.mode.Mode(linker="py", optimizer="fast_run"))
+    kernels = sorted(type(node.op).__name__ for node in fn.maker.fgraph.apply_nodes
+                     if isinstance(node.op, TieSizeSums | TieSizeSumsGrad))
+    assert kernels == ["TieSizeSums", "TieSizeSumsGrad"]
 
 
 def values(model, theta, eta) -> dict:

@@ -27,6 +27,8 @@ module                           what it computes
 :mod:`.battle_cells`             the contextual Bradley-Terry's battles, log-pmf and
                                  score, and their sum in one pass (Ops, rewrite)
 :mod:`.davidson_battles`         the same for the contextual Davidson's battles
+:mod:`.tie_sizes`                the Davidson-Luce normaliser's sums over winner sets
+                                 of each size and their gradient (Ops, rewrite)
 :mod:`._vector_math`             e^x, log1p and log that LLVM vectorises (Numba)
 :mod:`._backends`                the Ops' Numba and JAX registration, cache keys
 ===============================  ===================================================
