@@ -42,7 +42,7 @@ from ._vector_math import KERNEL_OPTIONS
 __all__ = ["TieSizeSums", "TieSizeSumsGrad", "one_tie_size_gradient", "tie_size_sums"]
 
 _USAGE = "tie-size sums take log-strengths (L,) and comparison sets (G, L)"
-_BLOCK_VALUES = 1 << 22  # the NumPy gradient's prefix polynomials, per block of sets
+_BLOCK_VALUES = 1 << 22  # NumPy: the polynomials held at once, per block of sets
 
 
 def _inputs(theta, sets):
@@ -168,14 +168,23 @@ def _prefixes(x, max_order):
     return out
 
 
+def _set_blocks(n_sets, values_per_set):
+    """Slices of the sets with at most :data:`_BLOCK_VALUES` polynomial values each."""
+    rows = max(1, _BLOCK_VALUES // max(values_per_set, 1))
+    return [slice(start, start + rows) for start in range(0, n_sets, rows)]
+
+
 def _sums_numpy(theta, sets, max_order):
     shift = theta.max()
-    x = _powers(theta - shift, sets, max_order)
-    e = np.zeros((*x.shape[:-1], max_order + 1))
-    e[..., 0] = 1.0
-    for i in range(x.shape[-1]):
-        e[..., 1:] += x[..., i, None] * e[..., :-1].copy()
-    return np.diagonal(e[..., 1:], axis1=0, axis2=2).T.copy(), shift  # e_t of row t: (D, G)
+    out = np.empty((max_order, sets.shape[0]))
+    for block in _set_blocks(sets.shape[0], max_order * (max_order + 1)):
+        x = _powers(theta - shift, sets[block], max_order)
+        e = np.zeros((*x.shape[:-1], max_order + 1))
+        e[..., 0] = 1.0
+        for i in range(x.shape[-1]):
+            e[..., 1:] += x[..., i, None] * e[..., :-1].copy()
+        out[:, block] = np.diagonal(e[..., 1:], axis1=0, axis2=2).T  # e_t of row t
+    return out, shift
 
 
 def _gradient_numpy(theta, sets, sums, weights, shift_weight, max_order):
@@ -183,10 +192,8 @@ def _gradient_numpy(theta, sets, sums, weights, shift_weight, max_order):
     u = theta - theta.max()
     order = np.arange(1, D + 1)
     out = np.zeros(L)
-    rows = max(1, _BLOCK_VALUES // max((L + 1) * D * (D + 1), 1))
-    for start in range(0, sets.shape[0], rows):
-        part = sets[start:start + rows]
-        x = _powers(u, part, D)
+    for block in _set_blocks(sets.shape[0], (L + 1) * D * (D + 1)):
+        x = _powers(u, sets[block], D)
         prefix = _prefixes(x, D)  # (L + 1, D, g, D + 1)
         # suffix[r] = e_r(x_{i+1}, ...); what row t needs: suffix[t - 1 - a] against prefix[a]
         suffix = np.zeros((*x.shape[:-1], D + 1))
@@ -195,8 +202,7 @@ def _gradient_numpy(theta, sets, sums, weights, shift_weight, max_order):
             # e_{t-1}(x without i) = sum_a prefix_i[a] suffix_{i+1}[t-1-a], a = 0..t-1
             without = np.array([(prefix[i, t - 1, :, :t] * suffix[t - 1, :, t - 1::-1]).sum(-1)
                                 for t in order])  # (D, g)
-            out[i] += np.sum(weights[:, start:start + rows] * without * x[..., i]
-                             / order[:, None])
+            out[i] += np.sum(weights[:, block] * without * x[..., i] / order[:, None])
             suffix[..., 1:] += x[..., i, None] * suffix[..., :-1].copy()
     out[np.argmax(theta)] += shift_weight - np.sum(weights * sums)  # through s = max theta
     return out
