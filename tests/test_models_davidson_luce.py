@@ -100,6 +100,13 @@ def test_compiled_gradient_runs_the_tie_size_kernel_once():
     kernels = sorted(type(node.op).__name__ for node in fn.maker.fgraph.apply_nodes
                      if isinstance(node.op, TieSizeSums | TieSizeSumsGrad))
     assert kernels == ["TieSizeSums", "TieSizeSumsGrad"]
+    # a sum of one term twice that is no such gradient is left alone (it once raised)
+    x = pt.vector("x")
+    with pytensor.config.change_flags(on_opt_error="raise"):
+        twice = pytensor.function([x], pt.expand_dims(x, 0) + pt.expand_dims(x, 0),
+                                  mode=pytensor.compile.mode.Mode(linker="py",
+                                                                  optimizer="fast_run"))
+    np.testing.assert_array_equal(twice(np.array([1.0, 2.0])), [[2.0, 4.0]])
 
 
 def values(model, theta, eta) -> dict:

@@ -136,10 +136,10 @@ def one_tie_size_gradient(fgraph, node):
     if not isinstance(node.op.scalar_op, ps.Add):
         return None
     groups: dict = {}
-    for term in node.inputs:
+    for position, term in enumerate(node.inputs):  # any other term stays as it is
         owner = term.owner
         key = (owner.op, *owner.inputs[:3]) if owner is not None and isinstance(
-            owner.op, TieSizeSumsGrad) else term
+            owner.op, TieSizeSumsGrad) else position
         groups.setdefault(key, []).append(term)
     if len(groups) == len(node.inputs):
         return None
