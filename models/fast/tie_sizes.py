@@ -37,6 +37,8 @@ from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.rewriting.basic import register_canonicalize
 
+from bayesrank.baselines.luce import elementary_symmetric
+
 from ._vector_math import KERNEL_OPTIONS
 
 __all__ = ["TieSizeSums", "TieSizeSumsGrad", "one_tie_size_gradient", "tie_size_sums"]
@@ -178,11 +180,7 @@ def _sums_numpy(theta, sets, max_order):
     shift = theta.max()
     out = np.empty((max_order, sets.shape[0]))
     for block in _set_blocks(sets.shape[0], max_order * (max_order + 1)):
-        x = _powers(theta - shift, sets[block], max_order)
-        e = np.zeros((*x.shape[:-1], max_order + 1))
-        e[..., 0] = 1.0
-        for i in range(x.shape[-1]):
-            e[..., 1:] += x[..., i, None] * e[..., :-1].copy()
+        e = elementary_symmetric(_powers(theta - shift, sets[block], max_order), max_order)
         out[:, block] = np.diagonal(e[..., 1:], axis1=0, axis2=2).T  # e_t of row t
     return out, shift
 
